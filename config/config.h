@@ -1,0 +1,117 @@
+// Schema structs for h2gate's configuration.
+//
+// Field names follow Envoy's v3 API where the concept is the same, so the YAML
+// reads like an Envoy bootstrap. These structs are plain data: the loader
+// (config/loader.h) fills them from YAML or from command-line flags, and the
+// validator checks cross references. Nothing here does I/O.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+namespace h2gate::config {
+
+using Duration = std::chrono::nanoseconds;
+
+// Where a value came from, for error messages and for later validation passes
+// (file:line:column, 1-based; line 0 means "not from a file", e.g. a flag).
+struct Mark {
+  std::string file;
+  int line = 0;
+  int column = 0;
+};
+
+struct SocketAddress {
+  std::string address;  // IP literal or host name (clusters); IP literal (listeners)
+  uint16_t port_value = 0;
+};
+
+// One entry of a listener's filter_chains[].filters[]. typed_config is kept as
+// YAML: each filter parses its own config (filters/registry.h) when the
+// listener is built; the loader already ran that parser once to validate it.
+struct FilterConfig {
+  std::string name;
+  YAML::Node typed_config;  // may be null
+  Mark mark;
+};
+
+struct Listener {
+  std::string name;
+  SocketAddress address;
+  // Extra addresses bound by the same listener (the default listener binds
+  // 127.0.0.1 and ::1). Envoy calls this additional_addresses.
+  std::vector<SocketAddress> additional_addresses;
+  std::vector<FilterConfig> filters;  // flattened filter_chains[0].filters
+  // HTTP/1 request-head limits (Envoy: max_request_headers_kb / _count).
+  uint32_t max_request_headers_kb = 64;
+  uint32_t max_request_headers_count = 100;
+  Mark mark;
+};
+
+struct Http2ProtocolOptions {
+  uint32_t max_concurrent_streams = 100;
+  uint32_t initial_stream_window_size = 1u << 20;       // 1 MiB
+  uint32_t initial_connection_window_size = 16u << 20;  // 16 MiB
+  struct Keepalive {
+    Duration interval{std::chrono::seconds(30)};
+    Duration timeout{std::chrono::seconds(5)};
+  };
+  std::optional<Keepalive> connection_keepalive;
+};
+
+struct TlsContext {
+  std::string sni;  // empty: the endpoint's host name
+  std::vector<std::string> alpn_protocols{"h2", "http/1.1"};
+  std::string tls_minimum_protocol_version = "TLSv1_2";  // TLSv1_2 | TLSv1_3
+  std::string tls_maximum_protocol_version;              // empty: no cap
+  std::string trusted_ca;                                // file; empty: system bundle
+  std::string certificate_chain;                         // client cert file (optional)
+  std::string private_key;                               // client key file (optional)
+  bool insecure_skip_verify = false;                     // only from --insecure or explicit YAML
+};
+
+struct ProxyCredentials {
+  std::string username;
+  std::string password;  // secret: never log
+};
+
+struct Cluster {
+  std::string name;
+  Duration connect_timeout{std::chrono::seconds(5)};
+  std::vector<SocketAddress> endpoints;  // flattened load_assignment.endpoints[].lb_endpoints[]
+  std::optional<TlsContext> tls;         // transport_socket; absent: plain TCP to the proxy
+  Http2ProtocolOptions http2;
+  std::optional<ProxyCredentials> credentials;
+  uint32_t max_connections = 8;  // circuit_breakers.thresholds[0].max_connections
+  Mark mark;
+};
+
+struct Admin {
+  SocketAddress address{"127.0.0.1", 9901};
+  bool enabled = true;
+};
+
+struct Bootstrap {
+  Admin admin;
+  std::vector<Listener> listeners;
+  std::vector<Cluster> clusters;
+  // Worker threads, each with its own event loop (--concurrency).
+  uint32_t concurrency = 1;
+  Duration drain_timeout{std::chrono::seconds(30)};
+  std::string source;  // the file it came from, or "<flags>" / "<default>"
+
+  const Cluster* findCluster(const std::string& name) const {
+    for (const auto& c : clusters)
+      if (c.name == name) return &c;
+    return nullptr;
+  }
+};
+
+}  // namespace h2gate::config

@@ -1,0 +1,94 @@
+// Typed, error-collecting access to a YAML mapping.
+//
+// Every config problem is recorded (never thrown) with file:line:column and the
+// YAML path, so `h2gate --validate` can print all of them at once:
+//   cfg.yaml:12:22: static_resources.clusters[0].connect_timeout: expected a duration like 5s
+// The loader and the filter config parsers (filters/registry.h) both use it.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/config.h"
+
+namespace h2gate::config {
+
+struct Problem {
+  Mark mark;
+  std::string path;  // YAML path, e.g. static_resources.listeners[0].name
+  std::string message;
+  // "file:line:column: path: message" (line/column omitted when unknown).
+  std::string str() const;
+};
+
+class Diagnostics {
+ public:
+  explicit Diagnostics(std::string file) : file_(std::move(file)) {}
+  void error(const Mark& mark, std::string path, std::string message);
+  Mark markOf(const YAML::Node& node) const;
+  const std::string& file() const { return file_; }
+  const std::vector<Problem>& problems() const { return problems_; }
+  bool ok() const { return problems_.empty(); }
+
+ private:
+  std::string file_;
+  std::vector<Problem> problems_;
+};
+
+// A view of one YAML node plus its path. Getters return nullopt when the key
+// is absent (or, with required=true, record "missing required field") and
+// record an error and return nullopt when the value has the wrong type or is
+// out of range. String values get ${ENV_VAR} expansion; a missing variable is
+// an error.
+class NodeReader {
+ public:
+  NodeReader(YAML::Node node, std::string path, Diagnostics& diag);
+
+  const YAML::Node& node() const { return node_; }
+  const std::string& path() const { return path_; }
+  Mark mark() const { return diag_.markOf(node_); }
+  Diagnostics& diagnostics() const { return diag_; }
+  bool isNull() const { return !node_ || node_.IsNull(); }
+  bool has(const char* key) const;
+
+  // Records "expected a mapping" and returns false when this node is not one
+  // (a null node counts as an empty mapping).
+  bool expectMap();
+  // Records "unknown field" for every key not listed.
+  void allowOnly(std::initializer_list<const char*> keys);
+
+  std::optional<std::string> string(const char* key, bool required = false);
+  std::optional<bool> boolean(const char* key, bool required = false);
+  std::optional<uint64_t> uint(const char* key, uint64_t min, uint64_t max, bool required = false);
+  std::optional<Duration> duration(const char* key, bool required = false);
+  std::optional<std::vector<std::string>> stringList(const char* key, bool required = false);
+
+  // A child mapping. Absent: a reader on a null node (isNull() true).
+  NodeReader child(const char* key, bool required = false);
+  // A child sequence. Absent: empty. Not a sequence: error, empty.
+  std::vector<NodeReader> list(const char* key, bool required = false);
+
+  // Records an error at this node / at a child key.
+  void error(std::string message) const;
+  void errorAt(const char* key, std::string message) const;
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  Diagnostics& diag_;
+};
+
+// "5s", "0.25s", "100ms", "250us", "1m", "1h" (Envoy/protobuf durations, plus
+// ms/us/m/h as Envoy's YAML accepts). Negative or malformed: nullopt.
+std::optional<Duration> parseDuration(std::string_view text);
+
+// Replaces ${NAME} with the environment variable NAME. Returns nullopt and sets
+// *missing to the variable name when one is not set. "$$" is not special.
+std::optional<std::string> expandEnv(std::string_view text, std::string* missing);
+
+}  // namespace h2gate::config

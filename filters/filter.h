@@ -1,0 +1,44 @@
+// Envoy-style filters: named in the config, created by name from a registry.
+//
+// One Filter instance is built per listener and shared by all requests on all
+// workers, so methods are const and MUST be thread-safe. A filter only
+// overrides what it needs: the defaults pass everything through.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gateway/http_types.h"
+
+namespace h2gate::filters {
+
+enum class FilterStatus {
+  Continue,  // next filter
+  Stop,      // stop the chain: info.status set means reject with that status,
+             // otherwise the route in info is final
+};
+
+class Filter {
+ public:
+  virtual ~Filter() = default;
+
+  // Runtime set-up that may do I/O (open a log file). Not called by
+  // `--validate`. Returns an error message or "".
+  virtual std::string init() { return {}; }
+
+  // Sees the parsed request head. May reject (set info.status and
+  // info.reason, return Stop) or set the route (info.cluster/route_set).
+  virtual FilterStatus onRequestHead(const RequestHead&, StreamInfo&) const {
+    return FilterStatus::Continue;
+  }
+
+  // Called once per request/tunnel when it ends, whatever the result.
+  virtual void onComplete(const RequestHead&, const StreamInfo&) const {}
+
+  // A terminal filter (forward_proxy) must be last in a chain.
+  virtual bool terminal() const { return false; }
+};
+
+using FilterPtr = std::shared_ptr<const Filter>;
+
+}  // namespace h2gate::filters

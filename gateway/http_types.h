@@ -1,0 +1,90 @@
+// The request/response heads and per-request bookkeeping shared by the
+// downstream side, the tunnels and the filters.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace h2gate {
+
+struct Header {
+  std::string name;  // as received; compare case-insensitively
+  std::string value;
+};
+using Headers = std::vector<Header>;
+
+bool iequals(std::string_view a, std::string_view b);
+// First header with this name (case-insensitive), or nullptr.
+const Header* findHeader(const Headers& headers, std::string_view name);
+
+enum class BodyFraming { None, ContentLength, Chunked, UntilClose };
+
+// An app's request as the proxy understood it.
+struct RequestHead {
+  std::string method;
+  std::string target;  // as sent: "host:port" for CONNECT, the absolute URL otherwise
+  bool is_connect = false;
+  std::string host;  // without IPv6 brackets
+  uint16_t port = 0;
+  std::string path;  // absolute-form only: path and query, at least "/"
+  int http_minor = 1;
+  Headers headers;
+  BodyFraming framing = BodyFraming::None;
+  uint64_t content_length = 0;
+  bool keep_alive = true;
+
+  // host:port, with brackets around IPv6 literals.
+  std::string authority() const;
+};
+
+struct ResponseHead {
+  int status = 0;
+  std::string reason;
+  int http_minor = 1;
+  Headers headers;
+  BodyFraming framing = BodyFraming::None;
+  uint64_t content_length = 0;
+  bool keep_alive = true;
+};
+
+// How a request ended, for logs and metrics (bounded set).
+enum class Result {
+  Ok,
+  Rejected,          // a filter said no
+  BadRequest,        // the app sent something we could not accept
+  DnsFailed,
+  ConnectFailed,     // refused, unreachable, reset during connect
+  ConnectTimeout,
+  UpstreamReset,     // upstream reset or broke mid-transfer
+  DownstreamReset,   // the app went away mid-transfer
+  Drained,           // cut by shutdown after the drain timeout
+};
+std::string_view resultName(Result r);
+
+// Per request/tunnel bookkeeping. Filters read it on completion; the
+// forward_proxy filter writes the route.
+struct StreamInfo {
+  uint64_t connection_id = 0;
+  uint64_t stream_id = 0;  // index of the request on its app connection, from 1
+  std::string listener_name;
+  std::string client;  // "ip:port" of the app
+  std::chrono::steady_clock::time_point start;
+  std::chrono::system_clock::time_point start_wall;
+
+  // Route chosen by the filter chain.
+  std::string cluster;  // empty: direct
+  bool route_set = false;
+
+  int status = 0;  // status returned to the app (200 for an established tunnel)
+  std::string reason;  // why it failed, for logs and error bodies
+  uint64_t bytes_up = 0;    // app → upstream (request body / tunnel bytes)
+  uint64_t bytes_down = 0;  // upstream → app
+  std::string upstream;     // address actually connected to
+  std::string protocol;     // "direct", "h2", "http1"
+  Result result = Result::Ok;
+};
+
+}  // namespace h2gate

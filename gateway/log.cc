@@ -1,0 +1,65 @@
+#include "gateway/log.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+
+namespace h2gate::log {
+namespace {
+std::atomic<Level> g_level{Level::Info};
+std::mutex g_mutex;
+
+const char* name(Level l) {
+  switch (l) {
+    case Level::Trace: return "trace";
+    case Level::Debug: return "debug";
+    case Level::Info: return "info ";
+    case Level::Warn: return "warn ";
+    case Level::Error: return "error";
+    case Level::Off: break;
+  }
+  return "off  ";
+}
+}  // namespace
+
+void setLevel(Level l) { g_level.store(l, std::memory_order_relaxed); }
+Level level() { return g_level.load(std::memory_order_relaxed); }
+
+bool parseLevel(std::string_view n, Level* out) {
+  static constexpr std::pair<std::string_view, Level> kNames[] = {
+      {"trace", Level::Trace}, {"debug", Level::Debug}, {"info", Level::Info},
+      {"warn", Level::Warn},   {"warning", Level::Warn}, {"error", Level::Error},
+      {"off", Level::Off}};
+  for (const auto& [k, v] : kNames) {
+    if (k == n) {
+      *out = v;
+      return true;
+    }
+  }
+  return false;
+}
+
+void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view message) {
+  using namespace std::chrono;
+  const auto now = system_clock::now();
+  const std::time_t t = system_clock::to_time_t(now);
+  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  char ids[48] = "";
+  if (conn_id != 0 && stream_id != 0)
+    std::snprintf(ids, sizeof ids, "[C%llu][S%llu] ", static_cast<unsigned long long>(conn_id),
+                  static_cast<unsigned long long>(stream_id));
+  else if (conn_id != 0)
+    std::snprintf(ids, sizeof ids, "[C%llu] ", static_cast<unsigned long long>(conn_id));
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::fprintf(stderr, "%s.%03dZ %s %s%.*s\n", ts, static_cast<int>(ms), name(l), ids,
+               static_cast<int>(message.size()), message.data());
+  std::fflush(stderr);
+}
+
+}  // namespace h2gate::log
