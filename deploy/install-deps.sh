@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Installs everything h2gate needs from Debian bookworm packages.
+#
+#   deploy/install-deps.sh          build + runtime dependencies
+#   deploy/install-deps.sh --test   also the test tools (clang/libFuzzer, clang-format,
+#                                   nginx, squid, nghttpx, curl, ...) and curl 8 from
+#                                   bookworm-backports unpacked into /opt/h2gate-test/curl8
+#
+# Idempotent: packages already installed are not touched, and `apt-get update` runs
+# only when something has to be fetched. Runs apt-get directly as root, else via sudo.
+set -euo pipefail
+
+RUNTIME_PKGS=(
+  build-essential cmake ninja-build pkg-config
+  libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev
+  node-llhttp catch2 ca-certificates
+)
+TEST_PKGS=(
+  clang libclang-rt-14-dev clang-format
+  nginx-light squid-openssl nghttp2-proxy nghttp2-client
+  curl openssl python3 procps iproute2
+)
+# curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
+# system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
+CURL8_DIR=/opt/h2gate-test/curl8
+
+log() { printf 'install-deps: %s\n' "$*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+usage() {
+  sed -n '2,9s/^# \{0,1\}//p' "$0"
+}
+
+with_test=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_test=1 ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die "unknown argument '$arg' (try --help)" ;;
+  esac
+done
+
+if [[ $(id -u) -eq 0 ]]; then
+  SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+  SUDO=(sudo)
+else
+  die "not root and sudo is not installed: run this as root"
+fi
+
+if [[ -r /etc/os-release ]]; then
+  # shellcheck disable=SC1091
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  [[ $codename == bookworm ]] || log "warning: made for Debian bookworm, this is '${codename:-unknown}'"
+fi
+
+apt_get() {
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q "$@"
+}
+
+updated=0
+apt_update_once() {
+  if ((!updated)); then
+    log "apt-get update"
+    apt_get update
+    updated=1
+  fi
+}
+
+is_installed() {
+  [[ $(dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null) == installed ]]
+}
+
+# Adds bookworm-backports to the main Debian archive's sources, once. Backports
+# have priority 100 (NotAutomatic), so nothing is upgraded from them implicitly.
+enable_backports() {
+  local f
+  if grep -Eqs '^[^#]*bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+    /etc/apt/sources.list.d/*.sources; then
+    return 0
+  fi
+  # deb822 format (bookworm's default): the stanza whose Suites has plain "bookworm".
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [[ -f $f ]] || continue
+    if grep -Eq '^Suites:(.*[[:space:]])?bookworm([[:space:]]|$)' "$f"; then
+      log "adding bookworm-backports to $f"
+      "${SUDO[@]}" sed -i -E \
+        '/^Suites:(.*[[:space:]])?bookworm([[:space:]]|$)/ s/[[:space:]]*$/ bookworm-backports/' "$f"
+      return 0
+    fi
+  done
+  # Classic one-line format: copy the first main-archive line with the suite replaced.
+  local line
+  line=$(grep -Ehs '^[[:space:]]*deb[[:space:]].*[[:space:]]bookworm[[:space:]]' \
+    /etc/apt/sources.list /etc/apt/sources.list.d/*.list | head -n1 || true)
+  if [[ -z $line ]]; then
+    log "warning: no bookworm archive in the apt sources; using deb.debian.org"
+    line="deb http://deb.debian.org/debian bookworm main"
+  fi
+  line=$(sed -E 's/[[:space:]]bookworm[[:space:]]/ bookworm-backports /' <<<"$line")
+  log "adding /etc/apt/sources.list.d/bookworm-backports.list: $line"
+  printf '%s\n' "$line" | "${SUDO[@]}" tee /etc/apt/sources.list.d/bookworm-backports.list >/dev/null
+}
+
+curl8_works() {
+  [[ -x $CURL8_DIR/curl ]] || return 1
+  local v
+  v=$("$CURL8_DIR/curl" --version 2>/dev/null) || return 1
+  [[ $v == "curl 8."* && $v == *HTTP2* && $v == *HTTPS-proxy* ]]
+}
+
+# Downloads curl + libcurl4 from bookworm-backports and unpacks them (dpkg -x) into
+# $CURL8_DIR. Their other dependencies are ordinary bookworm libraries; any that
+# are missing are installed from bookworm.
+install_curl8() {
+  if curl8_works; then
+    log "curl 8 already in $CURL8_DIR"
+    return 0
+  fi
+  if ! apt-cache madison curl 2>/dev/null | grep bookworm-backports >/dev/null; then
+    apt_update_once
+  fi
+  local tmp
+  tmp=$(mktemp -d)
+  local sandbox=()
+  if ((${#SUDO[@]} == 0)); then
+    sandbox=(-o APT::Sandbox::User=root) # the temp dir is root's: no "unsandboxed" warning
+  fi
+  (cd "$tmp" && apt-get -q "${sandbox[@]}" download curl/bookworm-backports libcurl4/bookworm-backports) ||
+    die "could not download curl 8 from bookworm-backports"
+
+  local deb dep missing_deps=()
+  for deb in "$tmp"/*.deb; do
+    # "libfoo (>= 1), libbar | libbaz" -> first alternative of each, name only.
+    while read -r dep; do
+      [[ -z $dep || $dep == curl || $dep == libcurl4 ]] && continue
+      is_installed "$dep" || missing_deps+=("$dep")
+    done < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed -E 's/\|.*//; s/\(.*\)//; s/:any//; s/[[:space:]]//g')
+  done
+  if ((${#missing_deps[@]})); then
+    log "installing curl 8's libraries: ${missing_deps[*]}"
+    apt_update_once
+    apt_get install -y --no-install-recommends "${missing_deps[@]}"
+  fi
+
+  local stage="$CURL8_DIR.tmp.$$"
+  "${SUDO[@]}" rm -rf "$stage"
+  "${SUDO[@]}" mkdir -p "$stage"
+  for deb in "$tmp"/*.deb; do
+    "${SUDO[@]}" dpkg -x "$deb" "$stage"
+  done
+  local libdir
+  libdir=$(dirname "$(find "$stage/usr/lib" -name 'libcurl.so.4' | head -n1)")
+  libdir=${libdir#"$stage"}
+  "${SUDO[@]}" tee "$stage/curl" >/dev/null <<EOF
+#!/bin/sh
+# curl 8 from bookworm-backports, kept apart from the system's curl (deploy/install-deps.sh).
+LD_LIBRARY_PATH="$CURL8_DIR$libdir\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}" exec "$CURL8_DIR/usr/bin/curl" "\$@"
+EOF
+  "${SUDO[@]}" chmod 755 "$stage/curl"
+  "${SUDO[@]}" rm -rf "$CURL8_DIR"
+  "${SUDO[@]}" mv "$stage" "$CURL8_DIR"
+  rm -rf "$tmp"
+  curl8_works || {
+    "$CURL8_DIR/curl" --version >&2 || true
+    die "curl 8 in $CURL8_DIR does not run or lacks HTTP2/HTTPS-proxy"
+  }
+  log "curl 8 ready: $CURL8_DIR/curl ($("$CURL8_DIR/curl" --version | head -n1 | cut -d' ' -f1-2))"
+}
+
+pkgs=("${RUNTIME_PKGS[@]}")
+if ((with_test)); then
+  pkgs+=("${TEST_PKGS[@]}")
+  enable_backports
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  is_installed "$p" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt_update_once
+  log "installing: ${missing[*]}"
+  apt_get install -y --no-install-recommends "${missing[@]}"
+else
+  log "all ${#pkgs[@]} packages already installed"
+fi
+
+if ((with_test)); then
+  install_curl8
+fi
+log "done"

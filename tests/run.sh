@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# h2gate's whole test suite: installs what it needs, then runs the stages
+#
+#   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
+#   release  Release build (gcc, -Werror) in build/, then ctest (unit + integration)
+#   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
+#   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
+#            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
+#
+# Every stage runs even if an earlier one failed, except after a failed build.
+# The last line printed is "N passed, N failed" (stages); the exit status is 0
+# only when every stage that ran passed.
+#
+# Environment:
+#   H2GATE_SKIP=asan,fuzz     stages to skip (local quick runs; CI sets none)
+#   H2GATE_FUZZ_SECONDS=60    time per fuzz target
+#   H2GATE_NO_INSTALL=1       do not run deploy/install-deps.sh --test
+#   CTEST_ARGS="-R unit"      extra ctest arguments (e.g. one test only)
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+ROOT=$PWD
+
+STAGES=(format release asan fuzz)
+SKIP=",${H2GATE_SKIP:-},"
+FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-60}
+read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
+# A test without its own TIMEOUT property gets this many seconds.
+CTEST_TIMEOUT=${H2GATE_CTEST_TIMEOUT:-600}
+
+# For tests that need curl 8 (--proxy-http2); installed by install-deps.sh --test.
+export H2GATE_CURL8=${H2GATE_CURL8:-/opt/h2gate-test/curl8/curl}
+
+declare -A RESULT NOTE SECONDS_TAKEN
+suite_start=$(date +%s)
+
+banner() { printf '\n===== %s =====\n' "$*"; }
+
+# Runs "$@", prints how long it took; returns its status.
+timed() {
+  local t0=$SECONDS rc=0
+  "$@" || rc=$?
+  printf -- '--- %s: %ds (exit %d)\n' "$*" $((SECONDS - t0)) "$rc"
+  return "$rc"
+}
+
+note() { NOTE[$1]="${NOTE[$1]:+${NOTE[$1]}; }$2"; }
+
+# ---------------------------------------------------------------- stages ----
+# Each returns 0 (pass), 1 (fail) or 2 (build failed: stop the suite).
+
+stage_format() {
+  local files=() bad=() f
+  mapfile -t files < <(find gateway filters config tests \( -name build -prune \) -o \
+    -type f \( -name '*.h' -o -name '*.cc' \) -print | sort)
+  for f in "${files[@]}"; do
+    clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || bad+=("$f")
+  done
+  echo "checked ${#files[@]} files with $(clang-format --version)"
+  if ((${#bad[@]})); then
+    echo "not clang-formatted (fix: clang-format -i FILE...):"
+    printf '  %s\n' "${bad[@]}"
+    note format "${#bad[@]} file(s) not formatted: ${bad[*]}"
+    return 1
+  fi
+}
+
+# build_and_ctest STAGE DIR CMAKE_ARGS...
+build_and_ctest() {
+  local stage=$1 dir=$2
+  shift 2
+  if ! timed cmake -S . -B "$dir" -G Ninja "$@" || ! timed cmake --build "$dir"; then
+    note "$stage" "build failed"
+    return 2
+  fi
+  local log="$dir/ctest.log" rc=0
+  timed ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" \
+    "${CTEST_EXTRA[@]}" 2>&1 | tee "$log" || rc=$?
+  local failed
+  failed=$(sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) .*/\1/p' "$log" | tr '\n' ' ')
+  if ((rc)); then
+    note "$stage" "ctest failed: ${failed:-see log}"
+    return 1
+  fi
+  note "$stage" "$(grep -Eo '[0-9]+% tests passed.*' "$log" | tail -n1)"
+}
+
+stage_release() {
+  build_and_ctest release build -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON \
+    -DH2GATE_TESTS=ON -DH2GATE_SANITIZE=OFF -DH2GATE_FUZZ=OFF
+}
+
+stage_asan() {
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+    build_and_ctest asan build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DH2GATE_SANITIZE=ON \
+    -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF
+}
+
+stage_fuzz() {
+  # -Werror stays with the gcc builds: clang's extra warnings must not hide fuzz results.
+  if ! CC=clang CXX=clang++ timed cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
+    ! timed cmake --build build-fuzz; then
+    note fuzz "build failed"
+    return 2
+  fi
+  local targets=() t name base work corpus dict args rc=0 one
+  mapfile -t targets < <(find build-fuzz -type f -name '*_fuzz' -perm -u+x | sort)
+  if ((${#targets[@]} == 0)); then
+    echo "no *_fuzz targets were built"
+    note fuzz "no fuzz targets"
+    return 1
+  fi
+  local artifacts="$ROOT/build-fuzz/artifacts"
+  mkdir -p "$artifacts"
+  for t in "${targets[@]}"; do
+    name=$(basename "$t")
+    base=${name%_fuzz}
+    work=$(mktemp -d)
+    mkdir -p "$work/corpus"
+    corpus="tests/fuzz/corpus/$base"
+    [[ -d $corpus ]] && cp -R "$corpus/." "$work/corpus/"
+    args=(-max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+      -artifact_prefix="$artifacts/$name-")
+    for dict in "tests/fuzz/$name.dict" "tests/fuzz/$base.dict" "$corpus.dict"; do
+      if [[ -f $dict ]]; then
+        args+=(-dict="$dict")
+        break
+      fi
+    done
+    echo "fuzzing $name for ${FUZZ_SECONDS}s ($(find "$work/corpus" -type f | wc -l) seeds)"
+    one=0
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+      timed "$t" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || one=$?
+    tail -n 60 "$work/log"
+    if ((one)); then
+      rc=1
+      note fuzz "$name FAILED (exit $one, reproducer in $artifacts/)"
+    else
+      note fuzz "$name ok ($(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$work/log" | grep -Eo '[0-9]+$' || echo '?') runs)"
+    fi
+    rm -rf "$work"
+  done
+  return "$rc"
+}
+
+# ------------------------------------------------------------------ main ----
+
+if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then
+  banner "install-deps --test"
+  if ! timed deploy/install-deps.sh --test; then
+    echo "deploy/install-deps.sh --test failed: no stage can run"
+    echo "0 passed, ${#STAGES[@]} failed"
+    exit 1
+  fi
+fi
+
+stop=""
+for s in "${STAGES[@]}"; do
+  if [[ $SKIP == *",$s,"* ]]; then
+    RESULT[$s]=SKIP
+    note "$s" "H2GATE_SKIP"
+    continue
+  fi
+  if [[ -n $stop ]]; then
+    RESULT[$s]="NOT RUN"
+    note "$s" "$stop build failed"
+    continue
+  fi
+  banner "stage $s"
+  t0=$SECONDS
+  rc=0
+  "stage_$s" || rc=$?
+  SECONDS_TAKEN[$s]=$((SECONDS - t0))
+  case $rc in
+    0) RESULT[$s]=PASS ;;
+    2)
+      RESULT[$s]=FAIL
+      stop=$s
+      ;;
+    *) RESULT[$s]=FAIL ;;
+  esac
+  printf -- '--- stage %s: %s in %ds\n' "$s" "${RESULT[$s]}" "${SECONDS_TAKEN[$s]}"
+done
+
+passed=0
+failed=0
+banner "summary"
+for s in "${STAGES[@]}"; do
+  printf '%-8s %-8s %6s  %s\n' "$s" "${RESULT[$s]}" \
+    "${SECONDS_TAKEN[$s]:+${SECONDS_TAKEN[$s]}s}" "${NOTE[$s]:-}"
+  case ${RESULT[$s]} in
+    PASS) passed=$((passed + 1)) ;;
+    FAIL | "NOT RUN") failed=$((failed + 1)) ;;
+  esac
+done
+echo "total $(($(date +%s) - suite_start))s"
+echo "$passed passed, $failed failed"
+((failed == 0))
