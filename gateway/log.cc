@@ -13,23 +13,33 @@ std::mutex g_mutex;
 
 const char* name(Level l) {
   switch (l) {
-    case Level::Trace: return "trace";
-    case Level::Debug: return "debug";
-    case Level::Info: return "info ";
-    case Level::Warn: return "warn ";
-    case Level::Error: return "error";
-    case Level::Off: break;
+    case Level::Trace:
+      return "trace";
+    case Level::Debug:
+      return "debug";
+    case Level::Info:
+      return "info ";
+    case Level::Warn:
+      return "warn ";
+    case Level::Error:
+      return "error";
+    case Level::Off:
+      break;
   }
   return "off  ";
 }
 }  // namespace
 
-void setLevel(Level l) { g_level.store(l, std::memory_order_relaxed); }
-Level level() { return g_level.load(std::memory_order_relaxed); }
+void setLevel(Level l) {
+  g_level.store(l, std::memory_order_relaxed);
+}
+Level level() {
+  return g_level.load(std::memory_order_relaxed);
+}
 
 bool parseLevel(std::string_view n, Level* out) {
   static constexpr std::pair<std::string_view, Level> kNames[] = {
-      {"trace", Level::Trace}, {"debug", Level::Debug}, {"info", Level::Info},
+      {"trace", Level::Trace}, {"debug", Level::Debug},  {"info", Level::Info},
       {"warn", Level::Warn},   {"warning", Level::Warn}, {"error", Level::Error},
       {"off", Level::Off}};
   for (const auto& [k, v] : kNames) {

@@ -1,7 +1,8 @@
 // Logging: one line per event to stderr, with a level, the connection id and
 // the stream id where there is one, so a 3 a.m. reader can follow one app
 // connection through the log:
-//   2026-11-22T00:15:28.123Z info  [C7][S2] direct connect to 93.184.215.14:443 failed: Connection refused
+//   2026-11-22T00:15:28.123Z info  [C7][S2] direct connect to 93.184.215.14:443 failed: Connection
+//   refused
 // Secrets (credentials, Proxy-Authorization values) MUST NOT be passed here.
 #pragma once
 
@@ -20,18 +21,19 @@ Level level();
 bool parseLevel(std::string_view name, Level* out);
 
 void write(Level level, uint64_t conn_id, uint64_t stream_id, std::string_view message);
-inline bool enabled(Level l) { return l >= level(); }
+inline bool enabled(Level l) {
+  return l >= level();
+}
 
 }  // namespace h2gate::log
 
 // Usage: H2G_LOG(Info, conn_id, stream_id, "connected to " << addr);
 // conn_id/stream_id 0 mean "none". The message is only formatted when enabled.
-#define H2G_LOG(LEVEL, CONN, STREAM, EXPR)                                         \
-  do {                                                                             \
-    if (::h2gate::log::enabled(::h2gate::log::Level::LEVEL)) {                     \
-      std::ostringstream h2g_log_os_;                                              \
-      h2g_log_os_ << EXPR;                                                         \
-      ::h2gate::log::write(::h2gate::log::Level::LEVEL, (CONN), (STREAM),          \
-                           h2g_log_os_.str());                                     \
-    }                                                                              \
+#define H2G_LOG(LEVEL, CONN, STREAM, EXPR)                                                    \
+  do {                                                                                        \
+    if (::h2gate::log::enabled(::h2gate::log::Level::LEVEL)) {                                \
+      std::ostringstream h2g_log_os_;                                                         \
+      h2g_log_os_ << EXPR;                                                                    \
+      ::h2gate::log::write(::h2gate::log::Level::LEVEL, (CONN), (STREAM), h2g_log_os_.str()); \
+    }                                                                                         \
   } while (0)

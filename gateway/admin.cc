@@ -1,0 +1,133 @@
+#include "gateway/admin.h"
+
+#include <array>
+
+#include "gateway/http1/codec.h"
+#include "gateway/http1/parser.h"
+#include "gateway/log.h"
+
+namespace h2gate {
+namespace {
+
+// One admin request: read a head (small limits), answer, close.
+class AdminSession : public std::enable_shared_from_this<AdminSession> {
+ public:
+  AdminSession(asio::ip::tcp::socket socket, Admin::StatusFn status)
+      : socket_(std::move(socket)),
+        status_(std::move(status)),
+        parser_(http1::Parser::Kind::Request, http1::Limits{8 * 1024, 50}),
+        timer_(socket_.get_executor()) {}
+
+  void start() {
+    timer_.expires_after(std::chrono::seconds(10));
+    timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+      if (!ec) self->socket_.close();
+    });
+    read();
+  }
+
+ private:
+  void read() {
+    socket_.async_read_some(
+        asio::buffer(buf_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+          if (ec) {
+            self->timer_.cancel();
+            return;
+          }
+          size_t used = 0;
+          std::string body;
+          const http1::Event ev = self->parser_.feed(self->buf_.data(), n, &used, &body);
+          if (ev == http1::Event::HeadComplete) {
+            self->respond();
+          } else if (ev == http1::Event::Error) {
+            self->send(http1::errorResponse(self->parser_.errorStatus(),
+                                            self->parser_.errorReason(), true));
+          } else {
+            self->read();
+          }
+        });
+  }
+
+  void respond() {
+    const RequestHead& r = parser_.request();
+    if (r.method != "GET" && r.method != "HEAD")
+      return send(http1::errorResponse(405, "admin endpoints take GET", true));
+    std::string_view path = r.target;
+    path = path.substr(0, path.find('?'));
+    const Admin::Status st = status_();
+    if (path == "/ready") {
+      const int code = st.draining ? 503 : 200;
+      return send(reply(code, "text/plain", st.draining ? "DRAINING\n" : "LIVE\n"));
+    }
+    if (path == "/server_info") return send(reply(200, "application/json", st.server_info_json));
+    if (path == "/")
+      return send(reply(200, "text/plain",
+                        "h2gate admin\n  /ready        readiness (200 LIVE / 503 DRAINING)\n"
+                        "  /server_info  version, state, uptime\n"));
+    send(http1::errorResponse(404, "no such admin endpoint", true));
+  }
+
+  static std::string reply(int code, std::string_view type, std::string_view body) {
+    std::string out = "HTTP/1.1 " + std::to_string(code) + " " +
+                      std::string(http1::reasonPhrase(code)) + "\r\nContent-Type: ";
+    out.append(type).append("\r\nContent-Length: ").append(std::to_string(body.size()));
+    out.append("\r\nConnection: close\r\n\r\n").append(body);
+    return out;
+  }
+
+  void send(std::string bytes) {
+    out_ = std::move(bytes);
+    asio::async_write(socket_, asio::buffer(out_),
+                      [self = shared_from_this()](const asio::error_code&, size_t) {
+                        asio::error_code ec;
+                        self->socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+                        self->socket_.close(ec);
+                        self->timer_.cancel();
+                      });
+  }
+
+  asio::ip::tcp::socket socket_;
+  Admin::StatusFn status_;
+  http1::Parser parser_;
+  asio::steady_timer timer_;
+  std::array<char, 8192> buf_{};
+  std::string out_;
+};
+
+}  // namespace
+
+Admin::Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, StatusFn status)
+    : io_(io), endpoint_(endpoint), acceptor_(io), status_(std::move(status)) {}
+
+std::string Admin::start() {
+  asio::error_code ec;
+  acceptor_.open(endpoint_.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint_, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    return "admin: cannot listen on " + endpoint_.address().to_string() + ":" +
+           std::to_string(endpoint_.port()) + ": " + ec.message();
+  accept();
+  return {};
+}
+
+asio::ip::tcp::endpoint Admin::localEndpoint() const {
+  asio::error_code ec;
+  return acceptor_.local_endpoint(ec);
+}
+
+void Admin::stop() {
+  asio::error_code ec;
+  acceptor_.close(ec);
+}
+
+void Admin::accept() {
+  acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted) return;
+    if (!ec) std::make_shared<AdminSession>(std::move(socket), status_)->start();
+    accept();
+  });
+}
+
+}  // namespace h2gate

@@ -1,0 +1,584 @@
+#include "gateway/downstream/downstream_connection.h"
+
+#include <cstdio>
+
+#include "gateway/http1/codec.h"
+#include "gateway/log.h"
+#include "gateway/upstream/direct_tunnel.h"
+
+namespace h2gate::downstream {
+namespace {
+
+constexpr size_t kReadSize = 64 * 1024;
+// After an error reply, how long we keep reading (and discarding) what the app
+// still sends, so closing does not turn into a RST that eats our reply.
+constexpr auto kLingerTime = std::chrono::seconds(2);
+
+std::string endpointText(const asio::ip::tcp::endpoint& ep) {
+  const asio::ip::address a = ep.address();
+  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
+                   : a.to_string() + ":" + std::to_string(ep.port());
+}
+
+const char* stateName(int s) {
+  static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
+                                           "await_response", "tunnel",     "closed"};
+  return kNames[s];
+}
+
+}  // namespace
+
+DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
+                                           const ListenerContext& listener, uint64_t id,
+                                           CloseHook on_close)
+    : socket_(std::move(socket)),
+      listener_(listener),
+      id_(id),
+      on_close_(std::move(on_close)),
+      idle_timer_(socket_.get_executor()) {}
+
+DownstreamConnection::~DownstreamConnection() {
+  H2G_LOG(Trace, id_, 0, "connection object destroyed");
+}
+
+void DownstreamConnection::setState(State s) {
+  H2G_LOG(
+      Trace, id_, requests_,
+      "state " << stateName(static_cast<int>(state_)) << " -> " << stateName(static_cast<int>(s)));
+  state_ = s;
+}
+
+void DownstreamConnection::start() {
+  asio::error_code ec;
+  socket_.non_blocking(true, ec);
+  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  const auto remote = socket_.remote_endpoint(ec);
+  peer_ = ec ? std::string("unknown") : endpointText(remote);
+  in_.resize(kReadSize);
+  parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
+  H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
+  armIdleTimer();
+  readMore();
+}
+
+void DownstreamConnection::armIdleTimer() {
+  idle_timer_.expires_after(listener_.idle_timeout);
+  idle_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (ec || self->state_ != State::ReadingHead) return;
+    if (self->parser_->inHead() || self->in_begin_ < self->in_end_) {
+      self->replyError(408, Result::BadRequest, "request head not received in time");
+    } else {
+      H2G_LOG(Debug, self->id_, 0, "idle keep-alive connection closed");
+      self->close(false);
+    }
+  });
+}
+
+void DownstreamConnection::readMore() {
+  if (reading_ || app_eof_ || state_ == State::Closed) return;
+  if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
+  if (in_end_ == in_.size()) return;  // full: the consumer has not caught up
+  reading_ = true;
+  socket_.async_read_some(
+      asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+      [self = shared_from_this()](const asio::error_code& ec, size_t n) { self->onRead(ec, n); });
+}
+
+void DownstreamConnection::onRead(const asio::error_code& ec, size_t n) {
+  reading_ = false;
+  if (state_ == State::Closed) {
+    // A read from before close(): carry on with the lingering close.
+    if (ec) return finalClose();
+    return lingerRead();
+  }
+  if (ec == asio::error::eof) return onAppEof();
+  if (ec) {
+    H2G_LOG(Debug, id_, requests_, "read from app failed: " << ec.message());
+    if (request_open_ && info_.result == Result::Ok) {
+      info_.result = Result::DownstreamReset;
+      info_.reason = "app connection failed: " + ec.message();
+    }
+    close(true);
+    return;
+  }
+  in_end_ += n;
+  process();
+}
+
+void DownstreamConnection::process() {
+  switch (state_) {
+    case State::ReadingHead: {
+      if (in_begin_ == in_end_) {
+        readMore();
+        return;
+      }
+      http1::Event ev;
+      do {
+        // The first event may be the completion of the previous bodyless
+        // request (the parser paused at its head): step over it.
+        size_t used = 0;
+        ev = parser_->feed(in_.data() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
+        in_begin_ += used;
+      } while (ev == http1::Event::MessageComplete && in_begin_ < in_end_);
+      body_out_.clear();
+      if (ev == http1::Event::HeadComplete) return handleHead();
+      if (ev == http1::Event::Error)
+        return replyError(parser_->errorStatus(), Result::BadRequest, parser_->errorReason());
+      readMore();  // everything was consumed
+      return;
+    }
+    case State::RequestBody:
+      return processBody();
+    case State::Tunnel:
+      return pumpTunnel();
+    case State::Connecting:
+    case State::AwaitResponse:
+    case State::Closed:
+      return;  // bytes wait in in_ until the state changes
+  }
+}
+
+void DownstreamConnection::handleHead() {
+  idle_timer_.cancel();
+  ++requests_;
+  request_open_ = true;
+  head_ = std::move(parser_->request());
+  info_ = StreamInfo{};
+  info_.connection_id = id_;
+  info_.stream_id = requests_;
+  info_.listener_name = listener_.name;
+  info_.client = peer_;
+  info_.start = std::chrono::steady_clock::now();
+  info_.start_wall = std::chrono::system_clock::now();
+  body_out_.clear();
+  sending_up_ = false;
+  request_done_ = response_started_ = response_done_ = false;
+  out_framing_ = BodyFraming::None;
+  keep_alive_ = head_.keep_alive && !draining_;
+
+  if (std::string err = http1::parseTarget(head_); !err.empty())
+    return replyError(400, Result::BadRequest, std::move(err));
+  H2G_LOG(Debug, id_, requests_, head_.method << " " << head_.target);
+
+  bool expect_continue = false;
+  if (const Header* e = findHeader(head_.headers, "expect")) {
+    if (!iequals(e->value, "100-continue"))
+      return replyError(417, Result::BadRequest, "unsupported Expect: " + e->value);
+    expect_continue = !head_.is_connect && head_.framing != BodyFraming::None;
+  }
+
+  for (const auto& f : listener_.filters)
+    if (f->onRequestHead(head_, info_) == filters::FilterStatus::Stop) break;
+  if (info_.status != 0) {
+    const int status = info_.status;
+    return replyError(status, Result::Rejected,
+                      info_.reason.empty() ? "rejected by policy" : info_.reason);
+  }
+  if (!info_.cluster.empty())
+    return replyError(502, Result::ConnectFailed,
+                      "route to cluster '" + info_.cluster +
+                          "': upstream proxies are not supported by this build yet");
+
+  if (expect_continue) write({"HTTP/1.1 100 Continue\r\n\r\n"}, nullptr);
+  startRequest(std::make_shared<upstream::DirectTunnel>(
+      static_cast<asio::io_context&>(socket_.get_executor().context()),
+      listener_.direct_connect_timeout, id_, requests_));
+}
+
+void DownstreamConnection::startRequest(std::shared_ptr<upstream::Tunnel> tunnel) {
+  tunnel_ = std::move(tunnel);
+  if (head_.is_connect) {
+    setState(State::Connecting);
+    tunnel_->open(head_, info_, *this);
+    return;
+  }
+  const bool has_body = head_.framing != BodyFraming::None;
+  setState(has_body ? State::RequestBody : State::AwaitResponse);
+  tunnel_->open(head_, info_, *this);
+  if (!tunnel_) return;  // failed at once
+  if (has_body) {
+    processBody();
+  } else {
+    request_done_ = true;
+    tunnel_->endOfRequest();
+  }
+}
+
+void DownstreamConnection::processBody() {
+  if (sending_up_ || state_ != State::RequestBody) return;
+  bool last = false;
+  while (body_out_.empty() && !last) {
+    if (in_begin_ == in_end_) {
+      if (app_eof_) {
+        info_.result = Result::DownstreamReset;
+        info_.reason = "app closed the connection in the middle of the request body";
+        close(true);
+      } else {
+        readMore();
+      }
+      return;
+    }
+    size_t used = 0;
+    const http1::Event ev =
+        parser_->feed(in_.data() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
+    in_begin_ += used;
+    if (ev == http1::Event::Error) {
+      if (!response_started_)
+        return replyError(400, Result::BadRequest, "bad request body: " + parser_->errorReason());
+      info_.result = Result::BadRequest;
+      info_.reason = "bad request body: " + parser_->errorReason();
+      close(true);
+      return;
+    }
+    if (ev == http1::Event::MessageComplete) last = true;
+  }
+  auto after = [self = shared_from_this(), last] {
+    self->sending_up_ = false;
+    self->body_out_.clear();
+    if (self->state_ != State::RequestBody) return;
+    if (!last) return self->processBody();
+    self->request_done_ = true;
+    self->setState(State::AwaitResponse);
+    self->tunnel_->endOfRequest();
+  };
+  if (body_out_.empty()) return after();
+  sending_up_ = true;
+  info_.bytes_up += body_out_.size();
+  tunnel_->send(body_out_, std::move(after));
+}
+
+void DownstreamConnection::pumpTunnel() {
+  if (sending_up_ || state_ != State::Tunnel) return;
+  if (in_begin_ < in_end_) {
+    sending_up_ = true;
+    const std::string_view bytes(in_.data() + in_begin_, in_end_ - in_begin_);
+    info_.bytes_up += bytes.size();
+    tunnel_->send(bytes, [self = shared_from_this()] {
+      self->sending_up_ = false;
+      self->in_begin_ = self->in_end_ = 0;
+      self->pumpTunnel();
+    });
+    return;
+  }
+  if (!app_eof_) return readMore();
+  if (!request_done_) {
+    // The app's FIN goes on to the destination; the other direction may go on.
+    request_done_ = true;
+    H2G_LOG(Debug, id_, requests_, "app half-closed the tunnel");
+    tunnel_->endOfRequest();
+  }
+  maybeFinishTunnel();
+}
+
+void DownstreamConnection::onAppEof() {
+  app_eof_ = true;
+  switch (state_) {
+    case State::ReadingHead:
+      if (parser_->inHead() || in_begin_ < in_end_)
+        H2G_LOG(Debug, id_, 0, "app closed in the middle of a request head");
+      return close(false);
+    case State::RequestBody:
+      return processBody();
+    case State::Tunnel:
+      return pumpTunnel();
+    case State::Connecting:     // pumpTunnel() passes the FIN on once open
+    case State::AwaitResponse:  // a half-close after the request is fine
+      keep_alive_ = false;
+      return;
+    case State::Closed:
+      return;
+  }
+}
+
+void DownstreamConnection::onResponseHead(ResponseHead head) {
+  if (state_ == State::Closed) return;
+  info_.status = head.status;
+  response_started_ = true;
+  if (head_.is_connect && head.status / 100 == 2) {
+    info_.status = 200;
+    H2G_LOG(Debug, id_, requests_, "tunnel to " << head_.authority() << " established");
+    write({"HTTP/1.1 200 Connection established\r\n\r\n"}, nullptr);
+    setState(State::Tunnel);
+    pumpTunnel();
+    return;
+  }
+  if (head_.is_connect) keep_alive_ = false;  // a refused CONNECT ends the connection
+  if (head.framing == BodyFraming::ContentLength || head.framing == BodyFraming::None) {
+    out_framing_ = head.framing;
+  } else if (head_.http_minor >= 1) {
+    out_framing_ = BodyFraming::Chunked;
+  } else {
+    out_framing_ = BodyFraming::UntilClose;  // HTTP/1.0 app: the close ends the body
+    keep_alive_ = false;
+  }
+  // An answer before the request body was read leaves the connection out of
+  // sync: close after it.
+  if (!request_done_) keep_alive_ = false;
+  std::string out;
+  http1::appendResponseHead(out, head, out_framing_, keep_alive_);
+  write({out}, nullptr);
+}
+
+void DownstreamConnection::onResponseData(std::string_view data, upstream::Done done) {
+  if (state_ == State::Closed) return;
+  info_.bytes_down += data.size();
+  if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
+    write({data}, std::move(done));
+    return;
+  }
+  char header[24];
+  const int n = std::snprintf(header, sizeof header, "%zx\r\n", data.size());
+  write({std::string_view(header, static_cast<size_t>(n)), data, "\r\n"}, std::move(done));
+}
+
+void DownstreamConnection::onResponseEnd() {
+  if (state_ == State::Closed) return;
+  response_done_ = true;
+  if (state_ == State::Tunnel) {
+    H2G_LOG(Debug, id_, requests_, "destination half-closed the tunnel");
+    shutdown_after_write_ = true;
+    startAsyncWrite();
+    maybeFinishTunnel();
+    return;
+  }
+  if (out_framing_ == BodyFraming::Chunked) write({"0\r\n\r\n"}, nullptr);
+  if (!request_done_) keep_alive_ = false;
+  if (keep_alive_ && !draining_ && !app_eof_) return nextRequest();
+  closeAfterWrites();
+}
+
+void DownstreamConnection::onFailed(int status, Result result, std::string reason) {
+  if (state_ == State::Closed) return;
+  tunnel_.reset();  // it already aborted itself
+  replyError(status, result, std::move(reason));
+}
+
+void DownstreamConnection::onReset(Result result, std::string reason) {
+  if (state_ == State::Closed) return;
+  H2G_LOG(Info, id_, requests_, head_.method << " " << head_.target << " broken: " << reason);
+  tunnel_.reset();
+  info_.result = result;
+  info_.reason = std::move(reason);
+  close(true);
+}
+
+void DownstreamConnection::maybeFinishTunnel() {
+  if (state_ == State::Tunnel && request_done_ && response_done_) closeAfterWrites();
+}
+
+void DownstreamConnection::nextRequest() {
+  finishRequest();
+  tunnel_.reset();
+  setState(State::ReadingHead);
+  armIdleTimer();
+  process();  // a pipelined request may already be in in_
+}
+
+void DownstreamConnection::finishRequest() {
+  if (!request_open_) return;
+  request_open_ = false;
+  for (const auto& f : listener_.filters) f->onComplete(head_, info_);
+}
+
+void DownstreamConnection::replyError(int status, Result result, std::string reason) {
+  if (state_ == State::Closed) return;
+  if (!request_open_) {
+    // The head never completed: account the failure as a request of its own.
+    ++requests_;
+    request_open_ = true;
+    head_ = RequestHead{};
+    info_ = StreamInfo{};
+    info_.connection_id = id_;
+    info_.stream_id = requests_;
+    info_.listener_name = listener_.name;
+    info_.client = peer_;
+    info_.start = std::chrono::steady_clock::now();
+    info_.start_wall = std::chrono::system_clock::now();
+  }
+  H2G_LOG(Info, id_, requests_,
+          status << " for " << (head_.method.empty() ? "-" : head_.method) << " "
+                 << (head_.target.empty() ? "-" : head_.target) << ": " << reason);
+  info_.status = status;
+  info_.result = result;
+  info_.reason = reason;
+  if (tunnel_) {
+    tunnel_->abort();
+    tunnel_.reset();
+  }
+  if (response_started_) {
+    close(true);  // too late for an error response
+    return;
+  }
+  response_started_ = true;
+  keep_alive_ = false;
+  write({http1::errorResponse(status, reason, /*close=*/true)}, nullptr);
+  closeAfterWrites();
+}
+
+void DownstreamConnection::drain() {
+  draining_ = true;
+  if (state_ == State::ReadingHead && !parser_->inHead() && in_begin_ == in_end_ && !request_open_)
+    close(false);
+}
+
+void DownstreamConnection::forceClose() {
+  if (state_ == State::Closed) return;
+  if (request_open_) {
+    info_.result = Result::Drained;
+    info_.reason = "cut by shutdown after the drain timeout";
+  }
+  close(true);
+}
+
+void DownstreamConnection::write(std::initializer_list<std::string_view> pieces,
+                                 upstream::Done done) {
+  if (state_ == State::Closed || write_failed_) return;
+  size_t total = 0;
+  for (std::string_view p : pieces) total += p.size();
+  size_t written = 0;
+  if (!writing_ && out_.empty()) {
+    // Direct dispatch: the socket takes what it can now; only the rest is
+    // copied.
+    std::array<asio::const_buffer, 3> bufs{};
+    size_t k = 0;
+    for (std::string_view p : pieces)
+      if (k < bufs.size()) bufs[k++] = asio::buffer(p.data(), p.size());
+    asio::error_code ec;
+    written = socket_.write_some(bufs, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) {
+      written = 0;
+    } else if (ec) {
+      write_failed_ = true;
+      H2G_LOG(Debug, id_, requests_, "write to app failed: " << ec.message());
+      if (request_open_ && info_.result == Result::Ok) {
+        info_.result = Result::DownstreamReset;
+        info_.reason = "app connection failed: " + ec.message();
+      }
+      asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(true); });
+      return;
+    }
+    if (written == total) {
+      if (done) done();
+      return;
+    }
+  }
+  size_t skip = written;
+  for (std::string_view p : pieces) {
+    if (skip >= p.size()) {
+      skip -= p.size();
+      continue;
+    }
+    out_.append(p.substr(skip));
+    skip = 0;
+  }
+  out_total_ += total - written;
+  if (done) out_waiters_.emplace_back(out_total_, std::move(done));
+  startAsyncWrite();
+}
+
+void DownstreamConnection::startAsyncWrite() {
+  if (writing_ || state_ == State::Closed) return;
+  if (out_.empty()) {
+    if (shutdown_after_write_) {
+      shutdown_after_write_ = false;
+      asio::error_code ec;
+      socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    }
+    if (close_after_write_) close(false);
+    return;
+  }
+  writing_ = true;
+  in_flight_.swap(out_);
+  out_.clear();
+  asio::async_write(
+      socket_, asio::buffer(in_flight_),
+      [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+        self->writing_ = false;
+        if (self->state_ == State::Closed) return;
+        if (ec) {
+          H2G_LOG(Debug, self->id_, self->requests_, "write to app failed: " << ec.message());
+          if (self->request_open_ && self->info_.result == Result::Ok) {
+            self->info_.result = Result::DownstreamReset;
+            self->info_.reason = "app connection failed: " + ec.message();
+          }
+          self->close(true);
+          return;
+        }
+        self->out_flushed_ += n;
+        self->in_flight_.clear();
+        // Waiters are in queue order: run those now satisfied.
+        size_t k = 0;
+        while (k < self->out_waiters_.size() && self->out_waiters_[k].first <= self->out_flushed_)
+          ++k;
+        std::vector<std::pair<uint64_t, upstream::Done>> ready(
+            std::make_move_iterator(self->out_waiters_.begin()),
+            std::make_move_iterator(self->out_waiters_.begin() + static_cast<ptrdiff_t>(k)));
+        self->out_waiters_.erase(self->out_waiters_.begin(),
+                                 self->out_waiters_.begin() + static_cast<ptrdiff_t>(k));
+        for (auto& [offset, d] : ready) {
+          if (self->state_ == State::Closed) return;
+          d();
+        }
+        self->startAsyncWrite();
+      });
+}
+
+void DownstreamConnection::closeAfterWrites() {
+  close_after_write_ = true;
+  startAsyncWrite();
+}
+
+void DownstreamConnection::close(bool abortive) {
+  if (state_ == State::Closed) return;
+  if (request_open_ && info_.result == Result::Ok && !(response_done_ && request_done_) &&
+      info_.status < 400 && state_ != State::ReadingHead) {
+    info_.result = Result::DownstreamReset;
+    if (info_.reason.empty()) info_.reason = "app connection closed before the request completed";
+  }
+  finishRequest();
+  setState(State::Closed);
+  idle_timer_.cancel();
+  if (tunnel_) {
+    tunnel_->abort();
+    tunnel_.reset();
+  }
+  out_waiters_.clear();
+  asio::error_code ec;
+  if (abortive) {
+    socket_.set_option(asio::socket_base::linger(true, 0), ec);
+    finalClose();
+    return;
+  }
+  // Graceful: send our FIN, then read and drop whatever the app still sends
+  // for a moment, so the kernel does not answer it with a RST that could
+  // destroy the reply we just wrote.
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  idle_timer_.expires_after(kLingerTime);
+  idle_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
+    if (!e) self->finalClose();
+  });
+  lingerRead();
+}
+
+void DownstreamConnection::lingerRead() {
+  if (reading_ || closed_for_good_) return;
+  if (app_eof_) return finalClose();
+  reading_ = true;
+  socket_.async_read_some(asio::buffer(in_),
+                          [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                            self->reading_ = false;
+                            if (ec) return self->finalClose();
+                            self->lingerRead();
+                          });
+}
+
+void DownstreamConnection::finalClose() {
+  if (closed_for_good_) return;
+  closed_for_good_ = true;
+  asio::error_code ec;
+  idle_timer_.cancel();
+  socket_.close(ec);
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->on_close_(self->id_); });
+}
+
+}  // namespace h2gate::downstream

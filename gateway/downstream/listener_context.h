@@ -1,0 +1,26 @@
+// What a downstream connection needs from its listener: the filter chain and
+// the limits. Built once per listener at start; shared read-only by workers.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "filters/filter.h"
+#include "gateway/http1/parser.h"
+
+namespace h2gate::downstream {
+
+struct ListenerContext {
+  std::string name;
+  std::vector<filters::FilterPtr> filters;  // the last one is terminal
+  http1::Limits limits;
+  const config::Bootstrap* bootstrap = nullptr;
+  // Direct mode: one deadline for DNS and all connect attempts.
+  config::Duration direct_connect_timeout{std::chrono::seconds(10)};
+  // An app connection that sends nothing for this long between requests is
+  // closed; one stuck in the middle of a request head gets 408.
+  config::Duration idle_timeout{std::chrono::seconds(60)};
+};
+
+}  // namespace h2gate::downstream

@@ -1,0 +1,296 @@
+#include "gateway/http1/parser.h"
+
+#include <charconv>
+
+namespace h2gate::http1 {
+
+Parser::Parser(Kind kind, Limits limits) : kind_(kind), limits_(limits) {
+  llhttp_settings_init(&settings_);
+  settings_.on_message_begin = &Parser::onMessageBegin;
+  settings_.on_url = &Parser::onUrl;
+  settings_.on_status = &Parser::onStatus;
+  settings_.on_header_field = &Parser::onHeaderField;
+  settings_.on_header_value = &Parser::onHeaderValue;
+  settings_.on_header_value_complete = &Parser::onHeaderValueComplete;
+  settings_.on_headers_complete = &Parser::onHeadersComplete;
+  settings_.on_body = &Parser::onBody;
+  settings_.on_message_complete = &Parser::onMessageComplete;
+  llhttp_init(&parser_, kind == Kind::Request ? HTTP_REQUEST : HTTP_RESPONSE, &settings_);
+  parser_.data = this;
+}
+
+int Parser::onMessageBegin(llhttp_t* p) {
+  Parser& s = self(p);
+  s.request_ = RequestHead{};
+  s.response_ = ResponseHead{};
+  s.in_message_ = true;
+  s.in_head_ = true;
+  s.head_bytes_ = 0;
+  s.value_pending_ = false;
+  return 0;
+}
+
+int Parser::onUrl(llhttp_t* p, const char* at, size_t len) {
+  self(p).request_.target.append(at, len);
+  return 0;
+}
+
+int Parser::onStatus(llhttp_t* p, const char* at, size_t len) {
+  self(p).response_.reason.append(at, len);
+  return 0;
+}
+
+int Parser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
+  Parser& s = self(p);
+  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  if (!s.value_pending_) {
+    if (h.size() >= s.limits_.max_headers) {
+      s.error_status_ = 431;
+      s.error_reason_ =
+          "too many header fields (limit " + std::to_string(s.limits_.max_headers) + ")";
+      return HPE_USER;
+    }
+    h.emplace_back();
+    s.value_pending_ = true;
+  }
+  h.back().name.append(at, len);
+  return 0;
+}
+
+int Parser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
+  Parser& s = self(p);
+  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  h.back().value.append(at, len);
+  return 0;
+}
+
+int Parser::onHeaderValueComplete(llhttp_t* p) {
+  Parser& s = self(p);
+  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  std::string& v = h.back().value;
+  while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
+  s.value_pending_ = false;
+  return 0;
+}
+
+int Parser::onHeadersComplete(llhttp_t* p) {
+  Parser& s = self(p);
+  s.in_head_ = false;
+  s.head_done_ = true;
+  BodyFraming framing = BodyFraming::None;
+  if (p->flags & F_CHUNKED)
+    framing = BodyFraming::Chunked;
+  else if (p->flags & F_CONTENT_LENGTH)
+    framing = BodyFraming::ContentLength;
+  const bool keep_alive = llhttp_should_keep_alive(p) != 0;
+  if (s.kind_ == Kind::Request) {
+    RequestHead& r = s.request_;
+    r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
+    r.http_minor = p->http_minor;
+    r.framing = framing;
+    r.content_length = framing == BodyFraming::ContentLength ? p->content_length : 0;
+    r.keep_alive = keep_alive;
+    // CONNECT's payload is tunnel data, not a body; stop here either way so
+    // the caller sees the head before any body bytes.
+    return HPE_PAUSED;
+  }
+  ResponseHead& r = s.response_;
+  r.status = p->status_code;
+  r.http_minor = p->http_minor;
+  const bool no_body =
+      s.expect_no_body_ || r.status / 100 == 1 || r.status == 204 || r.status == 304;
+  if (no_body) {
+    r.framing = BodyFraming::None;
+    r.keep_alive = keep_alive;
+    return 1;  // no body: llhttp goes straight to message complete
+  }
+  if (framing == BodyFraming::None) framing = BodyFraming::UntilClose;
+  r.framing = framing;
+  r.content_length = framing == BodyFraming::ContentLength ? p->content_length : 0;
+  r.keep_alive = keep_alive && framing != BodyFraming::UntilClose;
+  return HPE_PAUSED;
+}
+
+int Parser::onBody(llhttp_t* p, const char* at, size_t len) {
+  Parser& s = self(p);
+  s.body_out_->append(at, len);
+  s.got_body_ = true;
+  return 0;
+}
+
+int Parser::onMessageComplete(llhttp_t* p) {
+  Parser& s = self(p);
+  s.message_done_ = true;
+  s.in_message_ = false;
+  s.keep_alive_ = llhttp_should_keep_alive(p) != 0;
+  return HPE_PAUSED;
+}
+
+Event Parser::fail(int status, std::string reason) {
+  dead_ = true;
+  error_status_ = status;
+  error_reason_ = std::move(reason);
+  return Event::Error;
+}
+
+Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
+  *consumed = 0;
+  if (dead_) return Event::Error;
+  // A head and its message completing in one step (a response without a
+  // body) are reported one per call.
+  if (head_done_) {
+    head_done_ = false;
+    return Event::HeadComplete;
+  }
+  if (message_done_) {
+    message_done_ = false;
+    return Event::MessageComplete;
+  }
+  if (len == 0) return Event::NeedMore;
+  body_out_ = body;
+  got_body_ = false;
+  const bool was_in_head = in_head_ || !in_message_;
+  const llhttp_errno_t err = llhttp_execute(&parser_, data, len);
+  body_out_ = nullptr;
+  switch (err) {
+    case HPE_OK:
+      *consumed = len;
+      break;
+    case HPE_PAUSED:
+    case HPE_PAUSED_UPGRADE:
+      *consumed = static_cast<size_t>(llhttp_get_error_pos(&parser_) - data);
+      if (err == HPE_PAUSED)
+        llhttp_resume(&parser_);
+      else
+        llhttp_resume_after_upgrade(&parser_);
+      break;
+    case HPE_USER:
+      return fail(error_status_ ? error_status_ : 400, error_reason_);
+    default: {
+      const char* why = llhttp_get_error_reason(&parser_);
+      return fail(400, std::string("malformed HTTP: ") + llhttp_errno_name(err) +
+                           (why && *why ? std::string(" (") + why + ")" : std::string()));
+    }
+  }
+  if (was_in_head) {
+    head_bytes_ += *consumed;
+    if (head_bytes_ > limits_.max_head_bytes)
+      return fail(431, "request head larger than " + std::to_string(limits_.max_head_bytes / 1024) +
+                           " KiB");
+  }
+  if (head_done_) {
+    head_done_ = false;
+    return Event::HeadComplete;
+  }
+  if (message_done_) {
+    message_done_ = false;
+    return Event::MessageComplete;
+  }
+  return got_body_ ? Event::Body : Event::NeedMore;
+}
+
+Event Parser::finish() {
+  if (dead_) return Event::Error;
+  if (!in_message_) return Event::NeedMore;
+  // A close-delimited body completes here; anything else was cut short.
+  llhttp_finish(&parser_);
+  if (message_done_) {
+    message_done_ = false;
+    keep_alive_ = false;
+    return Event::MessageComplete;
+  }
+  return fail(502, "peer closed in the middle of a message");
+}
+
+namespace {
+
+bool parsePort(std::string_view text, uint16_t* out) {
+  if (text.empty() || text.size() > 5) return false;
+  unsigned v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v == 0 || v > 65535) return false;
+  *out = static_cast<uint16_t>(v);
+  return true;
+}
+
+bool validHost(std::string_view host, bool bracketed) {
+  if (host.empty() || host.size() > 255) return false;
+  for (char c : host) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '.' || c == '_' || (bracketed && (c == ':' || c == '%'));
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// "host[:port]" or "[v6][:port]". default_port 0 means the port is required.
+std::string splitAuthority(std::string_view auth, uint16_t default_port, std::string* host,
+                           uint16_t* port) {
+  std::string_view h, p;
+  bool bracketed = false;
+  if (!auth.empty() && auth.front() == '[') {
+    const size_t close = auth.find(']');
+    if (close == std::string_view::npos) return "unterminated IPv6 literal";
+    h = auth.substr(1, close - 1);
+    bracketed = true;
+    std::string_view rest = auth.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return "junk after IPv6 literal";
+      p = rest.substr(1);
+    }
+  } else {
+    const size_t colon = auth.rfind(':');
+    if (colon != std::string_view::npos) {
+      h = auth.substr(0, colon);
+      p = auth.substr(colon + 1);
+    } else {
+      h = auth;
+    }
+  }
+  if (!validHost(h, bracketed)) return "invalid host";
+  if (p.empty() && auth.find(':') == std::string_view::npos) {
+    if (default_port == 0) return "port missing (expected host:port)";
+    *port = default_port;
+  } else if (!parsePort(p, port)) {
+    return "invalid port";
+  }
+  host->assign(h);
+  return {};
+}
+
+}  // namespace
+
+std::string parseTarget(RequestHead& r) {
+  std::string_view t = r.target;
+  r.is_connect = r.method == "CONNECT";
+  if (r.is_connect) {
+    const std::string err = splitAuthority(t, 0, &r.host, &r.port);
+    return err.empty() ? err : "CONNECT target '" + r.target + "': " + err;
+  }
+  if (!t.empty() && (t.front() == '/' || t == "*"))
+    return "this is a proxy: send absolute-form requests (GET http://host/path) or CONNECT "
+           "host:port, not origin-form '" +
+           r.target + "'";
+  const size_t sep = t.find("://");
+  if (sep == std::string_view::npos) return "request target is not an absolute URL";
+  const std::string_view scheme = t.substr(0, sep);
+  if (!iequals(scheme, "http")) {
+    if (iequals(scheme, "https"))
+      return "https:// URLs go through CONNECT; h2gate does not originate TLS for absolute-form";
+    return "unsupported URL scheme '" + std::string(scheme) + "'";
+  }
+  std::string_view rest = t.substr(sep + 3);
+  const size_t path_start = rest.find_first_of("/?#");
+  const std::string_view auth = rest.substr(0, path_start);
+  if (auth.find('@') != std::string_view::npos) return "user info in URLs is not supported";
+  std::string err = splitAuthority(auth, 80, &r.host, &r.port);
+  if (!err.empty()) return "URL authority '" + std::string(auth) + "': " + err;
+  std::string_view path =
+      path_start == std::string_view::npos ? std::string_view() : rest.substr(path_start);
+  if (const size_t hash = path.find('#'); hash != std::string_view::npos)
+    path = path.substr(0, hash);
+  r.path = path.empty() || path.front() != '/' ? "/" + std::string(path) : std::string(path);
+  return {};
+}
+
+}  // namespace h2gate::http1

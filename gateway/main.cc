@@ -1,0 +1,72 @@
+// h2gate: a local forward proxy that carries apps' traffic to upstream HTTPS
+// proxies over HTTP/2 (or, with no upstream configured, straight to the
+// destinations). main() only wires flags, config and the server together.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include <nghttp2/nghttp2ver.h>
+#include <openssl/opensslv.h>
+
+#include "gateway/cli.h"
+#include "gateway/log.h"
+#include "gateway/server.h"
+
+int main(int argc, char** argv) {
+  using namespace h2gate;
+  std::signal(SIGPIPE, SIG_IGN);  // a closed app socket is an error code, not a signal
+
+  const cli::ParseResult parsed = cli::parse(argc, argv);
+  if (!parsed.ok()) {
+    for (const auto& e : parsed.errors) std::cerr << "h2gate: " << e << "\n";
+    std::cerr << "Run 'h2gate --help' for usage.\n";
+    return 2;
+  }
+  const cli::Options& opts = parsed.options;
+  if (opts.help) {
+    std::cout << cli::usage();
+    return 0;
+  }
+  if (opts.version) {
+    std::cout << "h2gate " << H2GATE_VERSION << " (nghttp2 " << NGHTTP2_VERSION << ", "
+              << OPENSSL_VERSION_TEXT << ")\n";
+    return 0;
+  }
+  if (opts.log_level) {
+    log::Level level;
+    if (!log::parseLevel(*opts.log_level, &level)) {
+      std::cerr << "h2gate: --log-level: unknown level '" << *opts.log_level
+                << "' (trace, debug, info, warn, error, off)\n";
+      return 2;
+    }
+    log::setLevel(level);
+  }
+
+  std::optional<std::string> upstream_env;
+  if (const char* v = std::getenv("H2GATE_UPSTREAM"); v && *v) upstream_env = v;
+  config::LoadResult loaded = cli::buildBootstrap(opts, upstream_env);
+
+  if (opts.validate) {
+    for (const auto& p : loaded.problems) std::cout << p.str() << "\n";
+    if (loaded.ok()) {
+      std::cout << loaded.bootstrap.source << ": OK\n";
+      return 0;
+    }
+    std::cout << loaded.problems.size() << " problem(s) in " << loaded.bootstrap.source << "\n";
+    return 1;
+  }
+  if (!loaded.ok()) {
+    for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";
+    std::cerr << "h2gate: not starting: " << loaded.problems.size()
+              << " configuration problem(s)\n";
+    return 1;
+  }
+
+  Server server(std::move(loaded.bootstrap));
+  if (std::string err = server.start(); !err.empty()) {
+    H2G_LOG(Error, 0, 0, err);
+    return 1;
+  }
+  return server.run();
+}

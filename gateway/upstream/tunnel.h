@@ -1,0 +1,58 @@
+// The one interface between the app-facing side and whatever carries a
+// request upstream: an HTTP/2 stream, an HTTP/1.1 tunnel to a proxy, or a
+// direct TCP connection. The downstream side does not know which it has.
+//
+// Flow control is by acknowledgement: a side hands over one buffer and gets a
+// `done` callback when the bytes have left (were written to the socket, or
+// copied into a bounded queue). It MUST NOT hand over another buffer before
+// `done`. `done` may run before the call that handed the buffer returns.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "gateway/http_types.h"
+
+namespace h2gate::upstream {
+
+using Done = std::function<void()>;
+
+// Implemented by the downstream side. A Tunnel calls these; after
+// onFailed/onReset it calls nothing more.
+class TunnelCallbacks {
+ public:
+  virtual ~TunnelCallbacks() = default;
+  // The response head. For CONNECT, a 2xx status means the tunnel is open and
+  // response body bytes are raw tunnel bytes.
+  virtual void onResponseHead(ResponseHead head) = 0;
+  // Response body bytes (decoded: no chunk framing). Call `done` when written.
+  virtual void onResponseData(std::string_view data, Done done) = 0;
+  // The upstream finished its direction (END_STREAM / FIN / message end).
+  virtual void onResponseEnd() = 0;
+  // Nothing was sent to the app yet and the request cannot go on: the app
+  // gets `status` (502, 503, 504) with `reason` in the body.
+  virtual void onFailed(int status, Result result, std::string reason) = 0;
+  // Broken after the response started: the app connection must be closed
+  // without pretending the message completed.
+  virtual void onReset(Result result, std::string reason) = 0;
+};
+
+class Tunnel {
+ public:
+  virtual ~Tunnel() = default;
+  // Starts the request: resolve/connect/open a stream, send the head. The
+  // head outlives the tunnel (it lives in the downstream connection).
+  virtual void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) = 0;
+  // Request body bytes (absolute-form, decoded) or raw tunnel bytes (CONNECT)
+  // from the app. May be called before the tunnel is connected: the bytes are
+  // held until then. `done` runs once they are handed to the upstream.
+  virtual void send(std::string_view data, Done done) = 0;
+  // The app finished its direction (request body complete / FIN on a
+  // tunnel). Only after the last send's done.
+  virtual void endOfRequest() = 0;
+  // Abandon the request (the app went away or shutdown). No callbacks after
+  // this returns.
+  virtual void abort() = 0;
+};
+
+}  // namespace h2gate::upstream
