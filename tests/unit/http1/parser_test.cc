@@ -1,0 +1,226 @@
+#include "gateway/http1/parser.h"
+
+#include <catch2/catch.hpp>
+
+using namespace h2gate;
+using http1::Event;
+using http1::Parser;
+
+namespace {
+
+struct Fed {
+  Event event;
+  size_t consumed;
+};
+
+Fed feed(Parser& p, std::string_view in, std::string* body) {
+  size_t used = 0;
+  const Event ev = p.feed(in.data(), in.size(), &used, body);
+  return {ev, used};
+}
+
+Parser requestParser(http1::Limits limits = {}) {
+  return Parser(Parser::Kind::Request, limits);
+}
+
+}  // namespace
+
+TEST_CASE("CONNECT head stops at the end of the head; the rest is tunnel data") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string in =
+      "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n\x16\x03\x01";
+  const Fed f = feed(p, in, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(f.consumed == in.size() - 3);
+  RequestHead& r = p.request();
+  CHECK(r.method == "CONNECT");
+  REQUIRE(http1::parseTarget(r).empty());
+  CHECK(r.is_connect);
+  CHECK(r.host == "example.com");
+  CHECK(r.port == 443);
+  CHECK(body.empty());
+}
+
+TEST_CASE("absolute-form with a Content-Length body, then a pipelined request") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string first =
+      "POST http://origin.test:8080/up?x=1 HTTP/1.1\r\nHost: origin.test:8080\r\n"
+      "Content-Length: 5\r\n\r\nhello";
+  const std::string second = "GET http://origin.test/ HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+  const std::string in = first + second;
+  Fed f = feed(p, in, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  RequestHead& r = p.request();
+  REQUIRE(http1::parseTarget(r).empty());
+  CHECK(r.host == "origin.test");
+  CHECK(r.port == 8080);
+  CHECK(r.path == "/up?x=1");
+  CHECK(r.framing == BodyFraming::ContentLength);
+  CHECK(r.content_length == 5);
+  size_t off = f.consumed;
+  f = feed(p, std::string_view(in).substr(off), &body);
+  CHECK(f.event == Event::MessageComplete);
+  CHECK(body == "hello");
+  off += f.consumed;
+  CHECK(off == first.size());
+  f = feed(p, std::string_view(in).substr(off), &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(p.request().method == "GET");
+}
+
+TEST_CASE("chunked request bodies are decoded") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string in =
+      "POST http://h/ HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+  Fed f = feed(p, in, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(p.request().framing == BodyFraming::Chunked);
+  f = feed(p, std::string_view(in).substr(f.consumed), &body);
+  CHECK(f.event == Event::MessageComplete);
+  CHECK(body == "abcde");
+}
+
+TEST_CASE("a head split across many reads still parses") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string in = "GET http://h:81/a HTTP/1.1\r\nHost: h:81\r\nX-Long: 0123456789\r\n\r\n";
+  Event last = Event::NeedMore;
+  for (char c : in) {
+    const Fed f = feed(p, std::string_view(&c, 1), &body);
+    CHECK(f.consumed == 1);
+    last = f.event;
+    if (last != Event::NeedMore) break;
+  }
+  REQUIRE(last == Event::HeadComplete);
+  REQUIRE(p.request().headers.size() == 2);
+  CHECK(p.request().headers[1].name == "X-Long");
+  CHECK(p.request().headers[1].value == "0123456789");
+}
+
+TEST_CASE("limits: head size and header count give 431") {
+  SECTION("head larger than the limit") {
+    Parser p = requestParser(http1::Limits{1024, 100});
+    std::string body;
+    std::string in = "GET http://h/ HTTP/1.1\r\nX: " + std::string(2000, 'a');
+    CHECK(feed(p, in, &body).event == Event::Error);
+    CHECK(p.errorStatus() == 431);
+  }
+  SECTION("too many headers") {
+    Parser p = requestParser(http1::Limits{64 * 1024, 3});
+    std::string body;
+    std::string in = "GET http://h/ HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n\r\n";
+    CHECK(feed(p, in, &body).event == Event::Error);
+    CHECK(p.errorStatus() == 431);
+  }
+  SECTION("exactly at the header limit is fine") {
+    Parser p = requestParser(http1::Limits{64 * 1024, 3});
+    std::string body;
+    std::string in = "GET http://h/ HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+    CHECK(feed(p, in, &body).event == Event::HeadComplete);
+  }
+}
+
+TEST_CASE("malformed input gives 400 and the parser stays dead") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  CHECK(feed(p, "\x01\x02garbage\r\n\r\n", &body).event == Event::Error);
+  CHECK(p.errorStatus() == 400);
+  CHECK_FALSE(p.errorReason().empty());
+  CHECK(feed(p, "GET http://h/ HTTP/1.1\r\n\r\n", &body).event == Event::Error);
+}
+
+TEST_CASE("Content-Length together with chunked is refused (request smuggling)") {
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string in =
+      "POST http://h/ HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n";
+  CHECK(feed(p, in, &body).event == Event::Error);
+  CHECK(p.errorStatus() == 400);
+}
+
+TEST_CASE("parseTarget") {
+  auto target = [](std::string method, std::string t, RequestHead* out = nullptr) {
+    RequestHead r;
+    r.method = std::move(method);
+    r.target = std::move(t);
+    std::string err = http1::parseTarget(r);
+    if (out) *out = r;
+    return err;
+  };
+  RequestHead r;
+  CHECK(target("CONNECT", "[::1]:8443", &r).empty());
+  CHECK(r.host == "::1");
+  CHECK(r.port == 8443);
+  CHECK(r.authority() == "[::1]:8443");
+  CHECK_FALSE(target("CONNECT", "example.com").empty());  // port required
+  CHECK_FALSE(target("CONNECT", "example.com:0").empty());
+  CHECK_FALSE(target("CONNECT", "example.com:65536").empty());
+  CHECK_FALSE(target("CONNECT", "[::1:443").empty());
+  CHECK_FALSE(target("CONNECT", "exa mple.com:443").empty());
+
+  CHECK(target("GET", "http://Example.COM", &r).empty());
+  CHECK(r.port == 80);
+  CHECK(r.path == "/");
+  CHECK(target("GET", "HTTP://h?q=1#frag", &r).empty());
+  CHECK(r.path == "/?q=1");
+  CHECK(target("GET", "http://[2001:db8::1]:8080/x", &r).empty());
+  CHECK(r.host == "2001:db8::1");
+  CHECK(r.port == 8080);
+
+  const std::string origin = target("GET", "/index.html");
+  CHECK(origin.find("this is a proxy") != std::string::npos);
+  CHECK_FALSE(target("GET", "https://h/").empty());
+  CHECK_FALSE(target("GET", "ftp://h/").empty());
+  CHECK_FALSE(target("GET", "http://user:pw@h/").empty());
+  CHECK_FALSE(target("GET", "http://h:99999/").empty());
+}
+
+TEST_CASE("responses: framing, HEAD, interim and close-delimited bodies") {
+  SECTION("Content-Length") {
+    Parser p(Parser::Kind::Response, {});
+    std::string body;
+    const std::string in = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
+    Fed f = feed(p, in, &body);
+    REQUIRE(f.event == Event::HeadComplete);
+    CHECK(p.response().status == 200);
+    CHECK(p.response().reason == "OK");
+    CHECK(p.response().framing == BodyFraming::ContentLength);
+    f = feed(p, std::string_view(in).substr(f.consumed), &body);
+    CHECK(f.event == Event::MessageComplete);
+    CHECK(body == "abc");
+  }
+  SECTION("HEAD: Content-Length without a body") {
+    Parser p(Parser::Kind::Response, {});
+    p.expectNoBody(true);
+    std::string body;
+    Fed f = feed(p, "HTTP/1.1 200 OK\r\nContent-Length: 300\r\n\r\n", &body);
+    REQUIRE(f.event == Event::HeadComplete);
+    CHECK(p.response().framing == BodyFraming::None);
+    f = feed(p, "", &body);
+    CHECK(f.event == Event::MessageComplete);
+  }
+  SECTION("close-delimited") {
+    Parser p(Parser::Kind::Response, {});
+    std::string body;
+    Fed f = feed(p, "HTTP/1.0 200 OK\r\n\r\npart1", &body);
+    REQUIRE(f.event == Event::HeadComplete);
+    CHECK(p.response().framing == BodyFraming::UntilClose);
+    CHECK_FALSE(p.response().keep_alive);
+    f = feed(p, std::string_view("part1"), &body);
+    CHECK(f.event == Event::Body);
+    CHECK(p.finish() == Event::MessageComplete);
+    CHECK(body == "part1");
+  }
+  SECTION("truncated Content-Length body is an error at EOF") {
+    Parser p(Parser::Kind::Response, {});
+    std::string body;
+    Fed f = feed(p, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", &body);
+    REQUIRE(f.event == Event::HeadComplete);
+    feed(p, "abc", &body);
+    CHECK(p.finish() == Event::Error);
+  }
+}
