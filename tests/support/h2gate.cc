@@ -1,0 +1,221 @@
+#include "tests/support/h2gate.h"
+
+#include <cctype>
+#include <csignal>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace h2gate::test {
+
+std::string AccessLogEntry::get(const std::string& key) const {
+  auto it = fields.find(key);
+  return it == fields.end() ? "" : it->second;
+}
+
+long long AccessLogEntry::num(const std::string& key) const {
+  auto it = fields.find(key);
+  if (it == fields.end() || it->second.empty()) return -1;
+  char* end = nullptr;
+  long long v = std::strtoll(it->second.c_str(), &end, 10);
+  return *end == '\0' ? v : -1;
+}
+
+std::optional<std::map<std::string, std::string>> parseJsonObject(const std::string& text) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  auto ws = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  auto str = [&](std::string& s) -> bool {
+    if (i >= text.size() || text[i] != '"') return false;
+    ++i;
+    while (i < text.size() && text[i] != '"') {
+      char c = text[i++];
+      if (c != '\\') {
+        s += c;
+        continue;
+      }
+      if (i >= text.size()) return false;
+      char e = text[i++];
+      switch (e) {
+        case 'n':
+          s += '\n';
+          break;
+        case 't':
+          s += '\t';
+          break;
+        case 'r':
+          s += '\r';
+          break;
+        case 'b':
+          s += '\b';
+          break;
+        case 'f':
+          s += '\f';
+          break;
+        case 'u': {
+          if (i + 4 > text.size()) return false;
+          unsigned cp = static_cast<unsigned>(std::stoul(text.substr(i, 4), nullptr, 16));
+          i += 4;
+          if (cp < 0x80) {
+            s += static_cast<char>(cp);
+          } else {
+            s += '?';  // good enough for tests
+          }
+          break;
+        }
+        default:
+          s += e;
+      }
+    }
+    if (i >= text.size()) return false;
+    ++i;
+    return true;
+  };
+  ws();
+  if (i >= text.size() || text[i] != '{') return std::nullopt;
+  ++i;
+  ws();
+  if (i < text.size() && text[i] == '}') return out;
+  for (;;) {
+    ws();
+    std::string key, value;
+    if (!str(key)) return std::nullopt;
+    ws();
+    if (i >= text.size() || text[i] != ':') return std::nullopt;
+    ++i;
+    ws();
+    if (i < text.size() && text[i] == '"') {
+      if (!str(value)) return std::nullopt;
+    } else {
+      size_t start = i;
+      while (i < text.size() && text[i] != ',' && text[i] != '}' &&
+             !std::isspace(static_cast<unsigned char>(text[i])))
+        ++i;
+      value = text.substr(start, i - start);
+      if (value.empty() || value == "{" || value == "[") return std::nullopt;
+    }
+    out[key] = value;
+    ws();
+    if (i < text.size() && text[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (i < text.size() && text[i] == '}') return out;
+    return std::nullopt;
+  }
+}
+
+std::string H2gate::binaryPath(const std::string& configured) {
+  if (!configured.empty()) return configured;
+  if (const char* env = std::getenv("H2GATE_BINARY"); env && *env) return env;
+  return "h2gate";
+}
+
+H2gate::H2gate() : H2gate(Options{}) {}
+
+H2gate::H2gate(Options options) : dir_("h2gate") {
+  std::vector<std::string> argv{binaryPath(options.binary)};
+  if (!options.yaml.empty()) {
+    argv.push_back("-c");
+    argv.push_back(dir_.write("h2gate.yaml", options.yaml));
+  }
+  if (options.yaml.empty() && options.args.empty()) {
+    for (const char* a :
+         {"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "debug"})
+      argv.push_back(a);
+  }
+  argv.insert(argv.end(), options.args.begin(), options.args.end());
+
+  Process::Options popts;
+  popts.argv = argv;
+  popts.env = options.env;
+  popts.env.emplace("H2GATE_UPSTREAM", std::nullopt);
+  popts.log_dir = dir_.path().string();
+  popts.name = "h2gate";
+  process_ = std::make_unique<Process>(std::move(popts));
+
+  const std::string addr = R"((?:[0-9.]+|\[[0-9a-f:]+\]))";
+  auto fail = [&](const std::string& what) {
+    std::string tail = process_->logTail(60);
+    process_->stop(milliseconds(1000));
+    throw std::runtime_error("h2gate: " + what + "\n" + tail);
+  };
+  std::vector<std::string> wanted = options.listeners;
+  if (wanted.empty()) wanted.push_back("");
+  for (const auto& name : wanted) {
+    std::string re = "listening on " + addr + ":([0-9]+) \\(listener (" +
+                     (name.empty() ? std::string("[^)]+") : name) + ")\\)";
+    auto m = process_->waitForLog(re, options.start_timeout);
+    if (!m) fail("no 'listening on ... (listener " + name + ")' line");
+    uint16_t port = static_cast<uint16_t>(std::stoi((*m)[1]));
+    ports_[(*m)[2]] = port;
+    if (first_listener_.empty()) first_listener_ = (*m)[2];
+  }
+  if (options.expect_admin) {
+    auto m =
+        process_->waitForLog("admin listening on " + addr + ":([0-9]+)", options.start_timeout);
+    if (!m) fail("no 'admin listening on' line");
+    admin_port_ = static_cast<uint16_t>(std::stoi((*m)[1]));
+  }
+}
+
+H2gate::~H2gate() = default;
+
+uint16_t H2gate::port(const std::string& listener) const {
+  auto it = ports_.find(listener.empty() ? first_listener_ : listener);
+  if (it == ports_.end()) throw std::out_of_range("no listener " + listener);
+  return it->second;
+}
+
+std::string H2gate::proxyUrl(const std::string& listener) const {
+  return "http://127.0.0.1:" + std::to_string(port(listener));
+}
+
+std::vector<AccessLogEntry> H2gate::accessLog() const {
+  std::vector<AccessLogEntry> out;
+  std::istringstream in(process_->stdoutText());
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto obj = parseJsonObject(line)) out.push_back({std::move(*obj), line});
+  }
+  return out;
+}
+
+std::vector<AccessLogEntry> H2gate::waitForAccessLog(size_t n, milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto entries = accessLog();
+    if (entries.size() >= n || std::chrono::steady_clock::now() >= deadline) return entries;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+ExitStatus H2gate::terminate(milliseconds timeout) {
+  process_->signalMain(SIGTERM);
+  if (auto s = process_->wait(timeout)) return *s;
+  return process_->stop(milliseconds(100));
+}
+
+std::string directModeYaml(const std::string& h2gate_section) {
+  std::string y;
+  if (!h2gate_section.empty()) y += "h2gate:\n" + h2gate_section;
+  y += "admin:\n"
+       "  address:\n"
+       "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
+       "static_resources:\n"
+       "  listeners:\n"
+       "  - name: local_proxy\n"
+       "    address:\n"
+       "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
+       "    filter_chains:\n"
+       "    - filters:\n"
+       "      - name: h2gate.filters.access_log\n"
+       "      - name: h2gate.filters.forward_proxy\n";
+  return y;
+}
+
+}  // namespace h2gate::test

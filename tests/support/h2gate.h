@@ -1,0 +1,93 @@
+// Runs the h2gate binary for a test and reads what it says.
+//
+// Ports: h2gate is started with port 0 and the fixture parses the bound ports
+// from its stderr ("listening on 127.0.0.1:PORT (listener NAME)",
+// "admin listening on 127.0.0.1:PORT"). Access log lines (one JSON object per
+// line) are read from its stdout.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace h2gate::test {
+
+// One access log line: field name -> value (strings unquoted, numbers and
+// literals as written).
+struct AccessLogEntry {
+  std::map<std::string, std::string> fields;
+  std::string line;
+  std::string get(const std::string& key) const;
+  long long num(const std::string& key) const;  // -1 when absent or not a number
+};
+
+// Parses one flat JSON object; nullopt when it is not one.
+std::optional<std::map<std::string, std::string>> parseJsonObject(const std::string& text);
+
+class H2gate {
+ public:
+  struct Options {
+    std::string binary;  // empty: $H2GATE_BINARY, else "h2gate" from PATH
+    // YAML config written to <dir>/h2gate.yaml and passed with -c. Empty: no -c.
+    std::string yaml;
+    // Used when `yaml` is empty and `args` is empty:
+    //   --listen 127.0.0.1:0 --admin 127.0.0.1:0 --log-level debug
+    std::vector<std::string> args;
+    std::map<std::string, std::optional<std::string>> env;
+    // Listener names to wait for; empty: wait for the first listener line.
+    std::vector<std::string> listeners;
+    bool expect_admin = true;
+    milliseconds start_timeout{10000};
+  };
+
+  H2gate();  // default Options: direct mode on ephemeral ports
+  explicit H2gate(Options options);
+  ~H2gate();
+
+  // Port of the named listener (default: the first one that logged).
+  uint16_t port(const std::string& listener = "") const;
+  uint16_t adminPort() const { return admin_port_; }
+  // "http://127.0.0.1:PORT" for curl -x.
+  std::string proxyUrl(const std::string& listener = "") const;
+
+  Process& process() { return *process_; }
+  const TempDir& dir() const { return dir_; }
+  std::string stderrText() const { return process_->stderrText(); }
+
+  // Access log lines so far (stdout), parsed; lines that are not JSON are skipped.
+  std::vector<AccessLogEntry> accessLog() const;
+  // Polls until at least `n` access log lines exist; returns them (maybe fewer
+  // on timeout).
+  std::vector<AccessLogEntry> waitForAccessLog(size_t n, milliseconds timeout = milliseconds(5000));
+
+  // SIGTERM to the h2gate process; returns its exit status (SIGKILL after `timeout`).
+  ExitStatus terminate(milliseconds timeout = milliseconds(10000));
+
+  // Writes a YAML file next to the fixture's files (for --validate tests).
+  std::string writeFile(const std::string& name, const std::string& content) const {
+    return dir_.write(name, content);
+  }
+
+  // Resolves the binary the same way the fixture does.
+  static std::string binaryPath(const std::string& configured);
+
+ private:
+  TempDir dir_;  // outlives the process (its logs live here)
+  std::unique_ptr<Process> process_;
+  std::map<std::string, uint16_t> ports_;
+  std::string first_listener_;
+  uint16_t admin_port_ = 0;
+};
+
+// A direct-mode config: admin and one listener "local_proxy" on 127.0.0.1:0
+// with the access_log + forward_proxy filters. `h2gate_section` is inserted
+// under the top-level `h2gate:` key (e.g. "  drain_timeout: 2s\n").
+std::string directModeYaml(const std::string& h2gate_section = "");
+
+}  // namespace h2gate::test

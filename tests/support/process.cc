@@ -1,0 +1,235 @@
+#include "tests/support/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <stdexcept>
+#include <thread>
+
+#include "tests/support/temp_dir.h"
+
+extern char** environ;
+
+namespace h2gate::test {
+
+std::string ExitStatus::str() const {
+  if (exited) return "exit code " + std::to_string(code);
+  if (signal) return std::string("killed by signal ") + strsignal(signal);
+  return "unknown";
+}
+
+std::string findProgram(const std::string& program) {
+  if (program.find('/') != std::string::npos)
+    return access(program.c_str(), X_OK) == 0 ? program : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  dirs += ":/usr/sbin:/sbin";  // nginx and squid live here
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    if (!dir.empty()) {
+      std::string candidate = dir + "/" + program;
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string tailLines(const std::string& text, size_t lines) {
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  size_t count = 0;
+  while (pos > 0) {
+    size_t nl = text.rfind('\n', pos - 1);
+    if (nl == std::string::npos) return text;
+    if (++count == lines) return text.substr(nl + 1);
+    pos = nl;
+  }
+  return text;
+}
+
+Process::Process(Options options) {
+  if (options.argv.empty()) throw std::invalid_argument("Process: empty argv");
+  std::string exe = findProgram(options.argv[0]);
+  if (exe.empty()) throw std::runtime_error("Process: program not found: " + options.argv[0]);
+  name_ = options.name.empty() ? std::filesystem::path(exe).filename().string() : options.name;
+  std::string dir = options.log_dir.empty() ? "." : options.log_dir;
+  stdout_path_ = dir + "/" + name_ + ".stdout";
+  stderr_path_ = dir + "/" + name_ + ".stderr";
+
+  // Everything the child needs is prepared before fork(): after fork only
+  // async-signal-safe calls (the test binary may have threads).
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    std::string key = kv.substr(0, kv.find('='));
+    if (options.env.count(key)) continue;
+    env_strings.push_back(std::move(kv));
+  }
+  for (const auto& [key, value] : options.env)
+    if (value) env_strings.push_back(key + "=" + *value);
+  std::vector<char*> envp;
+  for (auto& s : env_strings) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = options.argv;
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::string stdin_path = options.stdin_file.empty() ? "/dev/null" : options.stdin_file;
+  const pid_t parent = getpid();
+
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid == 0) {
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the parent died before prctl
+    int in = open(stdin_path.c_str(), O_RDONLY | O_CLOEXEC);
+    int out = open(stdout_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err = open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (in < 0 || out < 0 || err < 0) _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0) _exit(126);
+    // Children must not inherit the test's blocked signals or ignored SIGPIPE.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    execve(exe.c_str(), argv.data(), envp.data());
+    const char msg[] = "execve failed\n";
+    [[maybe_unused]] ssize_t n = ::write(2, msg, sizeof msg - 1);
+    _exit(127);
+  }
+  setpgid(pid, pid);  // also in the parent: no race with kill(-pid)
+  pid_ = pid;
+}
+
+namespace {
+Process::Options shortOptions(std::vector<std::string> argv, const std::string& log_dir) {
+  Process::Options o;
+  o.argv = std::move(argv);
+  o.log_dir = log_dir;
+  return o;
+}
+}  // namespace
+
+Process::Process(std::vector<std::string> argv, const std::string& log_dir)
+    : Process(shortOptions(std::move(argv), log_dir)) {}
+
+Process::~Process() {
+  if (pid_ > 0 && !status_) {
+    bool failing = std::uncaught_exceptions() > 0;
+    stop(milliseconds(2000));
+    if (failing) std::cerr << "---- " << name_ << " (" << status_->str() << ")\n" << logTail();
+  }
+}
+
+std::string Process::stdoutText() const {
+  return readFile(stdout_path_);
+}
+std::string Process::stderrText() const {
+  return readFile(stderr_path_);
+}
+
+std::string Process::logTail(size_t lines) const {
+  std::string out;
+  std::string err = stderrText();
+  if (!err.empty()) out += "[" + name_ + " stderr]\n" + tailLines(err, lines) + "\n";
+  std::string so = stdoutText();
+  if (!so.empty()) out += "[" + name_ + " stdout]\n" + tailLines(so, lines) + "\n";
+  return out;
+}
+
+std::optional<std::vector<std::string>> Process::waitForLog(const std::string& regex,
+                                                            milliseconds timeout, Stream stream) {
+  const std::regex re(regex);
+  const std::string& path = stream == Stream::Stdout ? stdout_path_ : stderr_path_;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    // Read before checking for exit: a line written just before exiting counts.
+    bool was_running = running();
+    std::string text = readFile(path);
+    std::smatch m;
+    if (std::regex_search(text, m, re)) {
+      std::vector<std::string> groups;
+      for (const auto& g : m) groups.push_back(g.str());
+      return groups;
+    }
+    if (!was_running || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+}
+
+void Process::kill(int sig) {
+  if (pid_ > 0 && !status_) ::kill(-pid_, sig);
+}
+
+void Process::signalMain(int sig) {
+  if (pid_ > 0 && !status_) ::kill(pid_, sig);
+}
+
+bool Process::reap(bool block) {
+  if (status_) return true;
+  // Look without reaping first: while the leader is a zombie its pid (= the
+  // group id) cannot be reused, so killing leftovers in the group is safe.
+  siginfo_t info{};
+  int r;
+  do {
+    r = waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOWAIT | (block ? 0 : WNOHANG));
+  } while (r < 0 && errno == EINTR);
+  if (r == 0 && info.si_pid == 0) return false;  // still running
+  ::kill(-pid_, SIGKILL);                        // stragglers (e.g. nginx workers)
+  int st = 0;
+  pid_t w;
+  do {
+    w = waitpid(pid_, &st, 0);
+  } while (w < 0 && errno == EINTR);
+  ExitStatus s;
+  if (w == pid_ && WIFEXITED(st)) {
+    s.exited = true;
+    s.code = WEXITSTATUS(st);
+  } else if (w == pid_ && WIFSIGNALED(st)) {
+    s.signal = WTERMSIG(st);
+  }
+  status_ = s;
+  return true;
+}
+
+bool Process::running() {
+  return pid_ > 0 && !reap(false);
+}
+
+std::optional<ExitStatus> Process::wait(milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!reap(false)) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return status_;
+}
+
+ExitStatus Process::stop(milliseconds grace) {
+  if (status_) return *status_;
+  kill(SIGTERM);
+  if (auto s = wait(grace)) return *s;
+  kill(SIGKILL);
+  reap(true);
+  return *status_;
+}
+
+}  // namespace h2gate::test

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Tiny HTTP/1.1 origin for h2gate tests.
+
+  POST/PUT <any path>  reads the body (Content-Length or chunked) and answers
+                       200 "<sha256hex> <length>\n", with X-Sink-Framing set to
+                       "chunked", "content-length" or "none".
+  GET <any path>       answers 200 with the request line and the request
+                       headers exactly as received, one per line (for checking
+                       what a proxy forwarded).
+
+Usage: upload_sink.py [--port N]   (0 = ephemeral). Prints
+"upload_sink listening on 127.0.0.1:PORT" once bound.
+"""
+import argparse
+import hashlib
+import http.server
+import sys
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive; 100-continue handled by the base class
+
+    def log_message(self, fmt, *args):
+        sys.stderr.write("upload_sink: %s\n" % (fmt % args))
+
+    def _reply(self, body, extra=()):
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _read_body(self, digest):
+        te = self.headers.get("Transfer-Encoding", "")
+        if "chunked" in te.lower():
+            total = 0
+            while True:
+                line = self.rfile.readline(65537)
+                if not line:
+                    raise ConnectionError("EOF in chunk size")
+                size = int(line.split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline(65537) not in (b"\r\n", b"\n", b""):
+                        pass  # trailers
+                    return total, "chunked"
+                left = size
+                while left:
+                    chunk = self.rfile.read(min(left, 1 << 20))
+                    if not chunk:
+                        raise ConnectionError("EOF in chunk")
+                    digest.update(chunk)
+                    left -= len(chunk)
+                total += size
+                self.rfile.readline(3)  # CRLF after the chunk
+        length = self.headers.get("Content-Length")
+        if length is None:
+            return 0, "none"
+        left = int(length)
+        while left:
+            chunk = self.rfile.read(min(left, 1 << 20))
+            if not chunk:
+                raise ConnectionError("EOF in body")
+            digest.update(chunk)
+            left -= len(chunk)
+        return int(length), "content-length"
+
+    def do_POST(self):
+        digest = hashlib.sha256()
+        total, framing = self._read_body(digest)
+        self._reply("%s %d\n" % (digest.hexdigest(), total), [("X-Sink-Framing", framing)])
+
+    do_PUT = do_POST
+
+    def do_GET(self):
+        lines = [self.requestline]
+        lines += ["%s: %s" % (k, v) for k, v in self.headers.items()]
+        self._reply("\n".join(lines) + "\n")
+
+    do_HEAD = do_GET
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    server = Server(("127.0.0.1", args.port), Handler)
+    print("upload_sink listening on 127.0.0.1:%d" % server.server_address[1], flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+// Hashing, shared random test files and running curl.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace h2gate::test {
+
+using std::chrono::milliseconds;
+
+// Lower-case hex SHA-256.
+std::string sha256Hex(const std::string& data);
+// "" when the file cannot be read.
+std::string sha256File(const std::string& path);
+
+// Random files shared by every test of one test-binary run, in one directory
+// (an nginx root): "1k" (1 KiB), "1m" (1 MiB), "10m" (10 MiB), "64m" (64 MiB).
+// Each is generated on first use and its SHA-256 cached.
+struct TestFile {
+  std::string name;  // URL path component, e.g. "1m"
+  std::string path;
+  uint64_t size = 0;
+  std::string sha256;
+};
+const TestFile& testFile(const std::string& name);
+// Directory holding the test files (created on first call).
+const std::string& testDataDir();
+// Makes a random file of `size` bytes at `path`; returns its SHA-256.
+std::string makeRandomFile(const std::string& path, uint64_t size);
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed (timeout or signal)
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+// Runs curl (from PATH, or the binary named by $H2GATE_TEST_CURL) with `args`,
+// killing it after `timeout`. `-q` (ignore .curlrc) is passed first and the
+// proxy environment variables are cleared, so only `args` decide. Stdout and
+// stderr are captured (do not print 64 MiB to stdout: use -o).
+CommandResult runCurl(const std::vector<std::string>& args,
+                      milliseconds timeout = milliseconds(60000));
+
+// Runs any program the same way (argv[0] from PATH).
+CommandResult runCommand(const std::vector<std::string>& argv,
+                         milliseconds timeout = milliseconds(60000));
+
+// The curl binary runCurl uses.
+std::string curlBinary();
+
+}  // namespace h2gate::test
