@@ -97,8 +97,8 @@ int Parser::onHeadersComplete(llhttp_t* p) {
   ResponseHead& r = s.response_;
   r.status = p->status_code;
   r.http_minor = p->http_minor;
-  const bool no_body =
-      s.expect_no_body_ || r.status / 100 == 1 || r.status == 204 || r.status == 304;
+  const bool no_body = s.expect_no_body_ || r.status / 100 == 1 || r.status == 204 ||
+                       r.status == 304 || (s.connect_response_ && r.status / 100 == 2);
   if (no_body) {
     r.framing = BodyFraming::None;
     r.keep_alive = keep_alive;

@@ -50,6 +50,9 @@ class Parser {
   // For responses: the request method was HEAD (or CONNECT with a 2xx), so the
   // next response has no body. Set before feeding the response.
   void expectNoBody(bool no_body) { expect_no_body_ = no_body; }
+  // For responses: the request was CONNECT, so a 2xx ends at its head and
+  // what follows is tunnel data.
+  void expectConnectResponse(bool connect) { connect_response_ = connect; }
 
   // Valid after HeadComplete (requests: method, target, http_minor, headers,
   // framing, content_length, keep_alive; is_connect/host/port/path are filled
@@ -95,6 +98,7 @@ class Parser {
   bool got_body_ = false;
   bool value_pending_ = false;  // a header field was seen, its value not yet done
   bool expect_no_body_ = false;
+  bool connect_response_ = false;
   bool keep_alive_ = true;
   bool dead_ = false;
   int error_status_ = 0;

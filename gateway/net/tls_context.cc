@@ -49,12 +49,12 @@ std::shared_ptr<TlsContext> TlsContext::create(const config::TlsContext& cfg,
   ERR_clear_error();
   std::shared_ptr<TlsContext> t(new TlsContext());
   const std::string where = "cluster " + cluster + ": ";
-  t->ctx_ = SSL_CTX_new(TLS_client_method());
-  if (!t->ctx_) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  if (!ctx) {
     *error = opensslError(where + "SSL_CTX_new failed");
     return nullptr;
   }
-  SSL_CTX* ctx = t->ctx_;
+  t->ctx_ = std::make_unique<asio::ssl::context>(ctx);
   const int min = tlsVersion(cfg.tls_minimum_protocol_version);
   const int max = tlsVersion(cfg.tls_maximum_protocol_version);
   if (min < 0 || max < 0) {
@@ -108,7 +108,6 @@ std::shared_ptr<TlsContext> TlsContext::create(const config::TlsContext& cfg,
 
 TlsContext::~TlsContext() {
   for (auto& [k, s] : sessions_) SSL_SESSION_free(s);
-  if (ctx_) SSL_CTX_free(ctx_);
 }
 
 std::string TlsContext::prepare(SSL* ssl, const std::string& host,

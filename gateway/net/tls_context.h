@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include <openssl/ssl.h>
+#include <asio/ssl/context.hpp>
 
 #include "config/config.h"
 
@@ -27,7 +28,9 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  SSL_CTX* native() const { return ctx_; }
+  SSL_CTX* native() const { return ctx_->native_handle(); }
+  // For asio::ssl::stream, which takes the context by reference.
+  asio::ssl::context& asioContext() const { return *ctx_; }
   bool verifies() const { return !insecure_; }
 
   // Prepares a new SSL object for `host` (the endpoint's name or IP):
@@ -45,7 +48,7 @@ class TlsContext {
   TlsContext() = default;
   static int onNewSession(SSL* ssl, SSL_SESSION* session);
 
-  SSL_CTX* ctx_ = nullptr;
+  std::unique_ptr<asio::ssl::context> ctx_;  // owns the SSL_CTX
   std::string sni_;
   bool insecure_ = false;
   // Resumption: the newest session per endpoint ("host:port"). Shared by the

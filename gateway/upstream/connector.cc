@@ -1,0 +1,136 @@
+#include "gateway/upstream/connector.h"
+
+#include "gateway/log.h"
+
+namespace h2gate::upstream {
+namespace {
+std::string endpointText(const asio::ip::tcp::endpoint& ep) {
+  const asio::ip::address a = ep.address();
+  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
+                   : a.to_string() + ":" + std::to_string(ep.port());
+}
+}  // namespace
+
+Connector::Connector(asio::io_context& io, const config::SocketAddress& endpoint,
+                     std::shared_ptr<net::TlsContext> tls, config::Duration timeout,
+                     uint64_t conn_id)
+    : io_(io),
+      endpoint_(endpoint),
+      tls_(std::move(tls)),
+      timeout_(timeout),
+      conn_id_(conn_id),
+      resolver_(io),
+      timer_(io) {}
+
+void Connector::start(Done done) {
+  done_ = std::move(done);
+  timer_.expires_after(timeout_);
+  timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (ec || !self->done_) return;
+    self->failWith(504, Result::ConnectTimeout,
+                   "connecting to proxy " + self->endpoint_.address + ":" +
+                       std::to_string(self->endpoint_.port_value) + " timed out" +
+                       (self->last_error_.empty() ? "" : " (" + self->last_error_ + ")"));
+  });
+  asio::error_code ec;
+  const asio::ip::address ip = asio::ip::make_address(endpoint_.address, ec);
+  if (!ec) {
+    addresses_.emplace_back(ip, endpoint_.port_value);
+    connectNext();
+    return;
+  }
+  resolver_.async_resolve(
+      endpoint_.address, std::to_string(endpoint_.port_value),
+      [self = shared_from_this()](const asio::error_code& e,
+                                  asio::ip::tcp::resolver::results_type r) {
+        if (!self->done_) return;
+        if (e)
+          return self->failWith(
+              502, Result::DnsFailed,
+              "DNS lookup of proxy " + self->endpoint_.address + " failed: " + e.message());
+        for (const auto& x : r) self->addresses_.push_back(x.endpoint());
+        self->connectNext();
+      });
+}
+
+void Connector::connectNext() {
+  if (next_ >= addresses_.size())
+    return failWith(502, Result::ConnectFailed,
+                    "connecting to proxy " + endpoint_.address + ":" +
+                        std::to_string(endpoint_.port_value) + " failed: " + last_error_);
+  const asio::ip::tcp::endpoint ep = addresses_[next_++];
+  socket_ = std::make_unique<asio::ip::tcp::socket>(io_);
+  socket_->async_connect(ep, [self = shared_from_this(), ep](const asio::error_code& e) {
+    if (!self->done_) return;
+    if (e) {
+      self->last_error_ = endpointText(ep) + ": " + e.message();
+      H2G_LOG(Debug, self->conn_id_, 0, "upstream connect to " << self->last_error_);
+      return self->connectNext();
+    }
+    asio::error_code ignored;
+    self->socket_->set_option(asio::ip::tcp::no_delay(true), ignored);
+    self->peer_ = endpointText(ep);
+    if (!self->tls_) {
+      ConnectOutcome out;
+      out.transport = std::make_unique<Transport>(std::move(*self->socket_));
+      out.peer = self->peer_;
+      return self->finish(std::move(out));
+    }
+    self->handshake();
+  });
+}
+
+void Connector::handshake() {
+  stream_ = std::make_unique<Transport::TlsStream>(std::move(*socket_), tls_->asioContext());
+  if (std::string err =
+          tls_->prepare(stream_->native_handle(), endpoint_.address,
+                        endpoint_.address + ":" + std::to_string(endpoint_.port_value));
+      !err.empty())
+    return failWith(502, Result::ConnectFailed, "TLS setup: " + err);
+  stream_->async_handshake(
+      asio::ssl::stream_base::client, [self = shared_from_this()](const asio::error_code& e) {
+        if (!self->done_) return;
+        if (e) {
+          std::string why = net::TlsContext::verifyError(self->stream_->native_handle());
+          if (why.empty()) why = e.message();
+          return self->failWith(502, Result::ConnectFailed,
+                                "TLS handshake with proxy " + self->peer_ + " failed: " + why);
+        }
+        ConnectOutcome out;
+        out.alpn = net::TlsContext::selectedAlpn(self->stream_->native_handle());
+        out.peer = self->peer_;
+        out.transport = std::make_unique<Transport>(std::move(self->stream_));
+        self->finish(std::move(out));
+      });
+}
+
+void Connector::failWith(int status, Result result, std::string reason) {
+  ConnectOutcome out;
+  out.status = status;
+  out.result = result;
+  out.reason = std::move(reason);
+  finish(std::move(out));
+}
+
+void Connector::finish(ConnectOutcome outcome) {
+  Done d = std::move(done_);
+  done_ = nullptr;
+  timer_.cancel();
+  if (!outcome.transport) {
+    asio::error_code ec;
+    if (socket_) socket_->close(ec);
+    if (stream_) stream_->next_layer().close(ec);
+  }
+  if (d) d(std::move(outcome));
+}
+
+void Connector::cancel() {
+  done_ = nullptr;
+  timer_.cancel();
+  resolver_.cancel();
+  asio::error_code ec;
+  if (socket_) socket_->close(ec);
+  if (stream_) stream_->next_layer().close(ec);
+}
+
+}  // namespace h2gate::upstream

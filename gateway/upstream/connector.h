@@ -1,0 +1,61 @@
+// Opens one connection to an upstream proxy endpoint: resolve, TCP connect
+// (every address, one deadline), TLS handshake with SNI, verification and
+// ALPN. Reports a Transport and the negotiated protocol, or why it failed in
+// words a user can act on ("certificate verify failed: …").
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "config/config.h"
+#include "gateway/http_types.h"
+#include "gateway/net/tls_context.h"
+#include "gateway/upstream/transport.h"
+
+namespace h2gate::upstream {
+
+struct ConnectOutcome {
+  std::unique_ptr<Transport> transport;  // null on failure
+  std::string alpn;                      // "h2", "http/1.1" or "" (no ALPN / plain TCP)
+  std::string peer;                      // "ip:port" connected to
+  int status = 0;                        // on failure: 502 or 504 for the app
+  Result result = Result::Ok;
+  std::string reason;
+};
+
+class Connector : public std::enable_shared_from_this<Connector> {
+ public:
+  using Done = std::function<void(ConnectOutcome)>;
+  Connector(asio::io_context& io, const config::SocketAddress& endpoint,
+            std::shared_ptr<net::TlsContext> tls, config::Duration timeout, uint64_t conn_id);
+  // `done` runs exactly once, unless cancel() is called first.
+  void start(Done done);
+  void cancel();
+
+ private:
+  void connectNext();
+  void handshake();
+  void finish(ConnectOutcome outcome);
+  void failWith(int status, Result result, std::string reason);
+
+  asio::io_context& io_;
+  config::SocketAddress endpoint_;
+  std::shared_ptr<net::TlsContext> tls_;
+  config::Duration timeout_;
+  uint64_t conn_id_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  std::unique_ptr<asio::ip::tcp::socket> socket_;
+  std::unique_ptr<Transport::TlsStream> stream_;
+  std::vector<asio::ip::tcp::endpoint> addresses_;
+  size_t next_ = 0;
+  std::string last_error_;
+  std::string peer_;
+  Done done_;
+};
+
+}  // namespace h2gate::upstream

@@ -1,0 +1,494 @@
+#include "gateway/upstream/h2_connection.h"
+
+#include <charconv>
+#include <cstring>
+
+#include "gateway/log.h"
+#include "gateway/upstream/proxy_request.h"
+
+namespace h2gate::upstream {
+namespace {
+
+constexpr size_t kReadSize = 64 * 1024;
+constexpr size_t kMaxWriteBatch = 256 * 1024;
+
+nghttp2_nv makeNv(const std::string& name, const std::string& value, uint8_t flags = 0) {
+  return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
+                    reinterpret_cast<uint8_t*>(const_cast<char*>(value.data())), name.size(),
+                    value.size(), static_cast<uint8_t>(NGHTTP2_NV_FLAG_NONE | flags)};
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// H2Connection
+
+H2Connection::H2Connection(std::unique_ptr<Transport> transport, const config::Cluster& cluster,
+                           uint64_t id, std::string peer, Owner* owner)
+    : transport_(std::move(transport)),
+      cluster_(cluster),
+      id_(id),
+      peer_(std::move(peer)),
+      owner_(owner) {}
+
+H2Connection::~H2Connection() {
+  if (session_) nghttp2_session_del(session_);
+}
+
+std::string H2Connection::start() {
+  nghttp2_session_callbacks* cbs;
+  nghttp2_session_callbacks_new(&cbs);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &H2Connection::onBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback(cbs, &H2Connection::onHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &H2Connection::onFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &H2Connection::onDataChunkRecv);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &H2Connection::onStreamClose);
+  nghttp2_option* opt;
+  nghttp2_option_new(&opt);
+  // The window is given back by consume() once the app took the bytes.
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_peer_max_concurrent_streams(opt, cluster_.http2.max_concurrent_streams);
+  const int rv = nghttp2_session_client_new2(&session_, cbs, this, opt);
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv != 0) return std::string("nghttp2_session_client_new2: ") + nghttp2_strerror(rv);
+
+  const nghttp2_settings_entry settings[] = {
+      {NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+      {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, cluster_.http2.initial_stream_window_size},
+      {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100},
+  };
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(
+      session_, NGHTTP2_FLAG_NONE, 0,
+      static_cast<int32_t>(cluster_.http2.initial_connection_window_size));
+  read_buf_.resize(kReadSize);
+  H2G_LOG(Info, id_, 0,
+          "h2 connection to proxy " << peer_ << " (cluster " << cluster_.name << ") established");
+  flush();
+  readMore();
+  return {};
+}
+
+bool H2Connection::acceptsStreams() const {
+  if (closed_ || goaway_ || !session_) return false;
+  const uint32_t peer_limit =
+      nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+  const uint32_t limit = std::min(peer_limit, cluster_.http2.max_concurrent_streams);
+  return streams_.size() < limit;
+}
+
+H2Stream* H2Connection::streamOf(int32_t stream_id) const {
+  return static_cast<H2Stream*>(nghttp2_session_get_stream_user_data(session_, stream_id));
+}
+
+int32_t H2Connection::submit(H2Stream* stream, const std::vector<nghttp2_nv>& nva, bool with_body) {
+  nghttp2_data_provider provider{};
+  provider.source.ptr = nullptr;  // looked up by stream user data: see readData
+  provider.read_callback = &H2Connection::readData;
+  const int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
+                                            with_body ? &provider : nullptr, stream);
+  if (id > 0) streams_.emplace(id, stream);
+  return id;
+}
+
+void H2Connection::resumeData(int32_t stream_id) {
+  if (closed_) return;
+  nghttp2_session_resume_data(session_, stream_id);
+  flush();
+}
+
+void H2Connection::consume(int32_t stream_id, size_t n) {
+  if (closed_ || n == 0) return;
+  // For a stream that is already gone this returns only the connection
+  // window, which is exactly what must not leak.
+  if (nghttp2_session_consume(session_, stream_id, n) != 0)
+    nghttp2_session_consume_connection(session_, n);
+  flush();
+}
+
+void H2Connection::resetStream(int32_t stream_id, uint32_t error_code) {
+  if (closed_) return;
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);
+  flush();
+}
+
+void H2Connection::detach(int32_t stream_id) {
+  if (closed_) return;
+  nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
+  streams_.erase(stream_id);
+}
+
+void H2Connection::readMore() {
+  if (closed_) return;
+  transport_->asyncReadSome(
+      asio::buffer(read_buf_),
+      [self = shared_from_this()](const asio::error_code& ec, size_t n) { self->onRead(ec, n); });
+}
+
+void H2Connection::onRead(const asio::error_code& ec, size_t n) {
+  if (closed_) return;
+  if (ec) {
+    close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
+              ? "proxy closed the connection"
+              : "reading from proxy failed: " + ec.message());
+    return;
+  }
+  auto self = shared_from_this();  // callbacks may drop the pool's reference
+  in_recv_ = true;
+  const ssize_t rv = nghttp2_session_mem_recv(session_, read_buf_.data(), n);
+  in_recv_ = false;
+  if (rv < 0) {
+    close(std::string("HTTP/2 error from proxy: ") + nghttp2_strerror(static_cast<int>(rv)));
+    return;
+  }
+  flush();
+  readMore();
+}
+
+void H2Connection::flush() {
+  if (in_recv_) {
+    flush_pending_ = true;
+    return;
+  }
+  flush_pending_ = false;
+  if (writing_ || closed_) return;
+  out_.clear();
+  while (out_.size() < kMaxWriteBatch) {
+    const uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) {
+      close(std::string("HTTP/2 send error: ") + nghttp2_strerror(static_cast<int>(n)));
+      return;
+    }
+    if (n == 0) break;
+    out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
+  }
+  if (out_.empty()) {
+    if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
+      close("HTTP/2 session finished");
+    return;
+  }
+  writing_ = true;
+  transport_->asyncWrite(asio::buffer(out_),
+                         [self = shared_from_this()](const asio::error_code& ec, size_t) {
+                           self->writing_ = false;
+                           if (self->closed_) return;
+                           if (ec) {
+                             self->close("writing to proxy failed: " + ec.message());
+                             return;
+                           }
+                           self->flush();
+                         });
+}
+
+void H2Connection::close(const std::string& reason) {
+  if (closed_) return;
+  closed_ = true;
+  auto self = shared_from_this();
+  H2G_LOG(Info, id_, 0, "h2 connection to proxy " << peer_ << " closed: " << reason);
+  // Streams learn first (they may still be in the table), then the pool.
+  auto streams = streams_;
+  streams_.clear();
+  for (auto& [id, s] : streams) s->onClose(NGHTTP2_INTERNAL_ERROR);
+  transport_->close();
+  if (owner_) owner_->onConnectionClosed(*this, reason);
+}
+
+int H2Connection::onBeginHeaders(nghttp2_session*, const nghttp2_frame*, void*) {
+  return 0;
+}
+
+int H2Connection::onHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
+                           size_t namelen, const uint8_t* value, size_t valuelen, uint8_t,
+                           void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+  if (H2Stream* s = c->streamOf(frame->hd.stream_id))
+    s->onHeader(std::string_view(reinterpret_cast<const char*>(name), namelen),
+                std::string_view(reinterpret_cast<const char*>(value), valuelen));
+  return 0;
+}
+
+int H2Connection::onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  switch (frame->hd.type) {
+    case NGHTTP2_HEADERS: {
+      H2Stream* s = c->streamOf(frame->hd.stream_id);
+      if (!s) break;
+      const bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
+      if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) s->onHeadersDone(end);
+      // Trailers end the stream too (their fields are dropped). Look the
+      // stream up again: the app side may have let go of it meanwhile.
+      if (end)
+        if (H2Stream* again = c->streamOf(frame->hd.stream_id)) again->onEndStream();
+      break;
+    }
+    case NGHTTP2_DATA:
+      if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        if (H2Stream* s = c->streamOf(frame->hd.stream_id)) s->onEndStream();
+      break;
+    case NGHTTP2_SETTINGS:
+      if (c->owner_) c->owner_->onCapacityChanged(*c);
+      break;
+    case NGHTTP2_GOAWAY:
+      c->goaway_ = true;
+      H2G_LOG(Info, c->id_, 0,
+              "GOAWAY from proxy " << c->peer_ << ": last stream " << frame->goaway.last_stream_id
+                                   << ", error " << nghttp2_http2_strerror(frame->goaway.error_code)
+                                   << "; new requests go to another connection");
+      if (c->owner_) c->owner_->onCapacityChanged(*c);
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+int H2Connection::onDataChunkRecv(nghttp2_session* session, uint8_t, int32_t stream_id,
+                                  const uint8_t* data, size_t len, void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  if (H2Stream* s = c->streamOf(stream_id)) {
+    s->onData(data, len);
+  } else {
+    // Nobody wants these bytes any more: give the window back at once.
+    nghttp2_session_consume(session, stream_id, len);
+  }
+  return 0;
+}
+
+int H2Connection::onStreamClose(nghttp2_session*, int32_t stream_id, uint32_t error_code,
+                                void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  H2Stream* s = c->streamOf(stream_id);
+  c->streams_.erase(stream_id);
+  if (s) s->onClose(error_code);
+  if (c->owner_) c->owner_->onCapacityChanged(*c);
+  return 0;
+}
+
+ssize_t H2Connection::readData(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t len,
+                               uint32_t* flags, nghttp2_data_source*, void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  H2Stream* s = c->streamOf(stream_id);
+  if (!s) {
+    // Detached after a clean finish (see H2Stream::release): end our side
+    // with END_STREAM rather than a reset.
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  return s->readData(buf, len, flags);
+}
+
+// ---------------------------------------------------------------------------
+// H2Stream
+
+H2Stream::H2Stream(std::shared_ptr<H2Connection> conn, uint64_t conn_id, uint64_t stream_id)
+    : conn_(std::move(conn)), conn_id_(conn_id), app_stream_id_(stream_id) {}
+
+H2Stream::~H2Stream() {
+  release(/*cancel=*/!(response_done_ && end_pending_));
+  if (unconsumed_ > 0) conn_->consume(id_, unconsumed_);
+}
+
+void H2Stream::release(bool cancel) {
+  if (id_ <= 0 || closed_) return;
+  closed_ = true;
+  // Nothing may call back into this object from now on.
+  conn_->detach(id_);
+  if (cancel)
+    conn_->resetStream(id_, NGHTTP2_CANCEL);
+  else
+    conn_->resumeData(id_);  // both sides are done: let our END_STREAM go out
+}
+
+void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) {
+  head_ = &head;
+  info_ = &info;
+  callbacks_ = &callbacks;
+  info.protocol = "h2";
+  info.upstream = conn_->peer();
+
+  // nghttp2 copies names and values during submit, so locals suffice.
+  const std::string authority = head.authority();
+  std::vector<std::pair<std::string, std::string>> fields;
+  fields.emplace_back(":method", head.method);
+  if (head.is_connect) {
+    fields.emplace_back(":authority", authority);
+  } else {
+    fields.emplace_back(":scheme", "http");
+    fields.emplace_back(":authority", head.port == 80 ? head.host.find(':') != std::string::npos
+                                                            ? "[" + head.host + "]"
+                                                            : head.host
+                                                      : authority);
+    fields.emplace_back(":path", head.path);
+    if (head.framing == BodyFraming::ContentLength)
+      fields.emplace_back("content-length", std::to_string(head.content_length));
+  }
+  for (Header& h : forwardedHeaders(head, conn_->cluster(), /*lowercase=*/true))
+    fields.emplace_back(std::move(h.name), std::move(h.value));
+  std::vector<nghttp2_nv> nva;
+  nva.reserve(fields.size());
+  for (const auto& [n, v] : fields)
+    nva.push_back(makeNv(n, v, iequals(n, "proxy-authorization") ? NGHTTP2_NV_FLAG_NO_INDEX : 0));
+
+  const bool with_body = head.is_connect || head.framing != BodyFraming::None;
+  end_pending_ = !with_body;
+  id_ = conn_->submit(this, nva, with_body);
+  if (id_ <= 0) {
+    TunnelCallbacks* cb = callbacks_;
+    callbacks_ = nullptr;
+    cb->onFailed(502, Result::ConnectFailed,
+                 std::string("cannot open an HTTP/2 stream: ") + nghttp2_strerror(id_));
+    return;
+  }
+  H2G_LOG(Debug, conn_id_, app_stream_id_,
+          "h2 stream " << id_ << " on upstream connection C" << conn_->id() << " for "
+                       << head.method << " " << head.target);
+  conn_->flush();
+}
+
+void H2Stream::send(std::string_view data, Done done) {
+  pending_ = data;
+  pending_done_ = std::move(done);
+  if (deferred_ && !closed_) {
+    deferred_ = false;
+    conn_->resumeData(id_);
+  }
+}
+
+void H2Stream::endOfRequest() {
+  end_pending_ = true;
+  if (deferred_ && !closed_) {
+    deferred_ = false;
+    conn_->resumeData(id_);
+  }
+}
+
+ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
+  if (pending_done_) {
+    const size_t n = std::min(len, pending_.size());
+    std::memcpy(buf, pending_.data(), n);
+    pending_.remove_prefix(n);
+    if (pending_.empty()) {
+      // The bytes are copied: the app may read more. Posted, because the
+      // app side may call send() again, which must not re-enter nghttp2.
+      Done d = std::move(pending_done_);
+      pending_done_ = nullptr;
+      std::weak_ptr<H2Stream> weak = weak_from_this();
+      asio::post(conn_->executor(), [weak, d = std::move(d)] {
+        if (auto s = weak.lock(); s && !s->aborted_) d();
+      });
+    }
+    return static_cast<ssize_t>(n);
+  }
+  if (end_pending_) {
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return 0;
+  }
+  deferred_ = true;
+  return NGHTTP2_ERR_DEFERRED;
+}
+
+void H2Stream::onHeader(std::string_view name, std::string_view value) {
+  if (name == ":status") {
+    int status = 0;
+    std::from_chars(value.data(), value.data() + value.size(), status);
+    response_ = ResponseHead{};
+    response_.status = status;
+    return;
+  }
+  if (!name.empty() && name.front() == ':') return;
+  response_.headers.push_back({std::string(name), std::string(value)});
+}
+
+void H2Stream::onHeadersDone(bool end_stream) {
+  if (!callbacks_) return;
+  if (response_.status >= 100 && response_.status < 200) return;  // interim
+  ResponseHead head = std::move(response_);
+  const Header* cl = findHeader(head.headers, "content-length");
+  const bool no_body = end_stream || head_->method == "HEAD" || head.status == 204 ||
+                       head.status == 304 || (head_->is_connect && head.status / 100 == 2);
+  if (no_body && !(head_->is_connect && head.status / 100 == 2)) {
+    head.framing = BodyFraming::None;
+  } else if (cl) {
+    head.framing = BodyFraming::ContentLength;
+    std::from_chars(cl->value.data(), cl->value.data() + cl->value.size(), head.content_length);
+  } else {
+    head.framing = BodyFraming::Chunked;  // the app side decides how to frame
+  }
+  response_started_ = true;
+  callbacks_->onResponseHead(std::move(head));
+}
+
+void H2Stream::onData(const uint8_t* data, size_t len) {
+  if (!callbacks_) {
+    conn_->consume(id_, len);
+    return;
+  }
+  unconsumed_ += len;
+  std::weak_ptr<H2Stream> weak = weak_from_this();
+  callbacks_->onResponseData(std::string_view(reinterpret_cast<const char*>(data), len),
+                             [weak, len] {
+                               auto s = weak.lock();
+                               if (!s || s->aborted_)
+                                 return;  // abort()/~H2Stream consumed it already
+                               s->unconsumed_ -= len;
+                               s->conn_->consume(s->id_, len);
+                             });
+}
+
+void H2Stream::onEndStream() {
+  response_done_ = true;
+  if (!callbacks_) return;
+  if (!response_started_) return;  // onClose reports the failure
+  TunnelCallbacks* cb = callbacks_;
+  if (head_->is_connect) {
+    cb->onResponseEnd();  // the destination's FIN; our direction may go on
+    return;
+  }
+  callbacks_ = nullptr;
+  cb->onResponseEnd();
+}
+
+void H2Stream::onClose(uint32_t error_code) {
+  closed_ = true;
+  TunnelCallbacks* cb = callbacks_;
+  callbacks_ = nullptr;
+  if (!cb) return;
+  if (error_code == NGHTTP2_NO_ERROR && response_started_) {
+    if (head_->is_connect) return;  // both directions ended cleanly
+    return;
+  }
+  if (!response_started_ && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
+    H2G_LOG(Info, conn_id_, app_stream_id_,
+            "h2 stream " << id_ << " refused by the proxy; retrying on another connection");
+    RetryHook r = std::move(retry_);
+    r();
+    return;
+  }
+  const std::string reason =
+      error_code == NGHTTP2_NO_ERROR
+          ? "proxy closed the stream without a response"
+          : std::string("proxy reset the stream: ") + nghttp2_http2_strerror(error_code);
+  if (!response_started_)
+    cb->onFailed(502, Result::UpstreamReset, reason);
+  else
+    cb->onReset(Result::UpstreamReset, reason);
+}
+
+void H2Stream::abort() {
+  if (aborted_) return;
+  aborted_ = true;
+  callbacks_ = nullptr;
+  pending_done_ = nullptr;
+  if (unconsumed_ > 0) {
+    conn_->consume(id_, unconsumed_);
+    unconsumed_ = 0;
+  }
+  // A tunnel whose both directions ended is closed with END_STREAM; only a
+  // request cut short gets RST_STREAM (proxies count resets against us).
+  release(/*cancel=*/!(response_done_ && end_pending_));
+}
+
+}  // namespace h2gate::upstream

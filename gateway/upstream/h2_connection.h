@@ -1,0 +1,154 @@
+// One HTTP/2 connection to an upstream proxy, carrying many app requests and
+// tunnels as streams (H2Stream, the Tunnel implementation for h2).
+//
+// Flow control (DESIGN §2): automatic WINDOW_UPDATE is off. DATA for a stream
+// goes straight to its app (TunnelCallbacks::onResponseData); the stream's
+// window is given back only when the app socket took the bytes (the `done`
+// callback). Bytes of streams that died are consumed at once, so the
+// connection window never leaks. Frames are only sent from flush(), never
+// from inside nghttp2_session_mem_recv.
+//
+// Lifetime: the pool and every live H2Stream hold shared_ptrs. When an
+// H2Stream dies it clears its nghttp2 stream user data (detach()).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nghttp2/nghttp2.h>
+
+#include <asio.hpp>
+
+#include "config/config.h"
+#include "gateway/upstream/transport.h"
+#include "gateway/upstream/tunnel.h"
+
+namespace h2gate::upstream {
+
+class H2Stream;
+
+class H2Connection : public std::enable_shared_from_this<H2Connection> {
+ public:
+  // The pool's view of the connection.
+  struct Owner {
+    virtual ~Owner() = default;
+    // Streams finished, SETTINGS changed the limit, or a GOAWAY came: the
+    // pool may place waiting requests or open a replacement.
+    virtual void onCapacityChanged(H2Connection& conn) = 0;
+    virtual void onConnectionClosed(H2Connection& conn, const std::string& reason) = 0;
+  };
+
+  H2Connection(std::unique_ptr<Transport> transport, const config::Cluster& cluster, uint64_t id,
+               std::string peer, Owner* owner);
+  ~H2Connection();
+  H2Connection(const H2Connection&) = delete;
+  H2Connection& operator=(const H2Connection&) = delete;
+
+  // Sends the preface and SETTINGS, starts reading. Returns "" or an error.
+  std::string start();
+  // No GOAWAY, not closed, below min(peer's SETTINGS_MAX_CONCURRENT_STREAMS,
+  // our max_concurrent_streams).
+  bool acceptsStreams() const;
+  size_t activeStreams() const { return streams_.size(); }
+  bool closed() const { return closed_; }
+  uint64_t id() const { return id_; }
+  const std::string& peer() const { return peer_; }
+  const config::Cluster& cluster() const { return cluster_; }
+  asio::any_io_executor executor() { return transport_->socket().get_executor(); }
+  // Tears the connection down; every stream gets onReset/onFailed.
+  void close(const std::string& reason);
+
+  // For H2Stream.
+  int32_t submit(H2Stream* stream, const std::vector<nghttp2_nv>& nva, bool with_body);
+  void resumeData(int32_t stream_id);
+  void consume(int32_t stream_id, size_t n);
+  void resetStream(int32_t stream_id, uint32_t error_code);
+  void detach(int32_t stream_id);
+  void flush();
+
+ private:
+  static int onBeginHeaders(nghttp2_session*, const nghttp2_frame*, void*);
+  static int onHeader(nghttp2_session*, const nghttp2_frame*, const uint8_t*, size_t,
+                      const uint8_t*, size_t, uint8_t, void*);
+  static int onFrameRecv(nghttp2_session*, const nghttp2_frame*, void*);
+  static int onDataChunkRecv(nghttp2_session*, uint8_t, int32_t, const uint8_t*, size_t, void*);
+  static int onStreamClose(nghttp2_session*, int32_t, uint32_t, void*);
+  static ssize_t readData(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*,
+                          nghttp2_data_source*, void*);
+  H2Stream* streamOf(int32_t stream_id) const;
+  void readMore();
+  void onRead(const asio::error_code& ec, size_t n);
+
+  std::unique_ptr<Transport> transport_;
+  const config::Cluster& cluster_;
+  const uint64_t id_;
+  const std::string peer_;
+  Owner* owner_;
+  nghttp2_session* session_ = nullptr;
+  std::unordered_map<int32_t, H2Stream*> streams_;  // open streams we created
+  std::vector<uint8_t> read_buf_;
+  std::string out_;  // frames being written; immutable while writing_
+  bool writing_ = false;
+  bool in_recv_ = false;  // inside nghttp2_session_mem_recv: no sending
+  bool flush_pending_ = false;
+  bool goaway_ = false;
+  bool closed_ = false;
+};
+
+// One app request or tunnel on an H2Connection.
+class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
+ public:
+  // Called instead of onFailed when the proxy refused the stream before
+  // answering (GOAWAY above last-stream-id, REFUSED_STREAM): the request may
+  // go to another connection.
+  using RetryHook = std::function<void()>;
+
+  H2Stream(std::shared_ptr<H2Connection> conn, uint64_t conn_id, uint64_t stream_id);
+  ~H2Stream() override;
+
+  void setRetryHook(RetryHook hook) { retry_ = std::move(hook); }
+  void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
+  void send(std::string_view data, Done done) override;
+  void endOfRequest() override;
+  void abort() override;
+
+  // From H2Connection's callbacks.
+  void onHeader(std::string_view name, std::string_view value);
+  void onHeadersDone(bool end_stream);
+  void onData(const uint8_t* data, size_t len);
+  void onEndStream();
+  void onClose(uint32_t error_code);
+  ssize_t readData(uint8_t* buf, size_t len, uint32_t* flags);
+
+ private:
+  // Stops nghttp2 from calling back into this stream; ends it with
+  // RST_STREAM(CANCEL) when `cancel`, else lets END_STREAM finish it.
+  void release(bool cancel);
+
+  std::shared_ptr<H2Connection> conn_;
+  uint64_t conn_id_;
+  uint64_t app_stream_id_;
+  int32_t id_ = -1;
+  const RequestHead* head_ = nullptr;
+  StreamInfo* info_ = nullptr;
+  TunnelCallbacks* callbacks_ = nullptr;
+  RetryHook retry_;
+  ResponseHead response_;
+  bool response_started_ = false;
+  bool closed_ = false;         // nghttp2 closed the stream, or we let go of it
+  bool response_done_ = false;  // the proxy sent END_STREAM
+  bool aborted_ = false;
+  // Received DATA not yet written to the app (window not yet given back).
+  size_t unconsumed_ = 0;
+  // Upload side: the app's bytes not yet copied into DATA frames.
+  std::string_view pending_;
+  Done pending_done_;
+  bool deferred_ = false;
+  bool end_pending_ = false;
+};
+
+}  // namespace h2gate::upstream

@@ -1,0 +1,263 @@
+#include "gateway/upstream/http1_exchange.h"
+
+#include <cstdio>
+
+#include "gateway/log.h"
+
+namespace h2gate::upstream {
+namespace {
+constexpr size_t kReadSize = 64 * 1024;
+}
+
+Http1Exchange::Http1Exchange(std::unique_ptr<Transport> transport, Kind kind,
+                             std::string head_bytes, uint64_t conn_id, uint64_t stream_id,
+                             Release release)
+    : transport_(std::move(transport)),
+      kind_(kind),
+      conn_id_(conn_id),
+      stream_id_(stream_id),
+      release_(std::move(release)),
+      head_bytes_(std::move(head_bytes)) {}
+
+void Http1Exchange::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) {
+  head_ = &head;
+  info_ = &info;
+  callbacks_ = &callbacks;
+  read_buf_.resize(kReadSize);
+  if (kind_ != Kind::DirectConnect) {
+    parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Response, http1::Limits{});
+    parser_->expectNoBody(head.method == "HEAD");
+    parser_->expectConnectResponse(kind_ == Kind::ProxyConnect);
+  }
+  if (kind_ == Kind::DirectConnect) {
+    tunnel_ = true;
+    ResponseHead ok;
+    ok.status = 200;
+    ok.reason = "Connection established";
+    callbacks_->onResponseHead(std::move(ok));
+    if (!callbacks_) return;
+  }
+  flush();
+  readMore();
+}
+
+void Http1Exchange::send(std::string_view data, Done done) {
+  pending_ = data;
+  pending_done_ = std::move(done);
+  flush();
+}
+
+void Http1Exchange::endOfRequest() {
+  end_pending_ = true;
+  flush();
+}
+
+// Writes, in order: the head, the pending buffer (chunk-framed when the
+// request body is chunked), the end of the request. One write in flight.
+void Http1Exchange::flush() {
+  if (writing_ || !open_) return;
+  std::vector<asio::const_buffer> bufs;
+  const bool chunked = !head_->is_connect && head_->framing == BodyFraming::Chunked;
+  bool with_data = false;
+  bool with_end = false;
+  if (!head_bytes_.empty()) bufs.push_back(asio::buffer(head_bytes_));
+  // Tunnel bytes wait until the proxy said yes to the CONNECT.
+  const bool body_allowed = !head_->is_connect || tunnel_;
+  if (pending_done_ && body_allowed) {
+    with_data = true;
+    if (chunked && !pending_.empty()) {
+      const int n =
+          std::snprintf(chunk_header_.data(), chunk_header_.size(), "%zx\r\n", pending_.size());
+      bufs.push_back(asio::buffer(chunk_header_.data(), static_cast<size_t>(n)));
+      bufs.push_back(asio::buffer(pending_));
+      bufs.push_back(asio::buffer("\r\n", 2));
+    } else if (!pending_.empty()) {
+      bufs.push_back(asio::buffer(pending_));
+    }
+  } else if (end_pending_ && !end_sent_ && body_allowed && !pending_done_) {
+    with_end = true;
+    if (chunked) bufs.push_back(asio::buffer("0\r\n\r\n", 5));
+  }
+  if (bufs.empty()) {
+    if (with_end) {
+      end_sent_ = true;
+      // A tunnel passes the app's FIN on; the other direction stays open.
+      if (head_->is_connect) transport_->shutdownSend();
+    }
+    if (with_data) {
+      Done d = std::move(pending_done_);
+      pending_done_ = nullptr;
+      pending_ = {};
+      d();
+    }
+    return;
+  }
+  writing_ = true;
+  transport_->asyncWrite(bufs, [self = shared_from_this(), with_data, with_end](
+                                   const asio::error_code& ec, size_t) {
+    self->writing_ = false;
+    if (!self->open_) return;
+    if (ec) {
+      const std::string reason = "writing to " + self->info_->upstream + " failed: " + ec.message();
+      if (!self->response_started_)
+        self->fail(502, Result::UpstreamReset, reason);
+      else
+        self->reset(Result::UpstreamReset, reason);
+      return;
+    }
+    self->head_bytes_.clear();
+    if (with_end) {
+      self->end_sent_ = true;
+      if (self->head_->is_connect) self->transport_->shutdownSend();
+    }
+    if (with_data) {
+      Done d = std::move(self->pending_done_);
+      self->pending_done_ = nullptr;
+      self->pending_ = {};
+      d();  // may call send()/endOfRequest() again
+    }
+    self->flush();
+  });
+}
+
+void Http1Exchange::readMore() {
+  if (!open_) return;
+  transport_->asyncReadSome(
+      asio::buffer(read_buf_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+        if (!self->open_) return;
+        if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+          return self->onEof();
+        if (ec) {
+          const std::string reason =
+              "reading from " + self->info_->upstream + " failed: " + ec.message();
+          if (!self->response_started_)
+            self->fail(502, Result::UpstreamReset, reason);
+          else
+            self->reset(Result::UpstreamReset, reason);
+          return;
+        }
+        self->onRead(n);
+      });
+}
+
+void Http1Exchange::relay(size_t offset, size_t n) {
+  if (offset >= n) return readMore();
+  callbacks_->onResponseData(std::string_view(read_buf_.data() + offset, n - offset),
+                             [self = shared_from_this()] { self->readMore(); });
+}
+
+void Http1Exchange::onRead(size_t n) {
+  if (tunnel_) return relay(0, n);
+  body_.clear();
+  size_t off = 0;
+  bool message_done = false;
+  for (;;) {
+    size_t used = 0;
+    const http1::Event ev = parser_->feed(read_buf_.data() + off, n - off, &used, &body_);
+    off += used;
+    if (ev == http1::Event::HeadComplete) {
+      const ResponseHead& r = parser_->response();
+      if (r.status >= 100 && r.status < 200) {
+        // Interim responses (100 Continue…) are ours to swallow: the app got
+        // its own 100 Continue from h2gate.
+        skipping_interim_ = true;
+        continue;
+      }
+      response_started_ = true;
+      if (kind_ == Kind::ProxyConnect && r.status / 100 == 2) {
+        tunnel_ = true;
+        ResponseHead ok = r;
+        callbacks_->onResponseHead(std::move(ok));
+        if (!callbacks_) return;
+        flush();  // tunnel bytes the app sent early
+        return relay(off, n);
+      }
+      callbacks_->onResponseHead(r);
+      if (!callbacks_) return;
+    } else if (ev == http1::Event::MessageComplete) {
+      if (skipping_interim_) {
+        skipping_interim_ = false;
+        continue;
+      }
+      message_done = true;
+      break;
+    } else if (ev == http1::Event::Error) {
+      const std::string reason =
+          "bad response from " + info_->upstream + ": " + parser_->errorReason();
+      if (!response_started_)
+        fail(502, Result::UpstreamReset, reason);
+      else
+        reset(Result::UpstreamReset, reason);
+      return;
+    } else if (off >= n) {
+      break;  // NeedMore / Body with everything consumed
+    }
+  }
+  deliverBody(message_done);
+}
+
+void Http1Exchange::deliverBody(bool message_done) {
+  auto after = [self = shared_from_this(), message_done] {
+    if (!self->open_ || !self->callbacks_) return;
+    if (message_done)
+      self->finishExchange();
+    else
+      self->readMore();
+  };
+  if (body_.empty()) return after();
+  callbacks_->onResponseData(body_, std::move(after));
+}
+
+void Http1Exchange::finishExchange() {
+  open_ = false;
+  TunnelCallbacks* cb = callbacks_;
+  callbacks_ = nullptr;
+  // Reusable only if both messages completed cleanly on a keep-alive
+  // connection.
+  const bool reusable = release_ && parser_ && parser_->keepAlive() && end_sent_ && !writing_;
+  if (reusable)
+    release_(std::move(transport_));
+  else
+    transport_->close();
+  cb->onResponseEnd();
+}
+
+void Http1Exchange::onEof() {
+  if (tunnel_) {
+    // The far end finished sending; the app's direction may go on.
+    if (callbacks_) callbacks_->onResponseEnd();
+    return;
+  }
+  body_.clear();
+  const http1::Event ev = parser_->finish();
+  if (ev == http1::Event::MessageComplete && response_started_) return deliverBody(true);
+  const std::string reason =
+      info_->upstream + " closed the connection " +
+      (response_started_ ? "before the response was complete" : "without sending a response");
+  if (!response_started_)
+    fail(502, Result::UpstreamReset, reason);
+  else
+    reset(Result::UpstreamReset, reason);
+}
+
+void Http1Exchange::fail(int status, Result result, std::string reason) {
+  TunnelCallbacks* cb = callbacks_;
+  abort();
+  if (cb) cb->onFailed(status, result, std::move(reason));
+}
+
+void Http1Exchange::reset(Result result, std::string reason) {
+  TunnelCallbacks* cb = callbacks_;
+  abort();
+  if (cb) cb->onReset(result, std::move(reason));
+}
+
+void Http1Exchange::abort() {
+  callbacks_ = nullptr;
+  pending_done_ = nullptr;
+  if (!open_) return;
+  open_ = false;
+  if (transport_) transport_->close();
+}
+
+}  // namespace h2gate::upstream

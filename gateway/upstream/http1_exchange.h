@@ -1,0 +1,79 @@
+// One HTTP/1.1 request, or one CONNECT tunnel, over an established
+// connection: to the origin itself (direct mode) or to an HTTP/1.1 upstream
+// proxy. Writes the head and the body (re-chunked when the app's was
+// chunked), parses the response so the app connection can carry the next
+// request, and relays raw bytes both ways once a tunnel is open.
+#pragma once
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/http1/parser.h"
+#include "gateway/upstream/transport.h"
+#include "gateway/upstream/tunnel.h"
+
+namespace h2gate::upstream {
+
+class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Exchange> {
+ public:
+  enum class Kind {
+    Request,        // write head_bytes + body, parse the response
+    DirectConnect,  // connected to the destination: the tunnel is open already
+    ProxyConnect,   // write a CONNECT head, parse the proxy's answer
+  };
+  // A keep-alive connection that finished its exchange cleanly is handed back
+  // (e.g. to the pool for the next absolute-form request); otherwise closed.
+  using Release = std::function<void(std::unique_ptr<Transport>)>;
+
+  Http1Exchange(std::unique_ptr<Transport> transport, Kind kind, std::string head_bytes,
+                uint64_t conn_id, uint64_t stream_id, Release release = nullptr);
+
+  void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
+  void send(std::string_view data, Done done) override;
+  void endOfRequest() override;
+  void abort() override;
+
+ private:
+  void flush();
+  void readMore();
+  void onRead(size_t n);
+  void onEof();
+  void deliverBody(bool message_done);
+  void relay(size_t offset, size_t n);
+  void fail(int status, Result result, std::string reason);
+  void reset(Result result, std::string reason);
+  void finishExchange();
+
+  std::unique_ptr<Transport> transport_;
+  Kind kind_;
+  uint64_t conn_id_;
+  uint64_t stream_id_;
+  Release release_;
+  bool open_ = true;     // false after abort/fail/reset/finish
+  bool tunnel_ = false;  // raw relay (CONNECT established)
+
+  const RequestHead* head_ = nullptr;     // owned by the downstream connection
+  StreamInfo* info_ = nullptr;            // idem
+  TunnelCallbacks* callbacks_ = nullptr;  // null after fail/reset/abort/end
+
+  // App → upstream: at most one buffer in flight (see tunnel.h).
+  std::string head_bytes_;  // until written
+  std::string_view pending_;
+  Done pending_done_;
+  std::array<char, 24> chunk_header_{};
+  bool end_pending_ = false;
+  bool end_sent_ = false;
+  bool writing_ = false;
+
+  // Upstream → app.
+  std::unique_ptr<http1::Parser> parser_;
+  std::vector<char> read_buf_;
+  std::string body_;
+  bool response_started_ = false;
+  bool skipping_interim_ = false;
+};
+
+}  // namespace h2gate::upstream

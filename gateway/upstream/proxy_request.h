@@ -1,0 +1,23 @@
+// What h2gate sends to an upstream proxy for an app request, shared by the
+// h2 and HTTP/1.1 upstream paths: the header list (hop-by-hop removed,
+// credentials added) and the response framing rules.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "gateway/http_types.h"
+
+namespace h2gate::upstream {
+
+// "Basic base64(user:pass)". The result is a secret: never log it.
+std::string basicCredentials(const config::ProxyCredentials& credentials);
+
+// The app's end-to-end headers to pass on (lower-cased names for h2): no
+// hop-by-hop headers, no Host (the authority carries it), no app-sent
+// Proxy-Authorization, no framing headers; then Proxy-Authorization for the
+// cluster's credentials and Via for absolute-form requests.
+Headers forwardedHeaders(const RequestHead& head, const config::Cluster& cluster, bool lowercase);
+
+}  // namespace h2gate::upstream

@@ -1,0 +1,55 @@
+// A connection to an upstream proxy: TLS over TCP (the normal case) or plain
+// TCP (an http:// proxy). Upstream code reads and writes through this and
+// does not care which.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+#include <asio/ssl.hpp>
+
+namespace h2gate::upstream {
+
+class Transport {
+ public:
+  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
+  explicit Transport(asio::ip::tcp::socket socket)
+      : plain_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))) {}
+  explicit Transport(std::unique_ptr<TlsStream> tls) : tls_(std::move(tls)) {}
+
+  asio::ip::tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
+  bool isTls() const { return tls_ != nullptr; }
+  SSL* ssl() { return tls_ ? tls_->native_handle() : nullptr; }
+
+  template <typename Buffers, typename Handler>
+  void asyncReadSome(const Buffers& b, Handler&& h) {
+    if (tls_)
+      tls_->async_read_some(b, std::forward<Handler>(h));
+    else
+      plain_->async_read_some(b, std::forward<Handler>(h));
+  }
+  template <typename Buffers, typename Handler>
+  void asyncWrite(const Buffers& b, Handler&& h) {
+    if (tls_)
+      asio::async_write(*tls_, b, std::forward<Handler>(h));
+    else
+      asio::async_write(*plain_, b, std::forward<Handler>(h));
+  }
+  // Half-close our direction: TLS close_notify is not sent (it would end the
+  // peer's reading of the whole connection); plain TCP gets a FIN.
+  void shutdownSend() {
+    asio::error_code ec;
+    if (!tls_) plain_->shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  }
+  void close() {
+    asio::error_code ec;
+    socket().close(ec);
+  }
+
+ private:
+  std::unique_ptr<TlsStream> tls_;
+  std::unique_ptr<asio::ip::tcp::socket> plain_;
+};
+
+}  // namespace h2gate::upstream
