@@ -1,7 +1,6 @@
 // The h2gate command line as a user meets it: --version, --help, --validate.
 #include <catch2/catch.hpp>
 
-#include <regex>
 #include <sstream>
 
 #include "tests/support/h2gate.h"
@@ -28,13 +27,10 @@ std::vector<Problem> problems(const std::string& output, const std::string& file
   std::vector<Problem> out;
   std::istringstream in(output);
   std::string l;
-  const std::regex re("^" +
-                      std::regex_replace(file, std::regex(R"([.^$|()\[\]{}*+?\\])"), R"(\$&)") +
-                      R"(:([0-9]+):([0-9]+): ([^ ]*): (.+)$)");
+  const std::string re = "^" + regexEscape(file) + ":([0-9]+):([0-9]+): ([^ ]*): (.+)$";
   while (std::getline(in, l)) {
-    std::smatch m;
-    if (std::regex_match(l, m, re))
-      out.push_back({std::stoi(m[1]), std::stoi(m[2]), m[3].str(), m[4].str()});
+    if (auto m = regexSearch(l, re))
+      out.push_back({std::stoi((*m)[1]), std::stoi((*m)[2]), (*m)[3], (*m)[4]});
   }
   return out;
 }
@@ -44,7 +40,7 @@ std::vector<Problem> problems(const std::string& output, const std::string& file
 TEST_CASE("--version and --help exit 0", "[cli]") {
   auto v = runH2gate({"--version"});
   CHECK(v.exit_code == 0);
-  CHECK(std::regex_search(v.out + v.err, std::regex(R"([0-9]+\.[0-9]+\.[0-9]+)")));
+  CHECK(regexSearch(v.out + v.err, "[0-9]+\\.[0-9]+\\.[0-9]+"));
   auto h = runH2gate({"--help"});
   CHECK(h.exit_code == 0);
   CHECK((h.out + h.err).find("--listen") != std::string::npos);
@@ -106,7 +102,7 @@ TEST_CASE("--validate", "[cli]") {
     auto r = runH2gate({"--validate", "-c", bad});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 1);
-    CHECK(std::regex_search(r.out + r.err, std::regex(bad + R"(:[0-9]+:[0-9]+: )")));
+    CHECK(regexSearch(r.out + r.err, regexEscape(bad) + ":[0-9]+:[0-9]+: "));
   }
   SECTION("a missing file exits 1") {
     auto r = runH2gate({"--validate", "-c", dir.file("missing.yaml")});

@@ -3,10 +3,13 @@
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "tests/support/util.h"
 
 namespace h2gate::test {
 
@@ -117,7 +120,7 @@ std::string H2gate::binaryPath(const std::string& configured) {
 
 H2gate::H2gate() : H2gate(Options{}) {}
 
-H2gate::H2gate(Options options) : dir_("h2gate") {
+H2gate::H2gate(Options options) : check_clean_exit_(options.check_clean_exit), dir_("h2gate") {
   std::vector<std::string> argv{binaryPath(options.binary)};
   if (!options.yaml.empty()) {
     argv.push_back("-c");
@@ -138,7 +141,7 @@ H2gate::H2gate(Options options) : dir_("h2gate") {
   popts.name = "h2gate";
   process_ = std::make_unique<Process>(std::move(popts));
 
-  const std::string addr = R"((?:[0-9.]+|\[[0-9a-f:]+\]))";
+  const std::string addr = R"(([0-9.]+|\[[0-9a-f:]+\]))";  // group 1
   auto fail = [&](const std::string& what) {
     std::string tail = process_->logTail(60);
     process_->stop(milliseconds(1000));
@@ -151,19 +154,46 @@ H2gate::H2gate(Options options) : dir_("h2gate") {
                      (name.empty() ? std::string("[^)]+") : name) + ")\\)";
     auto m = process_->waitForLog(re, options.start_timeout);
     if (!m) fail("no 'listening on ... (listener " + name + ")' line");
-    uint16_t port = static_cast<uint16_t>(std::stoi((*m)[1]));
-    ports_[(*m)[2]] = port;
-    if (first_listener_.empty()) first_listener_ = (*m)[2];
+    uint16_t port = static_cast<uint16_t>(std::stoi((*m)[2]));
+    ports_[(*m)[3]] = port;
+    if (first_listener_.empty()) first_listener_ = (*m)[3];
   }
   if (options.expect_admin) {
     auto m =
         process_->waitForLog("admin listening on " + addr + ":([0-9]+)", options.start_timeout);
     if (!m) fail("no 'admin listening on' line");
-    admin_port_ = static_cast<uint16_t>(std::stoi((*m)[1]));
+    admin_port_ = static_cast<uint16_t>(std::stoi((*m)[2]));
   }
 }
 
-H2gate::~H2gate() = default;
+H2gate::~H2gate() {
+  if (!process_) return;
+  if (!check_clean_exit_ || process_->status()) {
+    // Reaped by the test already, or not checked: only report sanitizers.
+    if (process_->status()) CHECK(sanitizerReport().empty());
+    return;
+  }
+  process_->signalMain(SIGTERM);
+  auto status = process_->wait(milliseconds(10000));
+  if (!status) status = process_->stop(milliseconds(100));
+  INFO("h2gate at the end of the test: " << status->str() << "\n" << process_->logTail(30));
+  CHECK(status->exited);
+  CHECK(status->code == 0);
+  CHECK(sanitizerReport().empty());
+}
+
+std::string H2gate::sanitizerReport() const {
+  std::string err = process_->stderrText();
+  for (const char* marker : {"ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                             "runtime error:", "WARNING: ThreadSanitizer"}) {
+    size_t pos = err.find(marker);
+    if (pos != std::string::npos) {
+      size_t start = err.rfind('\n', pos);
+      return err.substr(start == std::string::npos ? 0 : start + 1, 4000);
+    }
+  }
+  return "";
+}
 
 uint16_t H2gate::port(const std::string& listener) const {
   auto it = ports_.find(listener.empty() ? first_listener_ : listener);

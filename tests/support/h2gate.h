@@ -44,6 +44,10 @@ class H2gate {
     std::vector<std::string> listeners;
     bool expect_admin = true;
     milliseconds start_timeout{10000};
+    // At destruction: SIGTERM, then CHECK (Catch2) that h2gate exited 0
+    // within 10 s and printed no sanitizer report. Tests that kill it on
+    // purpose reap it themselves (then nothing is checked).
+    bool check_clean_exit = true;
   };
 
   H2gate();  // default Options: direct mode on ephemeral ports
@@ -66,6 +70,9 @@ class H2gate {
   // on timeout).
   std::vector<AccessLogEntry> waitForAccessLog(size_t n, milliseconds timeout = milliseconds(5000));
 
+  // Sanitizer reports (ASan, LSan, UBSan) in its stderr, "" when none.
+  std::string sanitizerReport() const;
+
   // SIGTERM to the h2gate process; returns its exit status (SIGKILL after `timeout`).
   ExitStatus terminate(milliseconds timeout = milliseconds(10000));
 
@@ -78,6 +85,7 @@ class H2gate {
   static std::string binaryPath(const std::string& configured);
 
  private:
+  bool check_clean_exit_ = true;
   TempDir dir_;  // outlives the process (its logs live here)
   std::unique_ptr<Process> process_;
   std::map<std::string, uint16_t> ports_;

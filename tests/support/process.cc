@@ -12,11 +12,11 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 #include <stdexcept>
 #include <thread>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/util.h"
 
 extern char** environ;
 
@@ -157,19 +157,13 @@ std::string Process::logTail(size_t lines) const {
 
 std::optional<std::vector<std::string>> Process::waitForLog(const std::string& regex,
                                                             milliseconds timeout, Stream stream) {
-  const std::regex re(regex);
+  regexSearch("", regex);  // throws now for a bad pattern
   const std::string& path = stream == Stream::Stdout ? stdout_path_ : stderr_path_;
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     // Read before checking for exit: a line written just before exiting counts.
     bool was_running = running();
-    std::string text = readFile(path);
-    std::smatch m;
-    if (std::regex_search(text, m, re)) {
-      std::vector<std::string> groups;
-      for (const auto& g : m) groups.push_back(g.str());
-      return groups;
-    }
+    if (auto m = regexSearch(readFile(path), regex)) return m;
     if (!was_running || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     std::this_thread::sleep_for(milliseconds(10));
   }

@@ -56,7 +56,8 @@ class Process {
   std::string stdoutText() const;
   std::string stderrText() const;
 
-  // Polls the log file until `regex` (ECMAScript) matches somewhere in it.
+  // Polls the log file until `regex` (POSIX extended, see regexSearch())
+  // matches somewhere in it.
   // Returns the match's capture groups ([0] = whole match), or nullopt on
   // timeout or when the process exits without the line having appeared.
   std::optional<std::vector<std::string>> waitForLog(const std::string& regex, milliseconds timeout,

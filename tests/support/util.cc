@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
+#include <regex.h>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -43,6 +45,37 @@ class Sha256 {
 };
 
 }  // namespace
+
+std::optional<std::vector<std::string>> regexSearch(const std::string& text,
+                                                    const std::string& ere) {
+  regex_t re;
+  int rc = regcomp(&re, ere.c_str(), REG_EXTENDED | REG_NEWLINE);
+  if (rc != 0) {
+    char buf[256];
+    regerror(rc, &re, buf, sizeof buf);
+    throw std::invalid_argument("bad regex '" + ere + "': " + buf);
+  }
+  std::vector<regmatch_t> m(re.re_nsub + 1);
+  std::optional<std::vector<std::string>> out;
+  if (regexec(&re, text.c_str(), m.size(), m.data(), 0) == 0) {
+    out.emplace();
+    for (const auto& g : m)
+      out->push_back(g.rm_so < 0 ? std::string()
+                                 : text.substr(static_cast<size_t>(g.rm_so),
+                                               static_cast<size_t>(g.rm_eo - g.rm_so)));
+  }
+  regfree(&re);
+  return out;
+}
+
+std::string regexEscape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view(".[]{}()\\*+?^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
 
 std::string sha256Hex(const std::string& data) {
   Sha256 h;

@@ -3,12 +3,23 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace h2gate::test {
 
 using std::chrono::milliseconds;
+
+// POSIX extended regular expression search (not std::regex: GCC 12 gives
+// false -Wmaybe-uninitialized errors for it in -O2 sanitizer builds).
+// Returns the whole match and each capture group ("" for a group that did not
+// take part), or nullopt when there is no match. Throws std::invalid_argument
+// for a bad pattern. `^`/`$` match at line starts/ends.
+std::optional<std::vector<std::string>> regexSearch(const std::string& text,
+                                                    const std::string& ere);
+// `text` with ERE metacharacters escaped, for building patterns from paths.
+std::string regexEscape(const std::string& text);
 
 // Lower-case hex SHA-256.
 std::string sha256Hex(const std::string& data);
