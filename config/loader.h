@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config/config.h"
@@ -11,7 +12,9 @@ namespace h2gate::config {
 
 struct LoadResult {
   Bootstrap bootstrap;
-  std::vector<Problem> problems;  // empty on success
+  // Empty on success. Otherwise `bootstrap` holds what could be read and
+  // MUST NOT be used to run.
+  std::vector<Problem> problems;
   bool ok() const { return problems.empty(); }
 };
 
@@ -30,5 +33,13 @@ Bootstrap defaultBootstrap();
 // configs built from flags too): dangling cluster references, duplicate names,
 // listeners without a terminal forward_proxy filter, unknown filter names.
 std::vector<Problem> validate(const Bootstrap& bootstrap);
+
+// Small checks shared with the flag parser (gateway/cli.h).
+// "" when `path` names a readable regular file, else "cannot read 'PATH': why".
+std::string checkReadableFile(const std::string& path);
+// An IPv4 or IPv6 literal, without brackets ("::1", "fe80::1%eth0").
+bool isIpLiteral(std::string_view text);
+// A DNS name as a proxy endpoint may use (letters, digits, '-', '_', '.').
+bool isHostName(std::string_view text);
 
 }  // namespace h2gate::config

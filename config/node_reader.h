@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -47,11 +48,14 @@ class Diagnostics {
 // an error.
 class NodeReader {
  public:
-  NodeReader(YAML::Node node, std::string path, Diagnostics& diag);
+  // `fallback` is where errors about this node point when the node itself has
+  // no usable position (absent, null, or built in code): child() passes the
+  // key's position, or the parent's when the key is absent.
+  NodeReader(YAML::Node node, std::string path, Diagnostics& diag, Mark fallback = {});
 
   const YAML::Node& node() const { return node_; }
   const std::string& path() const { return path_; }
-  Mark mark() const { return diag_.markOf(node_); }
+  Mark mark() const;
   Diagnostics& diagnostics() const { return diag_; }
   bool isNull() const { return !node_ || node_.IsNull(); }
   bool has(const char* key) const;
@@ -67,6 +71,13 @@ class NodeReader {
   std::optional<uint64_t> uint(const char* key, uint64_t min, uint64_t max, bool required = false);
   std::optional<Duration> duration(const char* key, bool required = false);
   std::optional<std::vector<std::string>> stringList(const char* key, bool required = false);
+  // A string that must be one of `allowed` (an Envoy enum); the error lists them.
+  std::optional<std::string> choice(const char* key, std::initializer_list<const char*> allowed,
+                                    bool required = false);
+  // Checks the optional "@type" key of a typed_config against the type URL
+  // expected at this place (e.g. type.googleapis.com/envoy.extensions.
+  // transport_sockets.tls.v3.UpstreamTlsContext). Absent is fine.
+  void expectType(std::string_view type_url);
 
   // A child mapping. Absent: a reader on a null node (isNull() true).
   NodeReader child(const char* key, bool required = false);
@@ -78,9 +89,22 @@ class NodeReader {
   void errorAt(const char* key, std::string message) const;
 
  private:
+  // The value at `key` (Undefined when absent or when this is not a mapping),
+  // and the position of the key itself.
+  YAML::Node lookup(const char* key, Mark* key_mark = nullptr) const;
+  // Where errors about the value at `key` point: the value, or the key when
+  // the value is null or absent.
+  Mark markAt(const char* key) const;
+  std::string childPath(const char* key) const;
+  // The raw scalar at key, before ${ENV} expansion (so messages can quote it
+  // without leaking secrets); records missing/not-a-scalar errors, `what`
+  // naming the expected type ("a string").
+  std::optional<std::string> scalar(const char* key, bool required, const char* what);
+
   YAML::Node node_;
   std::string path_;
   Diagnostics& diag_;
+  Mark fallback_;
 };
 
 // "5s", "0.25s", "100ms", "250us", "1m", "1h" (Envoy/protobuf durations, plus

@@ -1,0 +1,242 @@
+// clusters[]: an upstream proxy, its endpoints, TLS and HTTP/2 options, in
+// Envoy's v3 shapes (plus proxy_credentials, which Envoy has no field for).
+#include <string>
+
+#include "config/loader.h"
+#include "config/loader_internal.h"
+
+namespace h2gate::config::detail {
+namespace {
+
+constexpr uint64_t kMaxInt31 = 2147483647;  // HTTP/2's limit for windows and stream counts
+constexpr uint64_t kMinWindow = 65535;      // RFC 9113 initial window; Envoy's minimum too
+
+std::optional<Duration> positiveDuration(NodeReader& r, const char* key) {
+  auto d = r.duration(key);
+  if (d && d->count() <= 0) {
+    r.errorAt(key, "must be greater than 0");
+    return std::nullopt;
+  }
+  return d;
+}
+
+// A DataSource that must be a readable file ({filename: PATH}); Envoy's
+// inline_string / environment_variable forms are not supported.
+std::optional<std::string> readableFile(NodeReader& source) {
+  if (source.isNull() || !source.expectMap()) return std::nullopt;
+  source.allowOnly({"filename"});
+  auto path = source.string("filename", true);
+  if (!path) return std::nullopt;
+  if (std::string why = checkReadableFile(*path); !why.empty()) {
+    source.errorAt("filename", why);
+    return std::nullopt;
+  }
+  return path;
+}
+
+// Envoy's TlsParameters.TlsProtocol. TLS below 1.2 is refused.
+int tlsRank(const std::string& v) {
+  if (v == "TLSv1_2") return 2;
+  if (v == "TLSv1_3") return 3;
+  return 0;
+}
+
+std::optional<std::string> tlsVersion(NodeReader& params, const char* key, bool is_max) {
+  auto v = params.choice(key, {"TLS_AUTO", "TLSv1_0", "TLSv1_1", "TLSv1_2", "TLSv1_3"});
+  if (!v) return std::nullopt;
+  if (*v == "TLSv1_0" || *v == "TLSv1_1") {
+    params.errorAt(key, "TLS versions below TLSv1_2 are not supported");
+    return std::nullopt;
+  }
+  if (*v == "TLS_AUTO") return is_max ? std::string() : std::string("TLSv1_2");
+  return v;
+}
+
+TlsContext parseTls(NodeReader& tc) {
+  TlsContext tls;
+  if (!tc.expectMap()) return tls;
+  tc.allowOnly({"@type", "sni", "common_tls_context"});
+  tc.expectType(kUpstreamTlsContextType);
+  if (auto sni = tc.string("sni")) tls.sni = *sni;
+
+  NodeReader ctx = tc.child("common_tls_context");
+  if (!ctx.expectMap()) return tls;
+  ctx.allowOnly({"alpn_protocols", "tls_params", "validation_context", "tls_certificates"});
+
+  if (auto alpn = ctx.stringList("alpn_protocols")) {
+    bool ok = !alpn->empty();
+    if (!ok) ctx.errorAt("alpn_protocols", "must list at least one of h2, http/1.1");
+    for (const std::string& p : *alpn) {
+      if (p != "h2" && p != "http/1.1") {
+        ctx.errorAt("alpn_protocols", "unsupported protocol '" + p + "' (expected h2, http/1.1)");
+        ok = false;
+      }
+    }
+    if (ok) tls.alpn_protocols = *alpn;
+  }
+
+  NodeReader params = ctx.child("tls_params");
+  if (params.expectMap()) {
+    params.allowOnly({"tls_minimum_protocol_version", "tls_maximum_protocol_version"});
+    if (auto v = tlsVersion(params, "tls_minimum_protocol_version", false)) {
+      tls.tls_minimum_protocol_version = *v;
+    }
+    if (auto v = tlsVersion(params, "tls_maximum_protocol_version", true)) {
+      tls.tls_maximum_protocol_version = *v;
+      if (!v->empty() && tlsRank(*v) < tlsRank(tls.tls_minimum_protocol_version)) {
+        params.errorAt("tls_maximum_protocol_version",
+                       "is below tls_minimum_protocol_version " + tls.tls_minimum_protocol_version);
+      }
+    }
+  }
+
+  NodeReader validation = ctx.child("validation_context");
+  if (validation.expectMap()) {
+    validation.allowOnly({"trusted_ca", "trust_chain_verification"});
+    NodeReader ca = validation.child("trusted_ca");
+    if (auto path = readableFile(ca)) tls.trusted_ca = *path;
+    // Envoy's own switch for "do not verify the proxy's certificate".
+    if (auto v = validation.choice("trust_chain_verification",
+                                   {"VERIFY_TRUST_CHAIN", "ACCEPT_UNTRUSTED"})) {
+      tls.insecure_skip_verify = *v == "ACCEPT_UNTRUSTED";
+    }
+  }
+
+  std::vector<NodeReader> certs = ctx.list("tls_certificates");
+  for (std::size_t i = 1; i < certs.size(); ++i) {
+    certs[i].error("only one client certificate is supported");
+  }
+  if (!certs.empty() && certs[0].expectMap()) {
+    certs[0].allowOnly({"certificate_chain", "private_key"});
+    NodeReader chain = certs[0].child("certificate_chain", true);
+    NodeReader key = certs[0].child("private_key", true);
+    if (auto path = readableFile(chain)) tls.certificate_chain = *path;
+    if (auto path = readableFile(key)) tls.private_key = *path;
+  }
+  return tls;
+}
+
+void parseHttp2(NodeReader& h2, Http2ProtocolOptions& out) {
+  if (!h2.expectMap()) return;
+  h2.allowOnly({"max_concurrent_streams", "initial_stream_window_size",
+                "initial_connection_window_size", "connection_keepalive"});
+  if (auto v = h2.uint("max_concurrent_streams", 1, kMaxInt31)) {
+    out.max_concurrent_streams = static_cast<uint32_t>(*v);
+  }
+  if (auto v = h2.uint("initial_stream_window_size", kMinWindow, kMaxInt31)) {
+    out.initial_stream_window_size = static_cast<uint32_t>(*v);
+  }
+  if (auto v = h2.uint("initial_connection_window_size", kMinWindow, kMaxInt31)) {
+    out.initial_connection_window_size = static_cast<uint32_t>(*v);
+  }
+  if (h2.has("connection_keepalive")) {
+    NodeReader ka = h2.child("connection_keepalive");
+    Http2ProtocolOptions::Keepalive keepalive;
+    if (ka.expectMap()) {
+      ka.allowOnly({"interval", "timeout"});
+      if (auto d = positiveDuration(ka, "interval")) keepalive.interval = *d;
+      if (auto d = positiveDuration(ka, "timeout")) keepalive.timeout = *d;
+    }
+    out.connection_keepalive = keepalive;
+  }
+}
+
+void parseProtocolOptions(NodeReader& options, Cluster& c) {
+  if (!options.expectMap()) return;
+  options.allowOnly({kHttpProtocolOptionsKey});
+  NodeReader http = options.child(kHttpProtocolOptionsKey);
+  if (!http.expectMap()) return;
+  // Only auto_config: ALPN picks h2 or HTTP/1.1 per connection.
+  http.allowOnly({"@type", "auto_config"});
+  http.expectType(kHttpProtocolOptionsType);
+  NodeReader automatic = http.child("auto_config");
+  if (!automatic.expectMap()) return;
+  automatic.allowOnly({"http2_protocol_options"});
+  NodeReader h2 = automatic.child("http2_protocol_options");
+  parseHttp2(h2, c.http2);
+}
+
+}  // namespace
+
+Cluster parseCluster(NodeReader& r) {
+  Cluster c;
+  c.mark = r.mark();
+  if (!r.expectMap()) return c;
+  r.allowOnly({"name", "connect_timeout", "load_assignment", "transport_socket",
+               "typed_extension_protocol_options", "proxy_credentials", "circuit_breakers"});
+  if (auto name = r.string("name", true)) {
+    if (name->empty()) r.errorAt("name", "must not be empty");
+    c.name = *name;
+  }
+  if (auto d = positiveDuration(r, "connect_timeout")) c.connect_timeout = *d;
+
+  // No endpoints at all is reported by validate(), for flag-made clusters
+  // too; an invalid endpoint keeps a placeholder so that is not reported twice.
+  NodeReader la = r.child("load_assignment");
+  if (!la.isNull() && la.expectMap()) {
+    la.allowOnly({"cluster_name", "endpoints"});
+    if (auto cn = la.string("cluster_name"); cn && !c.name.empty() && *cn != c.name) {
+      la.errorAt("cluster_name", "must match the cluster name '" + c.name + "'");
+    }
+    for (NodeReader& locality : la.list("endpoints")) {
+      if (!locality.expectMap()) continue;
+      locality.allowOnly({"lb_endpoints"});
+      for (NodeReader& lb : locality.list("lb_endpoints")) {
+        SocketAddress parsed;  // stays empty when the entry is invalid
+        if (lb.expectMap()) {
+          lb.allowOnly({"endpoint"});
+          NodeReader endpoint = lb.child("endpoint", true);
+          if (!endpoint.isNull() && endpoint.expectMap()) {
+            endpoint.allowOnly({"address"});
+            NodeReader address = endpoint.child("address", true);
+            if (auto a = parseAddress(address, AddressKind::Endpoint)) parsed = *a;
+          }
+        }
+        c.endpoints.push_back(std::move(parsed));
+      }
+    }
+  }
+
+  if (r.has("transport_socket")) {
+    NodeReader ts = r.child("transport_socket");
+    if (ts.expectMap()) {
+      ts.allowOnly({"name", "typed_config"});
+      ts.choice("name", {kTlsTransportSocket}, true);
+      NodeReader tc = ts.child("typed_config");
+      c.tls = parseTls(tc);
+    }
+  }
+
+  NodeReader options = r.child("typed_extension_protocol_options");
+  parseProtocolOptions(options, c);
+
+  NodeReader creds = r.child("proxy_credentials");
+  if (!creds.isNull() && creds.expectMap()) {
+    creds.allowOnly({"username", "password"});
+    auto user = creds.string("username", true);
+    auto pass = creds.string("password", true);
+    if (user && user->empty()) creds.errorAt("username", "must not be empty");
+    // A ':' in the user name cannot be sent in Basic auth (RFC 7617).
+    if (user && user->find(':') != std::string::npos)
+      creds.errorAt("username", "must not contain ':'");
+    if (user && pass) c.credentials = ProxyCredentials{*user, *pass};
+  }
+
+  NodeReader breakers = r.child("circuit_breakers");
+  if (breakers.expectMap()) {
+    breakers.allowOnly({"thresholds"});
+    std::vector<NodeReader> thresholds = breakers.list("thresholds");
+    for (std::size_t i = 1; i < thresholds.size(); ++i) {
+      thresholds[i].error("only one threshold (the default priority) is supported");
+    }
+    if (!thresholds.empty() && thresholds[0].expectMap()) {
+      thresholds[0].allowOnly({"max_connections"});
+      if (auto n = thresholds[0].uint("max_connections", 1, 10000)) {
+        c.max_connections = static_cast<uint32_t>(*n);
+      }
+    }
+  }
+  return c;
+}
+
+}  // namespace h2gate::config::detail

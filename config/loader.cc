@@ -1,0 +1,363 @@
+// YAML → Bootstrap. The parser reads every field it knows with NodeReader, so
+// one pass reports every structural problem; validate() then checks what
+// spans several places (names, references, filter chains) for YAML and
+// flag-made configs alike.
+#include "config/loader.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
+#include <asio/ip/address.hpp>
+
+#include "config/loader_internal.h"
+#include "filters/registry.h"
+
+namespace h2gate::config {
+namespace {
+
+// Records where each document starts; builds nothing.
+struct DocumentProbe : YAML::EventHandler {
+  std::vector<YAML::Mark> starts;
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+void sortByPosition(std::vector<Problem>& problems) {
+  // File order reads best; problems without a position (unreadable file,
+  // flags) go first. Stable: same position keeps detection order.
+  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
+    if (a.mark.line != b.mark.line) return a.mark.line < b.mark.line;
+    return a.mark.column < b.mark.column;
+  });
+}
+
+std::string joinNames(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+std::string addressKey(const SocketAddress& a) {
+  return a.address.find(':') != std::string::npos
+             ? "[" + a.address + "]:" + std::to_string(a.port_value)
+             : a.address + ":" + std::to_string(a.port_value);
+}
+
+void parseRoot(NodeReader root, Bootstrap& b) {
+  if (!root.expectMap()) return;
+  root.allowOnly({"admin", "static_resources", "h2gate"});
+
+  NodeReader admin = root.child("admin");
+  if (!admin.isNull() && admin.expectMap()) {
+    admin.allowOnly({"address"});
+    NodeReader addr = admin.child("address", true);
+    if (auto a = detail::parseAddress(addr, detail::AddressKind::Bind)) b.admin.address = *a;
+  }
+
+  NodeReader own = root.child("h2gate");
+  if (own.expectMap()) {
+    own.allowOnly({"concurrency", "drain_timeout"});
+    if (auto c = own.uint("concurrency", 1, 1024)) b.concurrency = static_cast<uint32_t>(*c);
+    if (auto d = own.duration("drain_timeout")) b.drain_timeout = *d;
+  }
+
+  NodeReader sr = root.child("static_resources");
+  if (!sr.expectMap()) return;
+  sr.allowOnly({"listeners", "clusters"});
+  for (NodeReader& l : sr.list("listeners")) b.listeners.push_back(detail::parseListener(l));
+  for (NodeReader& c : sr.list("clusters")) b.clusters.push_back(detail::parseCluster(c));
+}
+
+}  // namespace
+
+namespace detail {
+
+std::optional<SocketAddress> parseAddress(NodeReader& address, AddressKind kind) {
+  if (address.isNull() || !address.expectMap()) return std::nullopt;
+  address.allowOnly({"socket_address"});
+  NodeReader sa = address.child("socket_address", true);
+  if (sa.isNull() || !sa.expectMap()) return std::nullopt;
+  sa.allowOnly({"address", "port_value"});
+  auto host = sa.string("address", true);
+  // Port 0 asks the OS for a free port: useful for listeners in tests, never
+  // for a remote proxy.
+  auto port = sa.uint("port_value", kind == AddressKind::Endpoint ? 1 : 0, 65535, true);
+  bool ok = host && port;
+  if (host) {
+    if (kind == AddressKind::Bind && !isIpLiteral(*host)) {
+      sa.errorAt("address",
+                 "expected an IP address such as 127.0.0.1 or ::1 (listeners do not "
+                 "resolve host names), got '" +
+                     *host + "'");
+      ok = false;
+    } else if (kind == AddressKind::Endpoint && !isIpLiteral(*host) && !isHostName(*host)) {
+      sa.errorAt("address", "expected a host name or IP address, got '" + *host + "'");
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return SocketAddress{*host, static_cast<uint16_t>(*port)};
+}
+
+Listener parseListener(NodeReader& r) {
+  Listener l;
+  l.mark = r.mark();
+  if (!r.expectMap()) return l;
+  r.allowOnly({"name", "address", "additional_addresses", "filter_chains", "max_request_headers_kb",
+               "max_request_headers_count"});
+  if (auto name = r.string("name", true)) {
+    if (name->empty()) r.errorAt("name", "must not be empty");
+    l.name = *name;
+  }
+  NodeReader addr = r.child("address", true);
+  if (auto a = parseAddress(addr, AddressKind::Bind)) l.address = *a;
+  for (NodeReader& extra : r.list("additional_addresses")) {
+    if (!extra.expectMap()) continue;
+    extra.allowOnly({"address"});
+    NodeReader a = extra.child("address", true);
+    if (auto sa = parseAddress(a, AddressKind::Bind)) l.additional_addresses.push_back(*sa);
+  }
+  if (auto kb = r.uint("max_request_headers_kb", 1, 1024)) {
+    l.max_request_headers_kb = static_cast<uint32_t>(*kb);
+  }
+  if (auto n = r.uint("max_request_headers_count", 1, 1000)) {
+    l.max_request_headers_count = static_cast<uint32_t>(*n);
+  }
+
+  // A missing or empty chain is reported by validate(), which also covers
+  // flag-made listeners.
+  std::vector<NodeReader> chains = r.list("filter_chains");
+  for (std::size_t i = 1; i < chains.size(); ++i)
+    chains[i].error("only one filter chain is supported");
+  if (!chains.empty() && chains[0].expectMap()) {
+    chains[0].allowOnly({"filters"});
+    for (NodeReader& f : chains[0].list("filters")) {
+      if (!f.expectMap()) continue;
+      f.allowOnly({"name", "typed_config"});
+      FilterConfig fc;
+      fc.mark = f.mark();
+      if (auto name = f.string("name", true)) {
+        fc.name = *name;
+        fc.mark = f.child("name").mark();
+      }
+      fc.typed_config = f.child("typed_config").node();
+      l.filters.push_back(std::move(fc));
+    }
+  }
+  return l;
+}
+
+}  // namespace detail
+
+std::string checkReadableFile(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec) return "cannot read '" + path + "': " + ec.message();
+  if (std::filesystem::is_directory(status)) return "cannot read '" + path + "': is a directory";
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "cannot read '" + path + "': " + std::strerror(errno);
+  std::fclose(f);
+  return {};
+}
+
+bool isIpLiteral(std::string_view text) {
+  if (text.empty()) return false;
+  asio::error_code ec;
+  asio::ip::make_address(std::string(text), ec);
+  return !ec;
+}
+
+bool isHostName(std::string_view text) {
+  if (text.empty() || text.size() > 253 || text.front() == '.' || text.front() == '-') {
+    return false;
+  }
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+  });
+}
+
+LoadResult loadString(const std::string& yaml, const std::string& source_name) {
+  LoadResult result;
+  result.bootstrap.source = source_name;
+  Diagnostics diag(source_name);
+  try {
+    // Count documents with a bounded probe instead of YAML::LoadAll, which
+    // loops forever (allocating) on input such as "," in yaml-cpp 0.7
+    // (jbeder/yaml-cpp#1040): the parser then yields empty documents without
+    // consuming anything, which the probe sees as a repeated position.
+    std::istringstream in(yaml);
+    YAML::Parser parser(in);
+    DocumentProbe probe;
+    while (probe.starts.size() < 2 && parser.HandleNextDocument(probe)) {
+    }
+    if (probe.starts.size() == 2) {
+      const YAML::Mark& m = probe.starts[1];
+      const Mark where{source_name, m.line + 1, m.column + 1};
+      if (m.pos == probe.starts[0].pos) {
+        diag.error(where, "", "YAML syntax error: unexpected character");
+        result.problems = diag.problems();
+        return result;
+      }
+      diag.error(where, "", "expected one YAML document, found more ('---' starts another)");
+    }
+    // An empty file has no document: validate() then reports the missing
+    // listener.
+    parseRoot(NodeReader(YAML::Load(yaml), "", diag, Mark{source_name, 1, 1}), result.bootstrap);
+  } catch (const YAML::ParserException& e) {
+    diag.error(Mark{source_name, e.mark.line + 1, e.mark.column + 1}, "",
+               "YAML syntax error: " + e.msg);
+    result.problems = diag.problems();
+    return result;
+  } catch (const YAML::Exception& e) {
+    // yaml-cpp throws from unexpected places (odd keys, aliases); report, don't crash.
+    diag.error(e.mark.line >= 0 ? Mark{source_name, e.mark.line + 1, e.mark.column + 1}
+                                : Mark{source_name, 0, 0},
+               "", e.msg);
+  }
+  result.problems = diag.problems();
+  for (Problem& p : validate(result.bootstrap)) result.problems.push_back(std::move(p));
+  sortByPosition(result.problems);
+  return result;
+}
+
+LoadResult loadFile(const std::string& path) {
+  LoadResult result;
+  result.bootstrap.source = path;
+  std::string why = checkReadableFile(path);
+  std::ostringstream content;
+  if (why.empty()) {
+    std::ifstream in(path, std::ios::binary);
+    content << in.rdbuf();
+    if (!in || in.bad()) why = "cannot read '" + path + "': read error";
+  }
+  if (!why.empty()) {
+    result.problems.push_back(Problem{Mark{}, "", why});
+    return result;
+  }
+  return loadString(content.str(), path);
+}
+
+Bootstrap defaultBootstrap() {
+  Bootstrap b;
+  b.source = "<default>";
+  Listener l;
+  l.name = "local_proxy";
+  l.address = SocketAddress{"127.0.0.1", 3128};
+  // The runtime skips ::1 when the host has no IPv6.
+  l.additional_addresses.push_back(SocketAddress{"::1", 3128});
+  l.filters.push_back(FilterConfig{filters::kAccessLog, YAML::Node(), Mark{}});
+  l.filters.push_back(FilterConfig{filters::kForwardProxy, YAML::Node(), Mark{}});
+  b.listeners.push_back(std::move(l));
+  return b;
+}
+
+std::vector<Problem> validate(const Bootstrap& b) {
+  Diagnostics diag(b.source);
+  if (b.listeners.empty()) {
+    diag.error(Mark{}, "static_resources.listeners", "at least one listener is required");
+  }
+
+  std::map<std::string, std::size_t> cluster_names;
+  for (std::size_t i = 0; i < b.clusters.size(); ++i) {
+    const Cluster& c = b.clusters[i];
+    const std::string path = "static_resources.clusters[" + std::to_string(i) + "]";
+    if (!c.name.empty()) {
+      auto [it, fresh] = cluster_names.emplace(c.name, i);
+      if (!fresh) {
+        diag.error(c.mark, path + ".name",
+                   "duplicate cluster name '" + c.name + "' (also static_resources.clusters[" +
+                       std::to_string(it->second) + "])");
+      }
+    }
+    if (c.endpoints.empty()) {
+      diag.error(c.mark, path + ".load_assignment", "a cluster needs at least one endpoint");
+    }
+  }
+
+  std::map<std::string, std::string> bound;  // "ip:port" → owner, to catch double binds
+  if (b.admin.enabled && b.admin.address.port_value != 0) {
+    bound.emplace(addressKey(b.admin.address), "the admin interface");
+  }
+  std::map<std::string, std::size_t> listener_names;
+  const std::vector<std::string> known = filters::names();
+  for (std::size_t i = 0; i < b.listeners.size(); ++i) {
+    const Listener& l = b.listeners[i];
+    const std::string path = "static_resources.listeners[" + std::to_string(i) + "]";
+    if (!l.name.empty()) {
+      auto [it, fresh] = listener_names.emplace(l.name, i);
+      if (!fresh) {
+        diag.error(l.mark, path + ".name",
+                   "duplicate listener name '" + l.name + "' (also static_resources.listeners[" +
+                       std::to_string(it->second) + "])");
+      }
+    }
+    std::vector<SocketAddress> addresses{l.address};
+    addresses.insert(addresses.end(), l.additional_addresses.begin(), l.additional_addresses.end());
+    for (const SocketAddress& a : addresses) {
+      if (a.address.empty() || a.port_value == 0) continue;  // unset, or an ephemeral port
+      const std::string owner = "listener '" + l.name + "'";
+      auto [it, fresh] = bound.emplace(addressKey(a), owner);
+      if (!fresh) {
+        diag.error(l.mark, path + ".address",
+                   "address " + addressKey(a) + " is already used by " + it->second);
+      }
+    }
+
+    if (l.filters.empty()) {
+      diag.error(
+          l.mark, path + ".filter_chains",
+          std::string("a listener needs one filter chain ending in ") + filters::kForwardProxy);
+      continue;
+    }
+    const filters::FactoryContext ctx{b, l};
+    for (std::size_t j = 0; j < l.filters.size(); ++j) {
+      const FilterConfig& fc = l.filters[j];
+      const std::string fpath = path + ".filter_chains[0].filters[" + std::to_string(j) + "]";
+      if (fc.name.empty()) continue;  // the loader reported the missing name
+      if (!filters::known(fc.name)) {
+        diag.error(fc.mark, fpath + ".name",
+                   "unknown filter '" + fc.name + "' (known: " + joinNames(known) + ")");
+        continue;
+      }
+      NodeReader typed(fc.typed_config, fpath + ".typed_config", diag, fc.mark);
+      const filters::FilterPtr f = filters::create(fc.name, typed, ctx);
+      const bool terminal = f ? f->terminal() : fc.name == filters::kForwardProxy;
+      const bool last = j + 1 == l.filters.size();
+      if (terminal && !last) {
+        diag.error(fc.mark, fpath + ".name",
+                   "'" + fc.name + "' is terminal and must be the last filter of the chain");
+      } else if (!terminal && last) {
+        diag.error(fc.mark, fpath + ".name",
+                   std::string("the last filter must be ") + filters::kForwardProxy +
+                       " (it routes the request), got '" + fc.name + "'");
+      }
+    }
+  }
+
+  std::vector<Problem> problems = diag.problems();
+  sortByPosition(problems);
+  return problems;
+}
+
+}  // namespace h2gate::config

@@ -1,0 +1,752 @@
+#include "config/loader.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "filters/registry.h"
+#include "test_util.h"
+
+using namespace h2gate::config;
+using h2gate::testing::allProblems;
+using h2gate::testing::hasProblem;
+using h2gate::testing::ScopedEnv;
+using std::chrono::seconds;
+
+namespace {
+
+// The shape from the issue, verbatim.
+const char* kIssueConfig = R"(admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}
+static_resources:
+  listeners:
+  - name: local_proxy
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.access_log
+      - name: h2gate.filters.forward_proxy      # terminal: routes to a cluster or DIRECT
+        typed_config: {cluster: corp_proxy}
+  clusters:
+  - name: corp_proxy
+    connect_timeout: 5s
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: proxy.example.net, port_value: 443}}}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        sni: proxy.example.net
+        common_tls_context:
+          alpn_protocols: [h2, http/1.1]
+          tls_params: {tls_minimum_protocol_version: TLSv1_2}
+          validation_context:
+            trusted_ca: {filename: /etc/ssl/certs/ca-certificates.crt}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        auto_config:
+          http2_protocol_options:
+            max_concurrent_streams: 100
+            initial_stream_window_size: 1048576
+            initial_connection_window_size: 16777216
+            connection_keepalive: {interval: 30s, timeout: 5s}
+)";
+
+// A small valid config: tests append or substitute pieces.
+const char* kMinimal = R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.forward_proxy
+)";
+
+LoadResult load(const std::string& yaml) {
+  return loadString(yaml, "cfg.yaml");
+}
+
+// kMinimal plus one cluster named c whose body (indented 4) follows `name: c`.
+std::string withCluster(const std::string& body) {
+  return std::string(kMinimal) +
+         "  clusters:\n"
+         "  - name: c\n" +
+         body;
+}
+
+const char* kEndpoint =
+    "    load_assignment:\n"
+    "      endpoints:\n"
+    "      - lb_endpoints:\n"
+    "        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}\n";
+
+}  // namespace
+
+TEST_CASE("the issue's config loads with every field", "[config][loader]") {
+  const LoadResult r = load(kIssueConfig);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const Bootstrap& b = r.bootstrap;
+  CHECK(b.source == "cfg.yaml");
+  CHECK(b.admin.address.address == "127.0.0.1");
+  CHECK(b.admin.address.port_value == 9901);
+  REQUIRE(b.listeners.size() == 1);
+  const Listener& l = b.listeners[0];
+  CHECK(l.name == "local_proxy");
+  CHECK(l.address.address == "127.0.0.1");
+  CHECK(l.address.port_value == 3128);
+  CHECK(l.additional_addresses.empty());
+  REQUIRE(l.filters.size() == 2);
+  CHECK(l.filters[0].name == h2gate::filters::kAccessLog);
+  CHECK(l.filters[1].name == h2gate::filters::kForwardProxy);
+  CHECK(l.filters[1].typed_config["cluster"].as<std::string>() == "corp_proxy");
+  CHECK(l.filters[1].mark.line == 10);
+  CHECK(l.filters[1].mark.column == 15);
+  CHECK(l.max_request_headers_kb == 64);
+  CHECK(l.max_request_headers_count == 100);
+
+  REQUIRE(b.clusters.size() == 1);
+  const Cluster& c = b.clusters[0];
+  CHECK(c.name == "corp_proxy");
+  CHECK(c.connect_timeout == seconds(5));
+  REQUIRE(c.endpoints.size() == 1);
+  CHECK(c.endpoints[0].address == "proxy.example.net");
+  CHECK(c.endpoints[0].port_value == 443);
+  REQUIRE(c.tls.has_value());
+  CHECK(c.tls->sni == "proxy.example.net");
+  CHECK(c.tls->alpn_protocols == std::vector<std::string>{"h2", "http/1.1"});
+  CHECK(c.tls->tls_minimum_protocol_version == "TLSv1_2");
+  CHECK(c.tls->tls_maximum_protocol_version.empty());
+  CHECK(c.tls->trusted_ca == "/etc/ssl/certs/ca-certificates.crt");
+  CHECK_FALSE(c.tls->insecure_skip_verify);
+  CHECK(c.http2.max_concurrent_streams == 100);
+  CHECK(c.http2.initial_stream_window_size == 1048576);
+  CHECK(c.http2.initial_connection_window_size == 16777216);
+  REQUIRE(c.http2.connection_keepalive.has_value());
+  CHECK(c.http2.connection_keepalive->interval == seconds(30));
+  CHECK(c.http2.connection_keepalive->timeout == seconds(5));
+  CHECK_FALSE(c.credentials.has_value());
+  CHECK(c.max_connections == 8);
+  CHECK(b.findCluster("corp_proxy") == &c);
+}
+
+TEST_CASE("h2gate's extra fields load", "[config][loader]") {
+  ScopedEnv pw("H2GATE_TEST_PROXY_PASSWORD", "pa:ss");
+  const std::string yaml = std::string(R"(h2gate: {concurrency: 4, drain_timeout: 0.5s}
+static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 0}}
+    additional_addresses:
+    - address: {socket_address: {address: "::1", port_value: 3128}}
+    max_request_headers_kb: 96
+    max_request_headers_count: 200
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.access_log
+        typed_config: {"@type": type.googleapis.com/h2gate.filters.access_log.v1.Config, path: /dev/stderr}
+      - name: h2gate.filters.forward_proxy
+        typed_config:
+          "@type": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config
+          cluster: c
+  clusters:
+  - name: c
+    connect_timeout: 250ms
+    proxy_credentials: {username: me, password: "${H2GATE_TEST_PROXY_PASSWORD}"}
+    circuit_breakers: {thresholds: [{max_connections: 3}]}
+)") + kEndpoint +
+                           R"(    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        common_tls_context:
+          alpn_protocols: [http/1.1]
+          tls_params: {tls_minimum_protocol_version: TLS_AUTO, tls_maximum_protocol_version: TLSv1_3}
+          validation_context: {trust_chain_verification: ACCEPT_UNTRUSTED}
+          tls_certificates:
+          - certificate_chain: {filename: /etc/ssl/certs/ca-certificates.crt}
+            private_key: {filename: /etc/ssl/certs/ca-certificates.crt}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        auto_config:
+          http2_protocol_options: {max_concurrent_streams: 2147483647, initial_stream_window_size: 65535}
+)";
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const Bootstrap& b = r.bootstrap;
+  CHECK(b.concurrency == 4);
+  CHECK(b.drain_timeout == std::chrono::milliseconds(500));
+  CHECK(b.admin.address.address == "127.0.0.1");  // default when absent
+  CHECK(b.admin.address.port_value == 9901);
+  const Listener& l = b.listeners.at(0);
+  CHECK(l.address.port_value == 0);
+  REQUIRE(l.additional_addresses.size() == 1);
+  CHECK(l.additional_addresses[0].address == "::1");
+  CHECK(l.max_request_headers_kb == 96);
+  CHECK(l.max_request_headers_count == 200);
+  const Cluster& c = b.clusters.at(0);
+  CHECK(c.connect_timeout == std::chrono::milliseconds(250));
+  REQUIRE(c.credentials.has_value());
+  CHECK(c.credentials->username == "me");
+  CHECK(c.credentials->password == "pa:ss");
+  CHECK(c.max_connections == 3);
+  REQUIRE(c.tls.has_value());
+  CHECK(c.tls->sni.empty());
+  CHECK(c.tls->alpn_protocols == std::vector<std::string>{"http/1.1"});
+  CHECK(c.tls->tls_minimum_protocol_version == "TLSv1_2");
+  CHECK(c.tls->tls_maximum_protocol_version == "TLSv1_3");
+  CHECK(c.tls->insecure_skip_verify);
+  CHECK(c.tls->trusted_ca.empty());
+  CHECK(c.tls->certificate_chain == "/etc/ssl/certs/ca-certificates.crt");
+  CHECK(c.tls->private_key == "/etc/ssl/certs/ca-certificates.crt");
+  CHECK(c.http2.max_concurrent_streams == 2147483647u);
+  CHECK(c.http2.initial_stream_window_size == 65535);
+  CHECK(c.http2.initial_connection_window_size == 16u << 20);  // default kept
+  CHECK_FALSE(c.http2.connection_keepalive.has_value());
+}
+
+TEST_CASE("a cluster without TLS is plain TCP to the proxy", "[config][loader]") {
+  const LoadResult r = load(withCluster(kEndpoint));
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  CHECK_FALSE(r.bootstrap.clusters.at(0).tls.has_value());
+}
+
+TEST_CASE("the loader reports a bad duration at the value", "[config][loader][errors]") {
+  // The example from the issue: line 12, column 22.
+  const std::string yaml = std::string(kMinimal) +
+                           "  clusters:\n"
+                           "  - name: c\n"
+                           "    connect_timeout: 5x\n" +
+                           kEndpoint;
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  CHECK(allProblems(r.problems) ==
+        "cfg.yaml:10:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+        "5s\n");
+  const LoadResult twelve = load("\n\n" + yaml);
+  CHECK(allProblems(twelve.problems) ==
+        "cfg.yaml:12:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+        "5s\n");
+}
+
+TEST_CASE("YAML syntax errors name the position", "[config][loader][errors]") {
+  const LoadResult r = load("static_resources:\n  listeners: [\n    {name: a\n  clusters: }\n");
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].mark.file == "cfg.yaml");
+  CHECK(r.problems[0].mark.line == 4);
+  CHECK(r.problems[0].mark.column == 11);
+  CHECK(r.problems[0].str().rfind("cfg.yaml:4:11: YAML syntax error: ", 0) == 0);
+
+  const LoadResult tab = load("admin:\n\taddress: 1\n");
+  REQUIRE(tab.problems.size() == 1);
+  CHECK(tab.problems[0].str().rfind("cfg.yaml:2:", 0) == 0);
+}
+
+TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
+  const std::string yaml = std::string(kMinimal) +
+                           "    per_connection_buffer_limit_bytes: 1024\n"
+                           "nodes: {}\n";
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
+                   "unknown field (expected one of: name, address, additional_addresses, "
+                   "filter_chains, max_request_headers_kb, max_request_headers_count)"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
+                   "static_resources, h2gate)"));
+  CHECK(r.problems.size() == 2);
+}
+
+TEST_CASE("wrong types are errors at the value", "[config][loader][errors]") {
+  const LoadResult r = load(R"(admin: [1, 2]
+h2gate: {concurrency: two}
+static_resources:
+  listeners:
+  - name: {a: 1}
+    address: {socket_address: {address: 127.0.0.1, port_value: "x"}}
+    filter_chains: {filters: []}
+)");
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems, "cfg.yaml:1:8: admin: expected a mapping"));
+  CHECK(
+      hasProblem(r.problems, "cfg.yaml:2:23: h2gate.concurrency: expected an integer in 1..1024"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:5:11: static_resources.listeners[0].name: expected a string"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:6:64: static_resources.listeners[0].address.socket_address."
+                   "port_value: expected an integer in 0..65535"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:7:20: static_resources.listeners[0].filter_chains: expected a list"));
+}
+
+TEST_CASE("out-of-range values are errors", "[config][loader][errors]") {
+  const std::string yaml = std::string(kMinimal) + R"(  - name: l2
+    address: {socket_address: {address: 127.0.0.1, port_value: 65536}}
+    max_request_headers_kb: 0
+    max_request_headers_count: 1001
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    connect_timeout: 0s
+)" + kEndpoint + R"(    circuit_breakers: {thresholds: [{max_connections: 0}]}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        auto_config:
+          http2_protocol_options:
+            max_concurrent_streams: 0
+            initial_stream_window_size: 65534
+            initial_connection_window_size: 2147483648
+            connection_keepalive: {interval: 0s}
+)";
+  const LoadResult r = load(yaml);
+  const std::string all = allProblems(r.problems);
+  INFO(all);
+  const std::string h2 =
+      "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions.upstreams."
+      "http.v3.HttpProtocolOptions\"].auto_config.http2_protocol_options.";
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:9:64: static_resources.listeners[1].address.socket_address."
+                   "port_value: must be in 0..65535, got 65536"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:10:29: static_resources.listeners[1].max_request_headers_kb: must be "
+                   "in 1..1024, got 0"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:11:32: static_resources.listeners[1].max_request_headers_count: must "
+                   "be in 1..1000, got 1001"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:15:22: static_resources.clusters[0].connect_timeout: must be greater "
+                   "than 0"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:20:55: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+                   "max_connections: must be in 1..10000, got 0"));
+  CHECK(hasProblem(r.problems, "cfg.yaml:25:37: " + h2 +
+                                   "max_concurrent_streams: must be in 1..2147483647, got 0"));
+  CHECK(hasProblem(r.problems, "cfg.yaml:26:41: " + h2 +
+                                   "initial_stream_window_size: must be in 65535..2147483647, got "
+                                   "65534"));
+  CHECK(hasProblem(r.problems, "cfg.yaml:27:45: " + h2 +
+                                   "initial_connection_window_size: must be in 65535..2147483647, "
+                                   "got 2147483648"));
+  CHECK(hasProblem(r.problems, "cfg.yaml:28:46: " + h2 +
+                                   "connection_keepalive.interval: must be greater than 0"));
+  CHECK(r.problems.size() == 9);
+}
+
+TEST_CASE("an endpoint port must not be 0", "[config][loader][errors]") {
+  const LoadResult r = load(withCluster(
+      "    load_assignment:\n"
+      "      endpoints:\n"
+      "      - lb_endpoints:\n"
+      "        - endpoint: {address: {socket_address: {address: p.example, port_value: 0}}}\n"));
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:13:81: static_resources.clusters[0].load_assignment.endpoints[0]."
+                   "lb_endpoints[0].endpoint.address.socket_address.port_value: must be in "
+                   "1..65535, got 0"));
+}
+
+TEST_CASE("a dangling cluster reference is an error at the cluster key",
+          "[config][loader][errors]") {
+  const std::string yaml = std::string(kMinimal) +
+                           "        typed_config: {cluster: nope}\n"
+                           "  clusters:\n"
+                           "  - name: c\n" +
+                           kEndpoint;
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  CHECK(allProblems(r.problems) ==
+        "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+        "cluster: unknown cluster 'nope' (known: c)\n");
+
+  const LoadResult none = load(std::string(kMinimal) + "        typed_config: {cluster: x}\n");
+  CHECK(allProblems(none.problems) ==
+        "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+        "cluster: unknown cluster 'x' (no clusters are defined)\n");
+}
+
+TEST_CASE("duplicate listener and cluster names are errors", "[config][loader][errors]") {
+  const std::string yaml = std::string(kMinimal) + R"(  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3129}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+)" + kEndpoint + "  - name: c\n" +
+                           kEndpoint;
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:8:5: static_resources.listeners[1].name: duplicate listener name 'l' "
+                   "(also static_resources.listeners[0])"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:17:5: static_resources.clusters[1].name: duplicate cluster name 'c' "
+                   "(also static_resources.clusters[0])"));
+  CHECK(r.problems.size() == 2);
+}
+
+TEST_CASE("two listeners on one address are an error", "[config][loader][errors]") {
+  const std::string yaml = std::string(kMinimal) + R"(  - name: l2
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+)";
+  const LoadResult r = load(yaml);
+  CHECK(allProblems(r.problems) ==
+        "cfg.yaml:8:5: static_resources.listeners[1].address: address 127.0.0.1:3128 is already "
+        "used by listener 'l'\n");
+  const LoadResult admin =
+      load(std::string("admin: {address: {socket_address: {address: 127.0.0.1, port_value: "
+                       "3128}}}\n") +
+           kMinimal);
+  CHECK(allProblems(admin.problems) ==
+        "cfg.yaml:4:5: static_resources.listeners[0].address: address 127.0.0.1:3128 is already "
+        "used by the admin interface\n");
+}
+
+TEST_CASE("unreadable files are errors naming the path", "[config][loader][errors]") {
+  const LoadResult r = loadFile("/nonexistent/h2gate.yaml");
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].str() == "cannot read '/nonexistent/h2gate.yaml': No such file or directory");
+  const LoadResult dir = loadFile("/tmp");
+  REQUIRE(dir.problems.size() == 1);
+  CHECK(dir.problems[0].str() == "cannot read '/tmp': is a directory");
+}
+
+TEST_CASE("loadFile reads a file and names it in problems", "[config][loader]") {
+  const std::string path = "/tmp/h2gate_loader_test_" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << kMinimal << "    bogus: 1\n";
+  }
+  const LoadResult r = loadFile(path);
+  std::remove(path.c_str());
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].mark.file == path);
+  CHECK(r.problems[0].mark.line == 8);
+  CHECK(r.bootstrap.source == path);
+}
+
+TEST_CASE("every problem is reported, in file order", "[config][loader][errors]") {
+  const LoadResult r = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: localhost, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.nope
+      - name: h2gate.filters.forward_proxy
+        typed_config: {cluster: missing}
+    - filters: []
+  clusters:
+  - name: c
+    connect_timeout: soon
+    load_assignment: {endpoints: []}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+        common_tls_context:
+          alpn_protocols: [h3]
+          tls_params: {tls_minimum_protocol_version: TLSv1_1}
+          validation_context:
+            trusted_ca: {filename: /nonexistent/ca.pem}
+            trust_chain_verification: MAYBE
+)");
+  const std::string all = allProblems(r.problems);
+  const std::string tc = "static_resources.clusters[0].transport_socket.typed_config.";
+  CHECK(
+      all ==
+      "cfg.yaml:4:41: static_resources.listeners[0].address.socket_address.address: expected an "
+      "IP address such as 127.0.0.1 or ::1 (listeners do not resolve host names), got "
+      "'localhost'\n"
+      "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: unknown "
+      "filter 'h2gate.filters.nope' (known: h2gate.filters.access_log, "
+      "h2gate.filters.forward_proxy)\n"
+      "cfg.yaml:9:33: static_resources.listeners[0].filter_chains[0].filters[1].typed_config."
+      "cluster: unknown cluster 'missing' (known: c)\n"
+      "cfg.yaml:10:7: static_resources.listeners[0].filter_chains[1]: only one filter chain is "
+      "supported\n"
+      "cfg.yaml:12:5: static_resources.clusters[0].load_assignment: a cluster needs at least one "
+      "endpoint\n"
+      "cfg.yaml:13:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+      "5s\n"
+      "cfg.yaml:18:18: " +
+          tc +
+          "@type: expected type.googleapis.com/envoy.extensions.transport_"
+          "sockets.tls.v3.UpstreamTlsContext, got 'type.googleapis.com/envoy.extensions.transport_"
+          "sockets.tls.v3.DownstreamTlsContext'\n"
+          "cfg.yaml:20:27: " +
+          tc +
+          "common_tls_context.alpn_protocols: unsupported protocol 'h3' "
+          "(expected h2, http/1.1)\n"
+          "cfg.yaml:21:54: " +
+          tc +
+          "common_tls_context.tls_params.tls_minimum_protocol_version: "
+          "TLS versions below TLSv1_2 are not supported\n"
+          "cfg.yaml:23:36: " +
+          tc +
+          "common_tls_context.validation_context.trusted_ca.filename: "
+          "cannot read '/nonexistent/ca.pem': No such file or directory\n"
+          "cfg.yaml:24:39: " +
+          tc +
+          "common_tls_context.validation_context.trust_chain_verification: "
+          "expected one of VERIFY_TRUST_CHAIN, ACCEPT_UNTRUSTED, got 'MAYBE'\n");
+}
+
+TEST_CASE("filter chain shape is checked", "[config][loader][errors]") {
+  SECTION("the last filter must be forward_proxy") {
+    const LoadResult r = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains: [{filters: [{name: h2gate.filters.access_log}]}]
+)");
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:5:39: static_resources.listeners[0].filter_chains[0].filters[0].name: the "
+          "last filter must be h2gate.filters.forward_proxy (it routes the request), got "
+          "'h2gate.filters.access_log'\n");
+  }
+  SECTION("forward_proxy must be last") {
+    const LoadResult r = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.forward_proxy
+      - name: h2gate.filters.forward_proxy
+)");
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: "
+          "'h2gate.filters.forward_proxy' is terminal and must be the last filter of the chain\n");
+  }
+  SECTION("a listener needs a filter chain") {
+    const LoadResult r = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+)");
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:3:5: static_resources.listeners[0].filter_chains: a listener needs one filter "
+          "chain ending in h2gate.filters.forward_proxy\n");
+  }
+  SECTION("filters' typed_config is checked") {
+    const LoadResult r =
+        load(std::string(kMinimal) + "        typed_config: {\"@type\": x.y, route: all}\n");
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+          "@type: expected type.googleapis.com/h2gate.filters.forward_proxy.v1.Config, got 'x.y'\n"
+          "cfg.yaml:8:38: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+          "route: unknown field (expected one of: @type, cluster)\n");
+  }
+}
+
+TEST_CASE("missing required fields are reported at the parent", "[config][loader][errors]") {
+  const LoadResult r = load(R"(static_resources:
+  listeners:
+  - address: {socket_address: {port_value: 3128}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    transport_socket: {typed_config: {}}
+    proxy_credentials: {username: u}
+)");
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:3:5: static_resources.listeners[0].name: missing required field"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:3:31: static_resources.listeners[0].address.socket_address.address: "
+                   "missing required field"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:6:5: static_resources.clusters[0].load_assignment: a cluster needs at "
+                   "least one endpoint"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:7:23: static_resources.clusters[0].transport_socket.name: missing "
+                   "required field"));
+  CHECK(hasProblem(r.problems,
+                   "cfg.yaml:8:24: static_resources.clusters[0].proxy_credentials.password: "
+                   "missing required field"));
+  CHECK(r.problems.size() == 5);
+}
+
+TEST_CASE("env expansion in config values", "[config][loader][env]") {
+  const std::string yaml = withCluster(std::string(kEndpoint) +
+                                       "    proxy_credentials:\n"
+                                       "      username: \"${H2GATE_TEST_USER}\"\n"
+                                       "      password: \"${H2GATE_TEST_PASS}\"\n");
+  SECTION("set") {
+    ScopedEnv u("H2GATE_TEST_USER", "alice");
+    ScopedEnv p("H2GATE_TEST_PASS", "hunter2");
+    const LoadResult r = load(yaml);
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters[0].credentials->username == "alice");
+    CHECK(r.bootstrap.clusters[0].credentials->password == "hunter2");
+  }
+  SECTION("unset: the error names the variable and leaks no other value") {
+    ScopedEnv u("H2GATE_TEST_USER", "alice");
+    ScopedEnv p("H2GATE_TEST_PASS", std::nullopt);
+    const LoadResult r = load(yaml);
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:16:17: static_resources.clusters[0].proxy_credentials.password: environment "
+          "variable H2GATE_TEST_PASS is not set\n");
+  }
+}
+
+TEST_CASE("listener addresses must be IP literals, endpoints may be names", "[config][loader]") {
+  const LoadResult ok = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: "::", port_value: 3128}}
+    additional_addresses: [{address: {socket_address: {address: 0.0.0.0, port_value: 3129}}}]
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+)");
+  INFO(allProblems(ok.problems));
+  CHECK(ok.ok());
+  const LoadResult bad = load(R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    additional_addresses: [{address: {socket_address: {address: "[::1]", port_value: 3129}}}]
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: "bad host", port_value: 443}}}
+)");
+  CHECK(allProblems(bad.problems) ==
+        "cfg.yaml:5:65: static_resources.listeners[0].additional_addresses[0].address."
+        "socket_address.address: expected an IP address such as 127.0.0.1 or ::1 (listeners do "
+        "not resolve host names), got '[::1]'\n"
+        "cfg.yaml:12:58: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]."
+        "endpoint.address.socket_address.address: expected a host name or IP address, got 'bad "
+        "host'\n");
+}
+
+TEST_CASE("TLS odds and ends", "[config][loader][errors]") {
+  const LoadResult r = load(withCluster(std::string(kEndpoint) + R"(    transport_socket:
+      name: envoy.transport_sockets.raw_buffer
+      typed_config:
+        common_tls_context:
+          alpn_protocols: []
+          tls_params: {tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_2}
+          tls_certificates:
+          - certificate_chain: {filename: /nonexistent/cert.pem}
+          - certificate_chain: {filename: /nonexistent/cert.pem}
+)"));
+  const std::string tc = "static_resources.clusters[0].transport_socket.typed_config.";
+  CHECK(allProblems(r.problems) ==
+        "cfg.yaml:15:13: static_resources.clusters[0].transport_socket.name: expected one of "
+        "envoy.transport_sockets.tls, got 'envoy.transport_sockets.raw_buffer'\n"
+        "cfg.yaml:18:27: " +
+            tc +
+            "common_tls_context.alpn_protocols: must list at least one of "
+            "h2, http/1.1\n"
+            "cfg.yaml:19:93: " +
+            tc +
+            "common_tls_context.tls_params.tls_maximum_protocol_version: is "
+            "below tls_minimum_protocol_version TLSv1_3\n"
+            "cfg.yaml:21:13: " +
+            tc +
+            "common_tls_context.tls_certificates[0].private_key: missing "
+            "required field\n"
+            "cfg.yaml:21:43: " +
+            tc +
+            "common_tls_context.tls_certificates[0].certificate_chain."
+            "filename: cannot read '/nonexistent/cert.pem': No such file or directory\n"
+            "cfg.yaml:22:13: " +
+            tc +
+            "common_tls_context.tls_certificates[1]: only one client "
+            "certificate is supported\n");
+}
+
+TEST_CASE("more than one YAML document is an error", "[config][loader][errors]") {
+  const LoadResult r = load(std::string(kMinimal) + "---\nadmin: {}\n");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.problems[0].str() ==
+        "cfg.yaml:8:1: expected one YAML document, found more ('---' starts another)");
+}
+
+TEST_CASE("inputs that hang yaml-cpp's LoadAll are syntax errors", "[config][loader][errors]") {
+  // jbeder/yaml-cpp#1040: "," makes LoadAll loop forever.
+  for (const char* yaml : {",", ",[[[[", "  ,\n", "a: 1\n---\n,", "{:", "[:]"}) {
+    INFO(yaml);
+    const LoadResult r = load(yaml);
+    CHECK_FALSE(r.ok());
+  }
+  CHECK(allProblems(load(",").problems) ==
+        "cfg.yaml:1:1: YAML syntax error: unexpected character\n");
+}
+
+TEST_CASE("an empty config has no listener", "[config][loader][errors]") {
+  const LoadResult r = load("");
+  CHECK(allProblems(r.problems) ==
+        "cfg.yaml: static_resources.listeners: at least one listener is required\n");
+}
+
+TEST_CASE("defaultBootstrap is the documented default and valid", "[config][loader]") {
+  const Bootstrap b = defaultBootstrap();
+  CHECK(validate(b).empty());
+  CHECK(b.admin.address.address == "127.0.0.1");
+  CHECK(b.admin.address.port_value == 9901);
+  CHECK(b.clusters.empty());
+  REQUIRE(b.listeners.size() == 1);
+  const Listener& l = b.listeners[0];
+  CHECK(l.name == "local_proxy");
+  CHECK(l.address.address == "127.0.0.1");
+  CHECK(l.address.port_value == 3128);
+  REQUIRE(l.additional_addresses.size() == 1);
+  CHECK(l.additional_addresses[0].address == "::1");
+  CHECK(l.additional_addresses[0].port_value == 3128);
+  REQUIRE(l.filters.size() == 2);
+  CHECK(l.filters[0].name == h2gate::filters::kAccessLog);
+  CHECK(l.filters[1].name == h2gate::filters::kForwardProxy);
+  CHECK(l.filters[1].typed_config.IsNull());
+}
+
+TEST_CASE("validate checks flag-made configs too", "[config][loader]") {
+  Bootstrap b = defaultBootstrap();
+  b.source = "<flags>";
+  YAML::Node typed;
+  typed["cluster"] = "upstream";
+  b.listeners[0].filters[1].typed_config = typed;
+  CHECK(allProblems(validate(b)) ==
+        "<flags>: static_resources.listeners[0].filter_chains[0].filters[1].typed_config.cluster: "
+        "unknown cluster 'upstream' (no clusters are defined)\n");
+  Cluster c;
+  c.name = "upstream";
+  b.clusters.push_back(c);
+  CHECK(allProblems(validate(b)) ==
+        "<flags>: static_resources.clusters[0].load_assignment: a cluster needs at least one "
+        "endpoint\n");
+  b.clusters[0].endpoints.push_back(SocketAddress{"proxy.example", 443});
+  CHECK(validate(b).empty());
+  b.listeners.clear();
+  CHECK(allProblems(validate(b)) ==
+        "<flags>: static_resources.listeners: at least one listener is required\n");
+}
+
+TEST_CASE("helpers", "[config]") {
+  CHECK(isIpLiteral("127.0.0.1"));
+  CHECK(isIpLiteral("::1"));
+  CHECK(isIpLiteral("fe80::1"));
+  CHECK_FALSE(isIpLiteral("[::1]"));
+  CHECK_FALSE(isIpLiteral("localhost"));
+  CHECK_FALSE(isIpLiteral("1.2.3"));
+  CHECK_FALSE(isIpLiteral(""));
+  CHECK(isHostName("proxy.example.net"));
+  CHECK(isHostName("a_b-c"));
+  CHECK_FALSE(isHostName(""));
+  CHECK_FALSE(isHostName("a b"));
+  CHECK_FALSE(isHostName("-a"));
+  CHECK_FALSE(isHostName("a/b"));
+  CHECK(checkReadableFile("/etc/ssl/certs/ca-certificates.crt").empty());
+  CHECK(checkReadableFile("/nonexistent") ==
+        "cannot read '/nonexistent': No such file or directory");
+}
