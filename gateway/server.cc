@@ -98,13 +98,35 @@ std::string Server::start() {
       if (std::string err = bindListener(l, *listeners_[i], extra, true); !err.empty()) return err;
   }
 
-  if (bootstrap_.clusters.empty())
+  for (const config::Cluster& c : bootstrap_.clusters) {
+    if (!c.tls) {
+      tls_[c.name] = nullptr;
+      continue;
+    }
+    std::string err;
+    auto ctx = net::TlsContext::create(*c.tls, c.name, &err);
+    if (!ctx) return err;
+    if (!ctx->verifies())
+      H2G_LOG(Warn, 0, 0,
+              "cluster " << c.name
+                         << ": TLS certificate verification is OFF (--insecure / "
+                            "trust_chain_verification: ACCEPT_UNTRUSTED); anyone on the path "
+                            "can impersonate the proxy");
+    tls_[c.name] = std::move(ctx);
+  }
+  if (bootstrap_.clusters.empty()) {
     H2G_LOG(Info, 0, 0,
             "direct mode: no upstream proxy configured, h2gate connects to destinations itself");
-  else
-    H2G_LOG(Warn, 0, 0,
-            "upstream clusters are configured, but this build does not speak to upstream proxies "
-            "yet: requests routed to a cluster get 502");
+  } else {
+    for (const config::Cluster& c : bootstrap_.clusters) {
+      std::string eps;
+      for (const auto& e : c.endpoints)
+        eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
+      H2G_LOG(Info, 0, 0,
+              "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "")
+                         << (c.credentials ? ", with credentials" : ""));
+    }
+  }
 
   if (bootstrap_.admin.enabled) {
     asio::error_code ec;
@@ -124,6 +146,7 @@ std::string Server::start() {
   const uint32_t n = std::max<uint32_t>(1, bootstrap_.concurrency);
   for (uint32_t i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i);
+    for (const config::Cluster& c : bootstrap_.clusters) w->addCluster(c, tls_[c.name]);
     for (Bound& b : bound_) {
       const int fd = ::dup(b.acceptor.native_handle());
       if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <asio.hpp>
@@ -16,6 +17,7 @@
 #include "config/config.h"
 #include "gateway/admin.h"
 #include "gateway/downstream/listener_context.h"
+#include "gateway/net/tls_context.h"
 #include "gateway/worker.h"
 
 namespace h2gate {
@@ -48,6 +50,8 @@ class Server {
   // Listener contexts are referenced by workers' connections: declared before
   // workers_ so they outlive them.
   std::vector<std::unique_ptr<downstream::ListenerContext>> listeners_;
+  // One TLS context per cluster (by name), shared by the workers' pools.
+  std::unordered_map<std::string, std::shared_ptr<net::TlsContext>> tls_;
   struct Bound {
     downstream::ListenerContext* ctx;
     asio::ip::tcp::acceptor acceptor;

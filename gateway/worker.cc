@@ -1,11 +1,9 @@
 #include "gateway/worker.h"
 
+#include "gateway/connection_id.h"
 #include "gateway/log.h"
 
 namespace h2gate {
-namespace {
-std::atomic<uint64_t> g_next_connection_id{1};
-}
 
 Worker::Worker(uint32_t index) : index_(index) {
   guard_.emplace(io_.get_executor());
@@ -23,8 +21,14 @@ void Worker::addListener(const downstream::ListenerContext& ctx, const asio::ip:
   acceptors_.push_back(std::move(a));
 }
 
+void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls) {
+  upstreams_[cluster.name] =
+      std::make_shared<upstream::UpstreamPool>(io_, cluster, std::move(tls), index_);
+}
+
 void Worker::start() {
   for (auto& a : acceptors_) accept(*a);
+  for (auto& [name, pool] : upstreams_) asio::post(io_, [p = pool] { p->preconnect(); });
   thread_ = std::thread([this] {
     H2G_LOG(Debug, 0, 0, "worker " << index_ << " running");
     io_.run();
@@ -43,9 +47,10 @@ void Worker::accept(Acceptor& a) {
       });
       return;
     }
-    const uint64_t id = g_next_connection_id.fetch_add(1);
+    const uint64_t id = nextConnectionId();
     auto conn = std::make_shared<downstream::DownstreamConnection>(
-        std::move(socket), *a.ctx, id, [this](uint64_t closed) { onConnectionClosed(closed); });
+        std::move(socket), *a.ctx, upstreams_, id,
+        [this](uint64_t closed) { onConnectionClosed(closed); });
     conns_.emplace(id, conn);
     active_.store(conns_.size());
     conn->start();
@@ -76,6 +81,7 @@ void Worker::drain(std::function<void()> on_idle) {
       a->acceptor.close(ec);
       a->retry.cancel();
     }
+    for (auto& [name, pool] : upstreams_) pool->shutdown();
     // Copy: drain() may close connections, which edits conns_ (posted).
     auto conns = conns_;
     for (auto& [id, c] : conns) c->drain();

@@ -15,6 +15,7 @@
 
 #include "gateway/downstream/downstream_connection.h"
 #include "gateway/downstream/listener_context.h"
+#include "gateway/upstream/pool.h"
 
 namespace h2gate {
 
@@ -25,6 +26,9 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
+  // Before start(): a connection pool for this cluster, pre-connected when
+  // the worker starts.
+  void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls);
   // Before start(): accept on `fd` (a listening socket this worker now owns).
   void addListener(const downstream::ListenerContext& ctx, const asio::ip::tcp& protocol, int fd);
   void start();
@@ -52,6 +56,8 @@ class Worker {
   uint32_t index_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  // Pools before connections: app connections refer to them.
+  upstream::Upstreams upstreams_;
   std::vector<std::unique_ptr<Acceptor>> acceptors_;
   std::unordered_map<uint64_t, std::shared_ptr<downstream::DownstreamConnection>> conns_;
   std::atomic<size_t> active_{0};

@@ -29,10 +29,12 @@ const char* stateName(int s) {
 }  // namespace
 
 DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
-                                           const ListenerContext& listener, uint64_t id,
+                                           const ListenerContext& listener,
+                                           upstream::Upstreams& upstreams, uint64_t id,
                                            CloseHook on_close)
     : socket_(std::move(socket)),
       listener_(listener),
+      upstreams_(upstreams),
       id_(id),
       on_close_(std::move(on_close)),
       idle_timer_(socket_.get_executor()) {}
@@ -174,15 +176,19 @@ void DownstreamConnection::handleHead() {
     return replyError(status, Result::Rejected,
                       info_.reason.empty() ? "rejected by policy" : info_.reason);
   }
-  if (!info_.cluster.empty())
-    return replyError(502, Result::ConnectFailed,
-                      "route to cluster '" + info_.cluster +
-                          "': upstream proxies are not supported by this build yet");
-
+  std::shared_ptr<upstream::Tunnel> tunnel;
+  if (!info_.cluster.empty()) {
+    auto pool = upstreams_.find(info_.cluster);
+    if (pool == upstreams_.end())
+      return replyError(502, Result::ConnectFailed, "no upstream cluster '" + info_.cluster + "'");
+    tunnel = pool->second->newTunnel(id_, requests_);
+  } else {
+    tunnel = std::make_shared<upstream::DirectTunnel>(
+        static_cast<asio::io_context&>(socket_.get_executor().context()),
+        listener_.direct_connect_timeout, id_, requests_);
+  }
   if (expect_continue) write({"HTTP/1.1 100 Continue\r\n\r\n"}, nullptr);
-  startRequest(std::make_shared<upstream::DirectTunnel>(
-      static_cast<asio::io_context&>(socket_.get_executor().context()),
-      listener_.direct_connect_timeout, id_, requests_));
+  startRequest(std::move(tunnel));
 }
 
 void DownstreamConnection::startRequest(std::shared_ptr<upstream::Tunnel> tunnel) {

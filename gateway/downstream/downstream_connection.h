@@ -17,6 +17,7 @@
 
 #include "gateway/downstream/listener_context.h"
 #include "gateway/http1/parser.h"
+#include "gateway/upstream/pool.h"
 #include "gateway/upstream/tunnel.h"
 
 namespace h2gate::downstream {
@@ -25,8 +26,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
                              public upstream::TunnelCallbacks {
  public:
   using CloseHook = std::function<void(uint64_t id)>;
-  DownstreamConnection(asio::ip::tcp::socket socket, const ListenerContext& listener, uint64_t id,
-                       CloseHook on_close);
+  DownstreamConnection(asio::ip::tcp::socket socket, const ListenerContext& listener,
+                       upstream::Upstreams& upstreams, uint64_t id, CloseHook on_close);
   ~DownstreamConnection() override;
 
   void start();
@@ -81,6 +82,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
 
   asio::ip::tcp::socket socket_;
   const ListenerContext& listener_;
+  upstream::Upstreams& upstreams_;  // the worker's pools; outlive its connections
   const uint64_t id_;
   CloseHook on_close_;
   asio::steady_timer idle_timer_;

@@ -370,6 +370,7 @@ ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
     const size_t n = std::min(len, pending_.size());
     std::memcpy(buf, pending_.data(), n);
     pending_.remove_prefix(n);
+    sent_ += n;
     if (pending_.empty()) {
       // The bytes are copied: the app may read more. Posted, because the
       // app side may call send() again, which must not re-enter nghttp2.
@@ -460,7 +461,9 @@ void H2Stream::onClose(uint32_t error_code) {
     if (head_->is_connect) return;  // both directions ended cleanly
     return;
   }
-  if (!response_started_ && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
+  // Refused (GOAWAY above last-stream-id, or REFUSED_STREAM): the proxy did
+  // not process it, so with nothing sent either way it can go elsewhere.
+  if (!response_started_ && sent_ == 0 && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
     H2G_LOG(Info, conn_id_, app_stream_id_,
             "h2 stream " << id_ << " refused by the proxy; retrying on another connection");
     RetryHook r = std::move(retry_);

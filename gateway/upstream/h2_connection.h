@@ -144,6 +144,7 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   bool aborted_ = false;
   // Received DATA not yet written to the app (window not yet given back).
   size_t unconsumed_ = 0;
+  uint64_t sent_ = 0;  // request bytes copied into DATA frames
   // Upload side: the app's bytes not yet copied into DATA frames.
   std::string_view pending_;
   Done pending_done_;

@@ -215,10 +215,12 @@ void Http1Exchange::finishExchange() {
   // Reusable only if both messages completed cleanly on a keep-alive
   // connection.
   const bool reusable = release_ && parser_ && parser_->keepAlive() && end_sent_ && !writing_;
-  if (reusable)
-    release_(std::move(transport_));
-  else
+  if (reusable) {
+    released(std::move(transport_));
+  } else {
     transport_->close();
+    released(nullptr);
+  }
   cb->onResponseEnd();
 }
 
@@ -258,6 +260,18 @@ void Http1Exchange::abort() {
   if (!open_) return;
   open_ = false;
   if (transport_) transport_->close();
+  released(nullptr);
+}
+
+void Http1Exchange::released(std::unique_ptr<Transport> transport) {
+  if (!release_) return;
+  Release r = std::move(release_);
+  release_ = nullptr;
+  r(std::move(transport));
+}
+
+Http1Exchange::~Http1Exchange() {
+  released(nullptr);
 }
 
 }  // namespace h2gate::upstream

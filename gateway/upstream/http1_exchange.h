@@ -24,12 +24,14 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
     DirectConnect,  // connected to the destination: the tunnel is open already
     ProxyConnect,   // write a CONNECT head, parse the proxy's answer
   };
-  // A keep-alive connection that finished its exchange cleanly is handed back
-  // (e.g. to the pool for the next absolute-form request); otherwise closed.
+  // Runs exactly once when the exchange ends: with the connection when it
+  // finished cleanly and may carry another request (keep-alive), with null
+  // when it was closed. Lets a pool count and reuse its connections.
   using Release = std::function<void(std::unique_ptr<Transport>)>;
 
   Http1Exchange(std::unique_ptr<Transport> transport, Kind kind, std::string head_bytes,
                 uint64_t conn_id, uint64_t stream_id, Release release = nullptr);
+  ~Http1Exchange() override;
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void send(std::string_view data, Done done) override;
@@ -46,6 +48,7 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   void fail(int status, Result result, std::string reason);
   void reset(Result result, std::string reason);
   void finishExchange();
+  void released(std::unique_ptr<Transport> transport);
 
   std::unique_ptr<Transport> transport_;
   Kind kind_;

@@ -1,0 +1,303 @@
+#include "gateway/upstream/pool.h"
+
+#include "gateway/connection_id.h"
+#include "gateway/log.h"
+#include "gateway/upstream/http1_exchange.h"
+#include "gateway/upstream/proxy_request.h"
+
+namespace h2gate::upstream {
+
+// A request routed to a cluster: waits in the pool until a connection can
+// take it, then becomes an H2Stream or an Http1Exchange.
+class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<ClusterTunnel> {
+ public:
+  ClusterTunnel(std::shared_ptr<UpstreamPool> pool, uint64_t conn_id, uint64_t stream_id)
+      : pool_(std::move(pool)),
+        timer_(pool_->executorContext()),
+        conn_id_(conn_id),
+        stream_id_(stream_id) {}
+
+  void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
+    save(head, info, callbacks);
+    wait();
+  }
+
+  void abort() override {
+    waiting_ = false;
+    timer_.cancel();
+    PendingTunnel::abort();
+  }
+
+  bool waiting() const { return waiting_ && callbacks_; }
+  bool isConnect() const { return head_->is_connect; }
+
+  void attachH2(const std::shared_ptr<H2Connection>& conn) {
+    waiting_ = false;
+    timer_.cancel();
+    auto stream = std::make_shared<H2Stream>(conn, conn_id_, stream_id_);
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    stream->setRetryHook([weak] {
+      if (auto self = weak.lock()) self->retry();
+    });
+    attach(std::move(stream));
+  }
+
+  void attachH1(std::unique_ptr<Transport> transport, std::string peer,
+                Http1Exchange::Release release) {
+    waiting_ = false;
+    timer_.cancel();
+    info_->protocol = "http1";
+    info_->upstream = std::move(peer);
+    const RequestHead& h = *head_;
+    std::string bytes;
+    const Headers fwd = forwardedHeaders(h, pool_->cluster(), /*lowercase=*/false);
+    if (h.is_connect) {
+      bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
+    } else {
+      bytes = h.method + " " + h.target + " HTTP/1.1\r\n";
+      const Header* host = findHeader(h.headers, "host");
+      bytes += "Host: " + (host ? host->value : h.authority()) + "\r\n";
+      if (h.framing == BodyFraming::ContentLength)
+        bytes += "Content-Length: " + std::to_string(h.content_length) + "\r\n";
+      else if (h.framing == BodyFraming::Chunked)
+        bytes += "Transfer-Encoding: chunked\r\n";
+    }
+    for (const Header& x : fwd) bytes += x.name + ": " + x.value + "\r\n";
+    bytes += "\r\n";
+    attach(std::make_shared<Http1Exchange>(
+        std::move(transport),
+        h.is_connect ? Http1Exchange::Kind::ProxyConnect : Http1Exchange::Kind::Request,
+        std::move(bytes), conn_id_, stream_id_, std::move(release)));
+  }
+
+  void poolFailed(int status, Result result, const std::string& reason) {
+    waiting_ = false;
+    timer_.cancel();
+    fail(status, result, reason);
+  }
+
+ private:
+  void wait() {
+    waiting_ = true;
+    timer_.expires_after(pool_->queueTimeout());
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    timer_.async_wait([weak](const asio::error_code& ec) {
+      auto self = weak.lock();
+      if (ec || !self || !self->waiting_) return;
+      self->waiting_ = false;
+      H2G_LOG(Info, self->conn_id_, self->stream_id_,
+              "no connection to cluster " << self->pool_->cluster().name
+                                          << " became available in time");
+      self->fail(503, Result::ConnectTimeout,
+                 "no connection to upstream cluster '" + self->pool_->cluster().name +
+                     "' became available in time (max_connections reached or proxy slow)");
+    });
+    pool_->enqueue(shared_from_this());
+  }
+
+  void retry() {
+    inner_.reset();
+    wait();
+  }
+
+  std::shared_ptr<UpstreamPool> pool_;
+  asio::steady_timer timer_;
+  uint64_t conn_id_;
+  uint64_t stream_id_;
+  bool waiting_ = false;
+};
+
+UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
+                           std::shared_ptr<net::TlsContext> tls, uint32_t worker)
+    : io_(io), cluster_(cluster), tls_(std::move(tls)), worker_(worker) {}
+
+UpstreamPool::~UpstreamPool() {
+  for (auto& c : connecting_) c->cancel();
+}
+
+config::Duration UpstreamPool::queueTimeout() const {
+  // Long enough for a connect attempt and a handshake, bounded so an app
+  // never hangs on a saturated pool.
+  return std::max<config::Duration>(cluster_.connect_timeout * 2, std::chrono::seconds(10));
+}
+
+std::shared_ptr<Tunnel> UpstreamPool::newTunnel(uint64_t conn_id, uint64_t stream_id) {
+  return std::make_shared<ClusterTunnel>(shared_from_this(), conn_id, stream_id);
+}
+
+void UpstreamPool::preconnect() {
+  if (connectionCount() == 0) openConnection();
+}
+
+void UpstreamPool::shutdown() {
+  shutting_down_ = true;
+  for (auto& t : h1_idle_) t->close();
+  h1_idle_.clear();
+}
+
+size_t UpstreamPool::connectionCount() const {
+  return h2_.size() + connecting_.size() + h1_busy_ + h1_idle_.size();
+}
+
+std::shared_ptr<H2Connection> UpstreamPool::pickH2() const {
+  // The first connection with room: requests pack onto as few connections
+  // as the limits allow.
+  for (const auto& c : h2_)
+    if (c->acceptsStreams()) return c;
+  return nullptr;
+}
+
+void UpstreamPool::enqueue(const std::shared_ptr<ClusterTunnel>& tunnel) {
+  if (waiting_.size() >= kMaxWaiting) {
+    tunnel->poolFailed(503, Result::ConnectFailed,
+                       "too many requests waiting for cluster '" + cluster_.name + "'");
+    return;
+  }
+  waiting_.push_back(tunnel);
+  dispatch();
+}
+
+void UpstreamPool::dispatch() {
+  size_t unserved = 0;  // waiting HTTP/1.1 requests that need a connection of their own
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    auto t = it->lock();
+    if (!t || !t->waiting()) {
+      it = waiting_.erase(it);
+      continue;
+    }
+    if (auto c = pickH2()) {
+      it = waiting_.erase(it);
+      t->attachH2(c);
+      continue;
+    }
+    if (knownHttp1() && !t->isConnect() && !h1_idle_.empty()) {
+      auto transport = std::move(h1_idle_.back());
+      h1_idle_.pop_back();
+      ++h1_busy_;
+      it = waiting_.erase(it);
+      std::weak_ptr<UpstreamPool> weak = weak_from_this();
+      t->attachH1(std::move(transport), "", [weak](std::unique_ptr<Transport> tr) {
+        if (auto p = weak.lock()) p->onH1Released(std::move(tr));
+      });
+      continue;
+    }
+    if (!knownHttp1()) break;  // h2 (or not known yet): the next connection serves all
+    ++unserved;
+    ++it;
+  }
+  if (waiting_.empty()) return;
+  if (!knownHttp1()) {
+    if (connecting_.empty() && connectionCount() < cluster_.max_connections) openConnection();
+    return;
+  }
+  // HTTP/1.1: one connection per waiting request. Idle keep-alive
+  // connections make room for CONNECTs when the breaker is reached.
+  while (connecting_.size() < unserved) {
+    if (connectionCount() >= cluster_.max_connections) {
+      if (h1_idle_.empty()) break;
+      h1_idle_.back()->close();
+      h1_idle_.pop_back();
+    }
+    openConnection();
+  }
+}
+
+void UpstreamPool::openConnection() {
+  if (cluster_.endpoints.empty() || shutting_down_) return;
+  const config::SocketAddress& ep =
+      cluster_.endpoints[next_endpoint_++ % cluster_.endpoints.size()];
+  const uint64_t id = nextConnectionId();
+  H2G_LOG(Debug, id, 0,
+          "connecting to proxy " << ep.address << ":" << ep.port_value << " (cluster "
+                                 << cluster_.name << ", worker " << worker_ << ")");
+  auto connector = std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id);
+  connecting_.push_back(connector);
+  std::weak_ptr<UpstreamPool> weak = weak_from_this();
+  connector->start([weak, connector, id](ConnectOutcome outcome) {
+    if (auto p = weak.lock()) p->onConnected(connector, std::move(outcome));
+    (void)id;
+  });
+}
+
+void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector,
+                               ConnectOutcome outcome) {
+  std::erase(connecting_, connector);
+  if (!outcome.transport) {
+    H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
+    // Nothing else can serve the waiting requests soon: fail them fast
+    // rather than letting them sit until their queue timeout.
+    if (h2_.empty() && connecting_.empty())
+      failWaiting(outcome.status, outcome.result, outcome.reason);
+    return;
+  }
+  const std::string alpn = outcome.alpn;
+  if (!alpn_known_ || alpn != alpn_)
+    H2G_LOG(Info, 0, 0,
+            "cluster " << cluster_.name << ": proxy " << outcome.peer << " negotiated "
+                       << (alpn.empty() ? "no ALPN (HTTP/1.1)" : alpn));
+  alpn_ = alpn;
+  alpn_known_ = true;
+  if (shutting_down_) {
+    outcome.transport->close();
+    return;
+  }
+  if (alpn == "h2") {
+    auto conn = std::make_shared<H2Connection>(std::move(outcome.transport), cluster_,
+                                               nextConnectionId(), outcome.peer, this);
+    if (std::string err = conn->start(); !err.empty()) {
+      H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << err);
+      return;
+    }
+    h2_.push_back(std::move(conn));
+    dispatch();
+    return;
+  }
+  // HTTP/1.1: the connection goes to the first waiting request, or idles.
+  while (!waiting_.empty()) {
+    auto t = waiting_.front().lock();
+    waiting_.pop_front();
+    if (!t || !t->waiting()) continue;
+    ++h1_busy_;
+    std::weak_ptr<UpstreamPool> weak = weak_from_this();
+    t->attachH1(std::move(outcome.transport), outcome.peer, [weak](std::unique_ptr<Transport> tr) {
+      if (auto p = weak.lock()) p->onH1Released(std::move(tr));
+    });
+    dispatch();
+    return;
+  }
+  h1_idle_.push_back(std::move(outcome.transport));
+}
+
+void UpstreamPool::onH1Released(std::unique_ptr<Transport> transport) {
+  --h1_busy_;
+  if (transport && !shutting_down_) h1_idle_.push_back(std::move(transport));
+  asio::post(io_, [weak = weak_from_this()] {
+    if (auto p = weak.lock()) p->dispatch();
+  });
+}
+
+void UpstreamPool::failWaiting(int status, Result result, const std::string& reason) {
+  auto waiting = std::move(waiting_);
+  waiting_.clear();
+  for (auto& w : waiting)
+    if (auto t = w.lock(); t && t->waiting()) t->poolFailed(status, result, reason);
+}
+
+void UpstreamPool::onCapacityChanged(H2Connection&) {
+  // Called from inside nghttp2 callbacks: place waiting requests later.
+  asio::post(io_, [weak = weak_from_this()] {
+    if (auto p = weak.lock()) p->dispatch();
+  });
+}
+
+void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string&) {
+  auto it = std::find_if(h2_.begin(), h2_.end(), [&](const auto& c) { return c.get() == &conn; });
+  if (it == h2_.end()) return;
+  auto keep = *it;  // alive until this call returns
+  h2_.erase(it);
+  asio::post(io_, [weak = weak_from_this(), keep] {
+    if (auto p = weak.lock()) p->dispatch();
+  });
+}
+
+}  // namespace h2gate::upstream

@@ -1,0 +1,87 @@
+// Upstream connections to one cluster, for one worker.
+//
+// With h2 every request becomes a stream on a shared connection; a new
+// connection opens only when every open one is at min(peer's
+// SETTINGS_MAX_CONCURRENT_STREAMS, max_concurrent_streams). With HTTP/1.1
+// (ALPN said so, or no ALPN) every CONNECT gets its own connection and
+// absolute-form requests reuse idle keep-alive ones. At most
+// max_connections exist (circuit breaker); beyond that requests wait in a
+// bounded queue, and get 503 when their wait times out. What ALPN gave is
+// remembered, so the next request does not guess; a reconnect re-learns it.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <asio.hpp>
+
+#include "config/config.h"
+#include "gateway/net/tls_context.h"
+#include "gateway/upstream/connector.h"
+#include "gateway/upstream/h2_connection.h"
+#include "gateway/upstream/pending_tunnel.h"
+
+namespace h2gate::upstream {
+
+class ClusterTunnel;
+
+class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_this<UpstreamPool> {
+ public:
+  // Requests waiting for a connection beyond this get 503 at once.
+  static constexpr size_t kMaxWaiting = 4096;
+
+  UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
+               std::shared_ptr<net::TlsContext> tls, uint32_t worker);
+  ~UpstreamPool() override;
+
+  std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
+  // Opens one connection ahead of the first request (learns ALPN too).
+  void preconnect();
+  // Closes idle connections; busy ones finish with their requests.
+  void shutdown();
+
+  // For ClusterTunnel.
+  void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
+  void dispatch();
+  config::Duration queueTimeout() const;
+  const config::Cluster& cluster() const { return cluster_; }
+  asio::io_context& executorContext() { return io_; }
+
+  // H2Connection::Owner
+  void onCapacityChanged(H2Connection& conn) override;
+  void onConnectionClosed(H2Connection& conn, const std::string& reason) override;
+
+  // Introspection for logs and tests.
+  size_t h2Connections() const { return h2_.size(); }
+
+ private:
+  void openConnection();
+  void onConnected(const std::shared_ptr<Connector>& connector, ConnectOutcome outcome);
+  void onH1Released(std::unique_ptr<Transport> transport);
+  size_t connectionCount() const;
+  std::shared_ptr<H2Connection> pickH2() const;
+  bool knownHttp1() const { return alpn_known_ && alpn_ != "h2"; }
+  void failWaiting(int status, Result result, const std::string& reason);
+
+  asio::io_context& io_;
+  const config::Cluster& cluster_;
+  std::shared_ptr<net::TlsContext> tls_;
+  uint32_t worker_;
+  std::vector<std::shared_ptr<H2Connection>> h2_;
+  std::vector<std::shared_ptr<Connector>> connecting_;
+  size_t h1_busy_ = 0;                               // HTTP/1.1 connections carrying a request
+  std::vector<std::unique_ptr<Transport>> h1_idle_;  // keep-alive, for absolute-form
+  std::deque<std::weak_ptr<ClusterTunnel>> waiting_;
+  std::string alpn_;  // what the last handshake negotiated
+  bool alpn_known_ = false;
+  size_t next_endpoint_ = 0;
+  bool shutting_down_ = false;
+};
+
+// A worker's pools, by cluster name.
+using Upstreams = std::unordered_map<std::string, std::shared_ptr<UpstreamPool>>;
+
+}  // namespace h2gate::upstream
