@@ -14,15 +14,15 @@ namespace h2gate::cli {
 struct Options {
   bool help = false;
   bool version = false;
-  bool validate = false;                // --validate: check config, print every problem, exit 0/1
-  std::string config_path;              // -c / --config FILE
-  std::optional<std::string> listen;    // --listen HOST:PORT
-  std::optional<std::string> admin;     // --admin HOST:PORT
-  std::vector<std::string> upstreams;   // --upstream https://[user:pass@]HOST:PORT (repeatable)
-  std::string cacert;                   // --cacert FILE
-  bool insecure = false;                // --insecure (explicit only)
-  std::optional<uint32_t> concurrency;  // --concurrency N
-  std::optional<std::string> log_level; // --log-level LEVEL
+  bool validate = false;                 // --validate: check config, print every problem, exit 0/1
+  std::string config_path;               // -c / --config FILE
+  std::optional<std::string> listen;     // --listen HOST:PORT
+  std::optional<std::string> admin;      // --admin HOST:PORT
+  std::vector<std::string> upstreams;    // --upstream https://[user:pass@]HOST:PORT (repeatable)
+  std::string cacert;                    // --cacert FILE
+  bool insecure = false;                 // --insecure (explicit only)
+  std::optional<uint32_t> concurrency;   // --concurrency N
+  std::optional<std::string> log_level;  // --log-level LEVEL
 };
 
 struct ParseResult {
@@ -40,7 +40,8 @@ std::string usage();  // --help text
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
 // of flag-made clusters). `upstream_env` is $H2GATE_UPSTREAM, used only
 // when neither --upstream nor -c was given. The result is validated.
-config::LoadResult buildBootstrap(const Options& options, const std::optional<std::string>& upstream_env);
+config::LoadResult buildBootstrap(const Options& options,
+                                  const std::optional<std::string>& upstream_env);
 
 // Parses "https://[user:pass@]host:port" (port defaults to 443) into a
 // cluster with TLS; "http://host[:port]" (default 80) gives a plain-TCP

@@ -53,14 +53,14 @@ struct ResponseHead {
 // How a request ended, for logs and metrics (bounded set).
 enum class Result {
   Ok,
-  Rejected,          // a filter said no
-  BadRequest,        // the app sent something we could not accept
+  Rejected,    // a filter said no
+  BadRequest,  // the app sent something we could not accept
   DnsFailed,
-  ConnectFailed,     // refused, unreachable, reset during connect
+  ConnectFailed,  // refused, unreachable, reset during connect
   ConnectTimeout,
-  UpstreamReset,     // upstream reset or broke mid-transfer
-  DownstreamReset,   // the app went away mid-transfer
-  Drained,           // cut by shutdown after the drain timeout
+  UpstreamReset,    // upstream reset or broke mid-transfer
+  DownstreamReset,  // the app went away mid-transfer
+  Drained,          // cut by shutdown after the drain timeout
 };
 std::string_view resultName(Result r);
 
@@ -78,8 +78,8 @@ struct StreamInfo {
   std::string cluster;  // empty: direct
   bool route_set = false;
 
-  int status = 0;  // status returned to the app (200 for an established tunnel)
-  std::string reason;  // why it failed, for logs and error bodies
+  int status = 0;           // status returned to the app (200 for an established tunnel)
+  std::string reason;       // why it failed, for logs and error bodies
   uint64_t bytes_up = 0;    // app → upstream (request body / tunnel bytes)
   uint64_t bytes_down = 0;  // upstream → app
   std::string upstream;     // address actually connected to
