@@ -97,7 +97,13 @@ void Connector::handshake() {
                                 "TLS handshake with proxy " + self->peer_ + " failed: " + why);
         }
         ConnectOutcome out;
-        out.alpn = net::TlsContext::selectedAlpn(self->stream_->native_handle());
+        SSL* ssl = self->stream_->native_handle();
+        out.alpn = net::TlsContext::selectedAlpn(ssl);
+        H2G_LOG(Debug, self->conn_id_, 0,
+                "TLS with proxy " << self->peer_ << ": " << SSL_get_version(ssl)
+                                  << (SSL_session_reused(ssl) ? ", session resumed"
+                                                              : ", full handshake")
+                                  << ", ALPN " << (out.alpn.empty() ? "none" : out.alpn));
         out.peer = self->peer_;
         out.transport = std::make_unique<Transport>(std::move(self->stream_));
         self->finish(std::move(out));

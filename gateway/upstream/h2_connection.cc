@@ -317,10 +317,7 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
     fields.emplace_back(":authority", authority);
   } else {
     fields.emplace_back(":scheme", "http");
-    fields.emplace_back(":authority", head.port == 80 ? head.host.find(':') != std::string::npos
-                                                            ? "[" + head.host + "]"
-                                                            : head.host
-                                                      : authority);
+    fields.emplace_back(":authority", authority);
     fields.emplace_back(":path", head.path);
     if (head.framing == BodyFraming::ContentLength)
       fields.emplace_back("content-length", std::to_string(head.content_length));
