@@ -59,6 +59,8 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   const std::string& peer() const { return peer_; }
   const config::Cluster& cluster() const { return cluster_; }
   asio::any_io_executor executor() { return transport_->socket().get_executor(); }
+  // The pool is going away: no more Owner calls.
+  void detachOwner() { owner_ = nullptr; }
   // Tears the connection down; every stream gets onReset/onFailed.
   void close(const std::string& reason);
 

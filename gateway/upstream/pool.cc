@@ -47,6 +47,11 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     waiting_ = false;
     timer_.cancel();
     info_->protocol = "http1";
+    if (peer.empty()) {
+      asio::error_code ec;
+      const auto ep = transport->socket().remote_endpoint(ec);
+      if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
     info_->upstream = std::move(peer);
     const RequestHead& h = *head_;
     std::string bytes;
@@ -113,6 +118,8 @@ UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
 
 UpstreamPool::~UpstreamPool() {
   for (auto& c : connecting_) c->cancel();
+  // Streams may keep connections alive a little longer than the pool.
+  for (auto& c : h2_) c->detachOwner();
 }
 
 config::Duration UpstreamPool::queueTimeout() const {
