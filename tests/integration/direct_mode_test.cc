@@ -3,6 +3,7 @@
 // the access log.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -249,4 +250,65 @@ TEST_CASE("25 requests on one connection, one access log line each", "[direct]")
     CHECK(log[i].num("bytes_down") == wants[i].down);
     CHECK(log[i].get("result") == "ok");
   }
+}
+
+TEST_CASE("origin response framings reach the app intact", "[direct]") {
+  DirectEnv env;
+  const std::string origin = "127.0.0.1:" + port(env.nginx.sinkPort());
+  auto c = std::make_unique<RawConnection>(env.gate.port());
+  // Chunked from the origin, then a close-delimited body (no length, no
+  // chunks): both must arrive whole. h2gate may re-chunk the latter (the app
+  // connection stays usable) or pass it on close-delimited (then it closes).
+  for (const std::string path : {"/chunked/300000", "/close/300000", "/chunked/1"}) {
+    INFO(path);
+    REQUIRE(c->send("GET http://" + origin + path + " HTTP/1.1\r\nHost: " + origin + "\r\n\r\n"));
+    auto r = c->readResponse(milliseconds(10000));
+    REQUIRE(r.status == 200);
+    CHECK(r.body_complete);
+    size_t n = std::stoul(path.substr(path.rfind('/') + 1));
+    CHECK(r.body.size() == n);
+    CHECK(r.body == patternBytes(n));
+    if (!r.hasHeader("Content-Length") && !r.hasHeader("Transfer-Encoding")) {
+      CHECK(c->eof());
+      c = std::make_unique<RawConnection>(env.gate.port());
+    }
+  }
+  auto log = env.gate.waitForAccessLog(3);
+  REQUIRE(log.size() == 3);
+  CHECK(log[1].num("bytes_down") == 300000);
+}
+
+TEST_CASE("pipelined requests are answered in order", "[direct]") {
+  DirectEnv env;
+  const std::string origin = "127.0.0.1:" + port(env.nginx.sinkPort());
+  RawConnection c(env.gate.port());
+  std::string all;
+  for (int i = 0; i < 3; ++i)
+    all += "GET http://" + origin + "/p" + std::to_string(i) + " HTTP/1.1\r\nHost: " + origin +
+           "\r\n\r\n";
+  REQUIRE(c.send(all));
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.readResponse(milliseconds(5000));
+    REQUIRE(r.status == 200);
+    CHECK(r.body.rfind("GET /p" + std::to_string(i) + " HTTP/1.1\n", 0) == 0);
+  }
+}
+
+TEST_CASE("an HTTP/1.0 app gets a complete close-delimited body", "[direct]") {
+  DirectEnv env;
+  const TestFile& f = testFile("1m");
+  auto r = env.curl(
+      {"--http1.0", "-o", env.out.file("a"), "-w", "%{http_code}", env.nginx.httpUrl("/1m")});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "200");
+  CHECK(sha256File(env.out.file("a")) == f.sha256);
+  // A chunked origin response must not reach an HTTP/1.0 app chunked.
+  const std::string origin = "127.0.0.1:" + port(env.nginx.sinkPort());
+  RawConnection c(env.gate.port());
+  REQUIRE(c.send("GET http://" + origin + "/chunked/100000 HTTP/1.0\r\n\r\n"));
+  auto resp = c.readResponse(milliseconds(10000));
+  REQUIRE(resp.status == 200);
+  CHECK_FALSE(resp.hasHeader("Transfer-Encoding"));
+  CHECK(resp.body == patternBytes(100000));
+  CHECK(c.eof());
 }

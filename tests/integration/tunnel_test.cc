@@ -103,8 +103,7 @@ TEST_CASE("tunnel carries bytes both ways unchanged", "[direct][tunnel]") {
   H2gate gate(gateOptions());
   TcpServer server(TcpServer::echo());
   auto c = openTunnel(gate, server.port());
-  std::string data;
-  for (int i = 0; i < 300000; ++i) data += static_cast<char>(i * 7 + i / 251);
+  const std::string data = patternBytes(300000);
   std::thread writer([&] { c->send(data, milliseconds(20000)); });
   std::string back = c->readExactly(data.size(), milliseconds(20000));
   writer.join();

@@ -4,9 +4,14 @@
   POST/PUT <any path>  reads the body (Content-Length or chunked) and answers
                        200 "<sha256hex> <length>\n", with X-Sink-Framing set to
                        "chunked", "content-length" or "none".
-  GET <any path>       answers 200 with the request line and the request
+  GET /chunked/N       N bytes of pattern data with Transfer-Encoding: chunked
+                       (chunks of up to 64 KiB)
+  GET /close/N         N bytes of pattern data with neither Content-Length nor
+                       chunking: the body ends when the server closes
+  GET <other path>     answers 200 with the request line and the request
                        headers exactly as received, one per line (for checking
                        what a proxy forwarded).
+Pattern data: byte i is (i * 7 + i // 251) % 256.
 
 Usage: upload_sink.py [--port N]   (0 = ephemeral). Prints
 "upload_sink listening on 127.0.0.1:PORT" once bound.
@@ -76,11 +81,36 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_PUT = do_POST
 
     def do_GET(self):
+        parts = self.path.split("/")
+        if len(parts) == 3 and parts[1] in ("chunked", "close") and parts[2].isdigit():
+            return self._pattern(parts[1], int(parts[2]))
         lines = [self.requestline]
         lines += ["%s: %s" % (k, v) for k, v in self.headers.items()]
         self._reply("\n".join(lines) + "\n")
 
     do_HEAD = do_GET
+
+    def _pattern(self, mode, n):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        if mode == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        for start in range(0, n, 65536):
+            data = pattern(start, min(n, start + 65536))
+            if mode == "chunked":
+                self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+            else:
+                self.wfile.write(data)
+        if mode == "chunked":
+            self.wfile.write(b"0\r\n\r\n")
+
+
+def pattern(start, end):
+    return bytes((i * 7 + i // 251) % 256 for i in range(start, end))
 
 
 class Server(http.server.ThreadingHTTPServer):

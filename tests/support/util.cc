@@ -77,6 +77,12 @@ std::string regexEscape(const std::string& text) {
   return out;
 }
 
+std::string patternBytes(size_t n) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>((i * 7 + i / 251) % 256);
+  return out;
+}
+
 std::string sha256Hex(const std::string& data) {
   Sha256 h;
   h.update(data.data(), data.size());

@@ -26,6 +26,11 @@ std::string sha256Hex(const std::string& data);
 // "" when the file cannot be read.
 std::string sha256File(const std::string& path);
 
+// The upload sink's pattern data (GET /chunked/N, /close/N): byte i is
+// (i * 7 + i / 251) % 256. Not periodic with any small period, so shifted or
+// dropped bytes change it.
+std::string patternBytes(size_t n);
+
 // Random files shared by every test of one test-binary run, in one directory
 // (an nginx root): "1k" (1 KiB), "1m" (1 MiB), "10m" (10 MiB), "64m" (64 MiB).
 // Each is generated on first use and its SHA-256 cached.
