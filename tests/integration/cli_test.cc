@@ -13,7 +13,7 @@ using std::chrono::milliseconds;
 namespace {
 
 CommandResult runH2gate(std::vector<std::string> args) {
-  args.insert(args.begin(), H2GATE_BINARY);
+  args.insert(args.begin(), H2gate::binaryPath(H2GATE_BINARY));
   return runCommand(args, milliseconds(10000));
 }
 

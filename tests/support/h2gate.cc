@@ -113,6 +113,7 @@ std::optional<std::map<std::string, std::string>> parseJsonObject(const std::str
 }
 
 std::string H2gate::binaryPath(const std::string& configured) {
+  if (const char* env = std::getenv("H2GATE_TEST_BINARY"); env && *env) return env;
   if (!configured.empty()) return configured;
   if (const char* env = std::getenv("H2GATE_BINARY"); env && *env) return env;
   return "h2gate";

@@ -33,7 +33,10 @@ std::optional<std::map<std::string, std::string>> parseJsonObject(const std::str
 class H2gate {
  public:
   struct Options {
-    std::string binary;  // empty: $H2GATE_BINARY, else "h2gate" from PATH
+    // $H2GATE_TEST_BINARY, when set, wins (to run the suite against another
+    // build or an installed h2gate); else this; else $H2GATE_BINARY; else
+    // "h2gate" from PATH.
+    std::string binary;
     // YAML config written to <dir>/h2gate.yaml and passed with -c. Empty: no -c.
     std::string yaml;
     // Used when `yaml` is empty and `args` is empty:
