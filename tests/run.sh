@@ -129,12 +129,17 @@ stage_fuzz() {
         break
       fi
     done
+    rm -f "$artifacts/$name-"*
     echo "fuzzing $name for ${FUZZ_SECONDS}s ($(find "$work/corpus" -type f | wc -l) seeds)"
     one=0
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
       timed "$t" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || one=$?
-    tail -n 60 "$work/log"
+    if ((one)); then
+      tail -n 300 "$work/log"
+    else
+      tail -n 12 "$work/log"
+    fi
     if ((one)); then
       rc=1
       note fuzz "$name FAILED (exit $one, reproducer in $artifacts/)"
