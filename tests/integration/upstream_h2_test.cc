@@ -1,0 +1,495 @@
+// h2gate in front of an HTTPS proxy that speaks h2: the app (curl) talks
+// HTTP/1.1 to h2gate, h2gate multiplexes its tunnels as streams over TLS to
+// nghttpx (http2-proxy), which hands them to squid (plain HTTP proxy), which
+// reaches the nginx origin. Everything runs on loopback with ephemeral ports.
+#include <catch2/catch.hpp>
+
+#include <openssl/evp.h>
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/h2gate.h"
+#include "tests/support/net.h"
+#include "tests/support/origin.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_ca.h"
+#include "tests/support/upstream_proxies.h"
+#include "tests/support/util.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string str(uint64_t n) {
+  return std::to_string(n);
+}
+
+std::string join(const std::set<std::string>& s) {
+  std::string out;
+  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
+  return out;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string base64(const std::string& in) {
+  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(in.data()),
+                                static_cast<int>(in.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+uint64_t fileSize(const std::string& path) {
+  std::error_code ec;
+  auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
+struct H2EnvOptions {
+  uint32_t nghttpx_streams = 100;
+  uint32_t window_size = 0;
+  uint32_t connection_window_size = 0;
+  bool squid_auth = false;
+  std::string password = "s3cret";
+};
+
+// The nghttpx → squid → nginx chain, with h2gate started by the test.
+struct H2Env {
+  using Options = H2EnvOptions;
+
+  explicit H2Env(Options o = {})
+      : options(std::move(o)),
+        nginx(nginxOptions(ca)),
+        squid(squidOptions(options)),
+        nghttpx(nghttpxOptions(options, ca, squid.httpPort())) {}
+
+  static Nginx::Options nginxOptions(TestCA& ca) {
+    Nginx::Options n;
+    n.ca = &ca;
+    return n;
+  }
+  static Squid::Options squidOptions(const Options& o) {
+    Squid::Options s;
+    s.auth = o.squid_auth;
+    s.password = o.password;
+    return s;
+  }
+  static Nghttpx::Options nghttpxOptions(const Options& o, TestCA& ca, uint16_t backend) {
+    Nghttpx::Options n;
+    n.ca = &ca;
+    n.backend_port = backend;
+    n.max_concurrent_streams = o.nghttpx_streams;
+    n.window_size = o.window_size;
+    n.connection_window_size = o.connection_window_size;
+    return n;
+  }
+
+  // h2gate with --upstream (flags only). Waits for the pre-connected h2
+  // connection unless `wait_connected` is false.
+  H2gate& startGate(const std::string& upstream_url = "", const std::string& cacert = "",
+                    bool wait_connected = true) {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.args = {"--listen",    "127.0.0.1:0",
+              "--admin",     "127.0.0.1:0",
+              "--log-level", "debug",
+              "--upstream",  upstream_url.empty() ? nghttpx.url() : upstream_url,
+              "--cacert",    cacert.empty() ? ca.caCertPath() : cacert};
+    gate = std::make_unique<H2gate>(std::move(o));
+    if (wait_connected) waitConnected();
+    return *gate;
+  }
+
+  // h2gate with a YAML config (cluster "proxy" → nghttpx).
+  H2gate& startGateYaml(const std::vector<std::string>& http2_options) {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = upstreamModeYaml(nghttpx.port(), ca.caCertPath(), http2_options);
+    o.args = {"--log-level", "debug"};
+    gate = std::make_unique<H2gate>(std::move(o));
+    waitConnected();
+    return *gate;
+  }
+
+  void waitConnected() {
+    INFO(gate->process().logTail());
+    REQUIRE(gate->process().waitForLog(
+        "proxy 127\\.0\\.0\\.1:" + str(nghttpx.port()) + " negotiated h2", milliseconds(10000)));
+  }
+
+  // curl through h2gate: -sS -x h2gate --cacert <origin CA> --max-time.
+  CommandResult curl(std::vector<std::string> args, milliseconds timeout = milliseconds(120000)) {
+    std::vector<std::string> all{
+        "-sS",           "-x",         gate->proxyUrl(),           "--cacert",
+        ca.caCertPath(), "--max-time", str(timeout.count() / 1000)};
+    all.insert(all.end(), args.begin(), args.end());
+    return runCurl(all, timeout + milliseconds(5000));
+  }
+
+  // Parallel downloads of `path` over CONNECT (https) into out/<tag><i>;
+  // REQUIREs success, CHECKs every file. Returns the wall time in seconds.
+  double parallelDownloads(int n, const std::string& path, const std::string& sha256, uint64_t size,
+                           const std::string& tag) {
+    std::vector<std::string> args{"--parallel",
+                                  "--parallel-max",
+                                  str(n),
+                                  "--http1.1",
+                                  "--parallel-immediate",
+                                  "-w",
+                                  "%{http_code} %{size_download}\\n"};
+    for (int i = 0; i < n; ++i) {
+      args.insert(args.end(),
+                  {"-o", out.file(tag + str(i)), nginx.httpsUrl(path + "?" + tag + str(i))});
+    }
+    const auto start = Clock::now();
+    auto r = curl(args, milliseconds(180000));
+    const double elapsed = secondsSince(start);
+    INFO("curl stderr: " << r.err << "\n" << gate->process().logTail(20));
+    REQUIRE(r.exit_code == 0);
+    CHECK(countOccurrences(r.out, "200 " + str(size) + "\n") == static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      INFO("transfer " << tag << i);
+      CHECK(sha256File(out.file(tag + str(i))) == sha256);
+    }
+    return elapsed;
+  }
+
+  size_t gateConnections() const { return countOccurrences(gate->stderrText(), ") established"); }
+
+  // Declaration order is construction order; destruction runs backwards:
+  // h2gate stops first, then the proxies, then the origin and the files.
+  Options options;
+  TempDir work{"upstream-h2"};
+  TestCA ca{work.path().string()};
+  Nginx nginx;
+  Squid squid;
+  Nghttpx nghttpx;
+  TempDir out{"out"};
+  std::unique_ptr<H2gate> gate;
+};
+
+}  // namespace
+
+TEST_CASE("h2: 50 parallel 20 MiB tunnels share one TLS connection to the proxy",
+          "[upstream][h2]") {
+  H2Env env;
+  env.startGate();
+  const SizedFile& f = sizedTestFile("20m", 20 << 20);
+  const double secs = env.parallelDownloads(50, "/20m", f.sha256, f.size, "t");
+  std::cout << "[figures] 50 x 20 MiB through h2gate -> nghttpx -> squid: " << secs << " s\n";
+
+  auto lines = env.nghttpx.waitForAccessLines(50, "CONNECT", milliseconds(10000));
+  CHECK(lines.size() == 50);
+  const auto clients = env.nghttpx.clients("CONNECT");
+  INFO("nghttpx client connections: " << join(clients));
+  CHECK(clients.size() == 1);
+  for (const auto& line : lines) CHECK(line.find(" h2 \"CONNECT ") != std::string::npos);
+
+  auto log = env.gate->waitForAccessLog(50);
+  REQUIRE(log.size() == 50);
+  for (const auto& e : log) {
+    INFO(e.line);
+    CHECK(e.get("method") == "CONNECT");
+    CHECK(e.num("status") == 200);
+    CHECK(e.get("protocol") == "h2");
+    CHECK(e.get("upstream") == "127.0.0.1:" + str(env.nghttpx.port()));
+  }
+  CHECK(env.gateConnections() == 1);
+}
+
+TEST_CASE("h2: max_concurrent_streams 10 puts 25 tunnels on exactly 3 connections",
+          "[upstream][h2]") {
+  H2Env env;
+  env.startGateYaml({"max_concurrent_streams: 10"});
+  // /slow/ serves at 512 KiB/s: each 1 MiB tunnel lasts ~2 s, so all 25 overlap.
+  const TestFile& f = testFile("1m");
+  env.parallelDownloads(25, "/slow/1m", f.sha256, f.size, "s");
+
+  auto lines = env.nghttpx.waitForAccessLines(25, "CONNECT", milliseconds(10000));
+  CHECK(lines.size() == 25);
+  const auto clients = env.nghttpx.clients("CONNECT");
+  INFO("nghttpx client connections: " << join(clients));
+  CHECK(clients.size() == 3);
+  CHECK(env.gateConnections() == 3);
+  auto log = env.gate->waitForAccessLog(25);
+  CHECK(log.size() == 25);
+  for (const auto& e : log) CHECK(e.get("result") == "ok");
+}
+
+TEST_CASE("h2: 10 parallel 32 MiB uploads arrive intact (CONNECT and absolute-form)",
+          "[upstream][h2][upload]") {
+  H2Env::Options o;
+  o.window_size = 16 << 20;
+  o.connection_window_size = 64 << 20;
+  H2Env env(o);
+  env.startGate();
+  const SizedFile& f = sizedTestFile("32m", 32 << 20);
+  const std::string want = f.sha256 + " " + str(f.size) + "\n";
+
+  auto kind = GENERATE(as<std::string>{}, "connect", "absolute-form");
+  INFO(kind);
+  std::vector<std::string> args{"--parallel", "--parallel-max", "10", "--parallel-immediate",
+                                "--http1.1"};
+  for (int i = 0; i < 10; ++i) {
+    const std::string url = kind == "connect" ? env.nginx.httpsUrl("/upload/" + str(i))
+                                              : env.nginx.httpUrl("/upload/" + str(i));
+    args.insert(args.end(), {"-T", f.path, "-X", "POST", "-o", env.out.file("u" + str(i)), url});
+  }
+  const auto start = Clock::now();
+  auto r = env.curl(args, milliseconds(180000));
+  std::cout << "[figures] 10 x 32 MiB uploads (" << kind << "): " << secondsSince(start) << " s\n";
+  INFO("curl stderr: " << r.err << "\n" << env.gate->process().logTail(20));
+  REQUIRE(r.exit_code == 0);
+  for (int i = 0; i < 10; ++i) {
+    INFO("upload " << i);
+    CHECK(readFile(env.out.file("u" + str(i))) == want);
+  }
+  auto log = env.gate->waitForAccessLog(10);
+  REQUIRE(log.size() == 10);
+  for (const auto& e : log) {
+    INFO(e.line);
+    CHECK(e.get("protocol") == "h2");
+    CHECK(e.num("status") == 200);
+    CHECK(e.num("bytes_up") >= static_cast<long long>(f.size));
+  }
+  CHECK(env.nghttpx.clients().size() == 1);
+}
+
+TEST_CASE("h2: a slow reader slows only its own tunnel, and memory stays bounded",
+          "[upstream][h2][slow]") {
+  H2Env env;
+  H2gate& gate = env.startGate();
+  const SizedFile& f = sizedTestFile("50m", 50 << 20);
+  const TestFile& big = testFile("64m");
+
+  const double baseline = env.parallelDownloads(10, "/50m", f.sha256, f.size, "a");
+  const long hwm_baseline = procStatusKiB(gate.process().pid(), "VmHWM");
+
+  const std::string slow_out = env.out.file("slow");
+  auto slow = startCurl({"-sS", "-x", gate.proxyUrl(), "--cacert", env.ca.caCertPath(),
+                         "--limit-rate", "100k", "-o", slow_out, env.nginx.httpsUrl("/64m")},
+                        env.out.path().string(), "slow-curl");
+  // Let its tunnel fill every buffer on the way (socket buffers, the stream
+  // window) before the fast ones start.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (fileSize(slow_out) < 200 * 1024 && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(50));
+  REQUIRE(fileSize(slow_out) >= 200 * 1024);
+  std::this_thread::sleep_for(milliseconds(1500));
+
+  const double with_slow = env.parallelDownloads(10, "/50m", f.sha256, f.size, "b");
+  const long hwm = procStatusKiB(gate.process().pid(), "VmHWM");
+  const long rss = procStatusKiB(gate.process().pid(), "VmRSS");
+  const uint64_t slow_bytes = fileSize(slow_out);
+  CHECK(slow->running());  // still reading, slowly
+  slow->stop(milliseconds(2000));
+
+  std::cout << "[figures] slow reader: 10 x 50 MiB alone " << baseline << " s, beside a "
+            << "100 KiB/s reader " << with_slow << " s; slow reader got " << slow_bytes << " of "
+            << big.size << " bytes; h2gate VmHWM " << hwm_baseline / 1024.0
+            << " MiB after the baseline, " << hwm / 1024.0 << " MiB at the end (VmRSS "
+            << rss / 1024.0 << " MiB)\n";
+  CHECK(with_slow < 3 * baseline + 5);
+  CHECK(hwm > 0);
+  CHECK(hwm < 64 * 1024);
+  CHECK(slow_bytes < big.size);
+}
+
+TEST_CASE("h2: 3,000 short tunnels through one nghttpx without GOAWAY", "[upstream][h2][churn]") {
+  H2Env env;
+  H2gate& gate = env.startGate();
+  constexpr int kTunnels = 3000;
+  // One curl, 10 at a time; "Connection: close" makes nginx end every
+  // tunnel after one response, so each request needs a CONNECT of its own.
+  std::string config;
+  for (int i = 0; i < kTunnels; ++i)
+    config += "url = \"" + env.nginx.httpUrl("/1k?" + str(i)) + "\"\noutput = \"/dev/null\"\n";
+  const std::string config_path = env.out.write("urls.curlrc", config);
+  const auto start = Clock::now();
+  auto r = env.curl({"-p", "--parallel", "--parallel-max", "10", "-H", "Connection: close", "-w",
+                     "%{http_code} %{size_download}\\n", "-K", config_path},
+                    milliseconds(90000));
+  const double secs = secondsSince(start);
+  std::cout << "[figures] " << kTunnels << " short tunnels: " << secs << " s\n";
+  INFO("curl stderr: " << r.err.substr(0, 2000) << "\n" << gate.process().logTail(20));
+  CHECK(r.exit_code == 0);
+  CHECK(countOccurrences(r.out, "200 1024\n") == static_cast<size_t>(kTunnels));
+  CHECK(secs < 60);
+
+  auto lines = env.nghttpx.waitForAccessLines(kTunnels, "CONNECT", milliseconds(10000));
+  CHECK(lines.size() == static_cast<size_t>(kTunnels));
+  const std::string errors = env.nghttpx.errorLog();
+  INFO("nghttpx error log:\n" << tailLines(errors, 20));
+  CHECK(errors.find("GOAWAY") == std::string::npos);
+  CHECK(errors.find("too many") == std::string::npos);
+  CHECK(errors.find("ENHANCE_YOUR_CALM") == std::string::npos);
+  CHECK(gate.stderrText().find("GOAWAY") == std::string::npos);
+  const auto clients = env.nghttpx.clients("CONNECT");
+  INFO("nghttpx client connections: " << join(clients));
+  CHECK(clients.size() == 1);
+  CHECK(env.gateConnections() == 1);
+}
+
+TEST_CASE("h2: the proxy's 407 reaches the app; credentials in --upstream are sent",
+          "[upstream][h2][auth]") {
+  H2Env::Options o;
+  o.squid_auth = true;
+  o.password = "Sq1d-h2g-Pa55word";
+  H2Env env(o);
+  const std::string target = "127.0.0.1:" + str(env.nginx.tlsPort());
+
+  {
+    H2gate& gate = env.startGate();
+    RawConnection c(gate.port());
+    REQUIRE(c.send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
+    auto r = c.readResponse(milliseconds(10000));
+    INFO(r.raw << "\n" << gate.process().logTail(20));
+    CHECK(r.status == 407);
+    REQUIRE(r.header("Proxy-Authenticate"));
+    CHECK(r.header("Proxy-Authenticate")->find("Basic realm=\"h2gate-test\"") != std::string::npos);
+
+    RawConnection g(gate.port());
+    const std::string url = env.nginx.httpUrl("/1k");
+    REQUIRE(g.send("GET " + url + " HTTP/1.1\r\nHost: 127.0.0.1:" + str(env.nginx.httpPort()) +
+                   "\r\n\r\n"));
+    auto a = g.readResponse(milliseconds(10000));
+    INFO(a.raw);
+    CHECK(a.status == 407);
+    CHECK(a.hasHeader("Proxy-Authenticate"));
+    env.gate.reset();
+  }
+
+  const std::string upstream =
+      "https://alice:" + o.password + "@127.0.0.1:" + str(env.nghttpx.port());
+  H2gate& gate = env.startGate(upstream);
+  const TestFile& f = testFile("1m");
+  for (const std::string& url : {env.nginx.httpsUrl("/1m"), env.nginx.httpUrl("/1m")}) {
+    INFO(url);
+    auto r = env.curl({"-o", env.out.file("dl"), "-w", "%{http_code}", url});
+    INFO(r.err << "\n" << gate.process().logTail(20));
+    CHECK(r.exit_code == 0);
+    CHECK(r.out == "200");
+    CHECK(sha256File(env.out.file("dl")) == f.sha256);
+  }
+  // Neither the password nor the Basic token carrying it appears in any log.
+  const std::string token = base64("alice:" + o.password);
+  for (const std::string& text : {gate.stderrText(), gate.process().stdoutText()}) {
+    CHECK(text.find(o.password) == std::string::npos);
+    CHECK(text.find(token) == std::string::npos);
+  }
+}
+
+TEST_CASE("h2: a proxy certificate from another CA, or a proxy that is down, gives the app 502",
+          "[upstream][h2][failure]") {
+  SECTION("wrong CA") {
+    H2Env env;
+    TempDir other_dir("other-ca");
+    TestCA other(other_dir.path().string(), "some other CA");
+    H2gate& gate = env.startGate("", other.caCertPath(), /*wait_connected=*/false);
+    const std::string target = "127.0.0.1:" + str(env.nginx.tlsPort());
+    RawConnection c(gate.port());
+    REQUIRE(c.send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
+    auto r = c.readResponse(milliseconds(10000));
+    INFO(r.raw << "\n" << gate.process().logTail(20));
+    CHECK(r.status == 502);
+    CHECK(r.body.find("certificate verify failed") != std::string::npos);
+    CHECK(gate.process().waitForLog(
+        "TLS handshake with proxy 127\\.0\\.0\\.1:" + str(env.nghttpx.port()) +
+            " failed: certificate verify failed",
+        milliseconds(2000)));
+    auto curl = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k")});
+    CHECK(curl.out == "502");
+    CHECK(env.nghttpx.accessLines().empty());
+  }
+  SECTION("proxy down") {
+    const uint16_t closed = freePort();  // nothing listens there
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.args = {"--listen",    "127.0.0.1:0", "--admin",    "127.0.0.1:0",
+              "--log-level", "debug",       "--upstream", "https://127.0.0.1:" + str(closed)};
+    H2gate gate(std::move(o));
+    for (const std::string request :
+         {"CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n",
+          "GET http://127.0.0.1:9/ HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n"}) {
+      const auto start = Clock::now();
+      RawConnection c(gate.port());
+      REQUIRE(c.send(request));
+      auto r = c.readResponse(milliseconds(10000));
+      const double secs = secondsSince(start);
+      INFO(request << r.raw << "\n" << gate.process().logTail(20));
+      CHECK((r.status == 502 || r.status == 503));
+      CHECK(secs < 2.0);
+    }
+  }
+}
+
+TEST_CASE("h2: a second connection to the proxy resumes the TLS session", "[upstream][h2][tls]") {
+  H2Env env;
+  H2gate& gate = env.startGateYaml({"max_concurrent_streams: 1"});
+  // Two overlapping tunnels with one stream per connection: a second
+  // connection must open while the first is busy.
+  const TestFile& f = testFile("1m");
+  env.parallelDownloads(2, "/slow/1m", f.sha256, f.size, "r");
+  CHECK(env.nghttpx.waitForAccessLines(2, "CONNECT", milliseconds(5000)).size() == 2);
+  CHECK(env.nghttpx.clients("CONNECT").size() == 2);
+  const std::string log = gate.stderrText();
+  const std::string prefix = "TLS with proxy 127\\.0\\.0\\.1:" + str(env.nghttpx.port()) + ": ";
+  INFO(log);
+  CHECK(regexSearch(log, prefix + "TLSv1\\.3, full handshake, ALPN h2"));
+  CHECK(regexSearch(log, prefix + "TLSv1\\.[23], session resumed, ALPN h2"));
+}
+
+TEST_CASE("h2: a tunnel ends when the app closes its connection", "[upstream][h2][close]") {
+  H2Env env;
+  H2gate& gate = env.startGate();
+  const TestFile& f = testFile("1m");
+  // One transfer per curl run: curl closes its socket without a TLS
+  // close_notify, and nginx keeps the inner connection alive (120 s), so only
+  // h2gate's reaction to the app's close can end the tunnel.
+  auto r = env.curl({"-o", env.out.file("dl"), "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "200");
+  CHECK(sha256File(env.out.file("dl")) == f.sha256);
+  {
+    // The access log line is written when the tunnel ends.
+    auto log = gate.waitForAccessLog(1, milliseconds(3000));
+    INFO(gate.process().logTail(10));
+    CHECK(log.size() == 1);
+    for (const auto& e : log) {
+      CHECK(e.get("method") == "CONNECT");
+      CHECK(e.get("result") == "ok");
+    }
+    CHECK(env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(3000)).size() == 1);
+  }
+  // What users notice when tunnels outlive their apps: streams pile up
+  // against the proxy's SETTINGS_MAX_CONCURRENT_STREAMS (100 for nghttpx),
+  // h2gate opens more connections, and at max_connections apps get 503.
+  // 120 tunnels one after the other must stay on one connection.
+  const auto start = Clock::now();
+  int ok = 0;
+  for (int i = 0; i < 120; ++i) {
+    auto k = env.curl(
+        {"-p", "-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k?" + str(i))});
+    if (k.exit_code == 0 && k.out == "200") ++ok;
+  }
+  std::cout << "[figures] 120 sequential single-transfer tunnels: " << secondsSince(start)
+            << " s\n";
+  CHECK(ok == 120);
+  auto log = gate.waitForAccessLog(121, milliseconds(3000));
+  CHECK(log.size() == 121);
+  CHECK(env.gateConnections() == 1);
+  CHECK(establishedTo(env.nghttpx.port()) == 1);
+}
