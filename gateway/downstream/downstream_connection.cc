@@ -37,7 +37,8 @@ DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
       upstreams_(upstreams),
       id_(id),
       on_close_(std::move(on_close)),
-      idle_timer_(socket_.get_executor()) {}
+      idle_timer_(socket_.get_executor()),
+      half_close_timer_(socket_.get_executor()) {}
 
 DownstreamConnection::~DownstreamConnection() {
   H2G_LOG(Trace, id_, 0, "connection object destroyed");
@@ -259,6 +260,7 @@ void DownstreamConnection::pumpTunnel() {
     sending_up_ = true;
     const std::string_view bytes(in_.data() + in_begin_, in_end_ - in_begin_);
     info_.bytes_up += bytes.size();
+    touchTunnel();
     tunnel_->send(bytes, [self = shared_from_this()] {
       self->sending_up_ = false;
       self->in_begin_ = self->in_end_ = 0;
@@ -328,6 +330,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
 void DownstreamConnection::onResponseData(std::string_view data, upstream::Done done) {
   if (state_ == State::Closed) return;
   info_.bytes_down += data.size();
+  if (state_ == State::Tunnel) touchTunnel();
   if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
     write({data}, std::move(done));
     return;
@@ -369,7 +372,39 @@ void DownstreamConnection::onReset(Result result, std::string reason) {
 }
 
 void DownstreamConnection::maybeFinishTunnel() {
-  if (state_ == State::Tunnel && request_done_ && response_done_) closeAfterWrites();
+  if (state_ != State::Tunnel) return;
+  if (request_done_ && response_done_) {
+    half_close_timer_.cancel();
+    closeAfterWrites();
+  } else if (request_done_ || response_done_) {
+    armHalfCloseTimer();
+  }
+}
+
+void DownstreamConnection::armHalfCloseTimer() {
+  if (half_close_armed_) return;
+  half_close_armed_ = true;
+  touchTunnel();
+  waitHalfClose(listener_.tunnel_half_close_timeout);
+}
+
+void DownstreamConnection::waitHalfClose(config::Duration wait) {
+  half_close_timer_.expires_after(wait);
+  half_close_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
+    if (ec || self->state_ != State::Tunnel) return;
+    const config::Duration limit = self->listener_.tunnel_half_close_timeout;
+    const auto idle = std::chrono::steady_clock::now() - self->last_tunnel_activity_;
+    if (idle < limit) return self->waitHalfClose(limit - idle);  // bytes still flow
+    H2G_LOG(Debug, self->id_, self->requests_,
+            "tunnel half-closed and silent for " << std::chrono::duration<double>(limit).count()
+                                                 << "s: closing it");
+    // Not a failure: one side said it was done, the other had nothing more.
+    // Marking both directions done keeps close() from calling it a reset;
+    // the upstream side still sees a cancel, since its stream never ended.
+    self->info_.reason = "closed after the half-close timeout";
+    self->request_done_ = self->response_done_ = true;
+    self->closeAfterWrites();
+  });
 }
 
 void DownstreamConnection::nextRequest() {
@@ -544,6 +579,7 @@ void DownstreamConnection::close(bool abortive) {
   finishRequest();
   setState(State::Closed);
   idle_timer_.cancel();
+  half_close_timer_.cancel();
   if (tunnel_) {
     tunnel_->abort();
     tunnel_.reset();

@@ -68,6 +68,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // Replies with an error of our own and closes after writing it.
   void replyError(int status, Result result, std::string reason);
   void maybeFinishTunnel();
+  // One direction of a tunnel ended: watch the other for silence.
+  void armHalfCloseTimer();
+  void waitHalfClose(config::Duration wait);
+  void touchTunnel() { last_tunnel_activity_ = std::chrono::steady_clock::now(); }
   void armIdleTimer();
   void close(bool abortive);
 
@@ -86,6 +90,9 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   const uint64_t id_;
   CloseHook on_close_;
   asio::steady_timer idle_timer_;
+  asio::steady_timer half_close_timer_;
+  std::chrono::steady_clock::time_point last_tunnel_activity_{};
+  bool half_close_armed_ = false;
   State state_ = State::ReadingHead;
   std::string peer_;
 

@@ -21,6 +21,12 @@ struct ListenerContext {
   // An app connection that sends nothing for this long between requests is
   // closed; one stuck in the middle of a request head gets 408.
   config::Duration idle_timeout{std::chrono::seconds(60)};
+  // A tunnel one side of which has finished (FIN / END_STREAM) is closed
+  // when the other side stays silent this long (HAProxy's client-fin /
+  // server-fin). Needed because proxies such as nghttpx do not pass an
+  // END_STREAM on to the destination, so without it a tunnel whose app has
+  // gone lives until the destination's own idle timeout, holding a stream.
+  config::Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
 };
 
 }  // namespace h2gate::downstream

@@ -36,11 +36,13 @@ class Transport {
     else
       asio::async_write(*plain_, b, std::forward<Handler>(h));
   }
-  // Half-close our direction: TLS close_notify is not sent (it would end the
-  // peer's reading of the whole connection); plain TCP gets a FIN.
+  // Half-close our direction with a TCP FIN, under TLS too. (A close_notify
+  // would need asio's shutdown operation, which also waits to read the
+  // peer's, clashing with the read that is always pending.) HTTP/1.1 proxies
+  // such as squid end the tunnel on it, which is what an app's FIN means.
   void shutdownSend() {
     asio::error_code ec;
-    if (!tls_) plain_->shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+    socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   }
   void close() {
     asio::error_code ec;
