@@ -134,7 +134,8 @@ stage_fuzz() {
     one=0
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
       UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-      timed "$t" "${args[@]}" "$work/corpus" >"$work/log" 2>&1 || one=$?
+      timed timeout --kill-after=30 $((FUZZ_SECONDS + 300)) "$t" "${args[@]}" "$work/corpus" \
+      >"$work/log" 2>&1 || one=$?
     if ((one)); then
       tail -n 300 "$work/log"
     else
