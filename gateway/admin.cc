@@ -97,7 +97,7 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
 }  // namespace
 
 Admin::Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, StatusFn status)
-    : io_(io), endpoint_(endpoint), acceptor_(io), status_(std::move(status)) {}
+    : endpoint_(endpoint), acceptor_(io), status_(std::move(status)) {}
 
 std::string Admin::start() {
   asio::error_code ec;

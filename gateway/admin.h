@@ -29,7 +29,6 @@ class Admin {
 
  private:
   void accept();
-  asio::io_context& io_;
   asio::ip::tcp::endpoint endpoint_;
   asio::ip::tcp::acceptor acceptor_;
   StatusFn status_;

@@ -165,6 +165,8 @@ void Http1Exchange::onRead(size_t n) {
       }
       response_started_ = true;
       if (kind_ == Kind::ProxyConnect && r.status / 100 == 2) {
+        H2G_LOG(Debug, conn_id_, stream_id_,
+                "proxy " << info_->upstream << " opened the tunnel: " << r.status);
         tunnel_ = true;
         ResponseHead ok = r;
         callbacks_->onResponseHead(std::move(ok));
@@ -243,12 +245,14 @@ void Http1Exchange::onEof() {
 }
 
 void Http1Exchange::fail(int status, Result result, std::string reason) {
+  H2G_LOG(Debug, conn_id_, stream_id_, "http/1.1 exchange failed: " << reason);
   TunnelCallbacks* cb = callbacks_;
   abort();
   if (cb) cb->onFailed(status, result, std::move(reason));
 }
 
 void Http1Exchange::reset(Result result, std::string reason) {
+  H2G_LOG(Debug, conn_id_, stream_id_, "http/1.1 exchange broken: " << reason);
   TunnelCallbacks* cb = callbacks_;
   abort();
   if (cb) cb->onReset(result, std::move(reason));
