@@ -52,6 +52,11 @@ struct Listener {
   // HTTP/1 request-head limits (Envoy: max_request_headers_kb / _count).
   uint32_t max_request_headers_kb = 64;
   uint32_t max_request_headers_count = 100;
+  // DIRECT routes: one deadline for DNS and all connect attempts.
+  Duration direct_connect_timeout{std::chrono::seconds(10)};
+  // A tunnel with one direction finished is closed when the other stays
+  // silent this long (see ListenerContext).
+  Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
   Mark mark;
 };
 

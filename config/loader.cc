@@ -124,7 +124,7 @@ Listener parseListener(NodeReader& r) {
   l.mark = r.mark();
   if (!r.expectMap()) return l;
   r.allowOnly({"name", "address", "additional_addresses", "filter_chains", "max_request_headers_kb",
-               "max_request_headers_count"});
+               "max_request_headers_count", "direct_connect_timeout", "tunnel_half_close_timeout"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     l.name = *name;
@@ -142,6 +142,18 @@ Listener parseListener(NodeReader& r) {
   }
   if (auto n = r.uint("max_request_headers_count", 1, 1000)) {
     l.max_request_headers_count = static_cast<uint32_t>(*n);
+  }
+  if (auto d = r.duration("direct_connect_timeout")) {
+    if (d->count() <= 0)
+      r.errorAt("direct_connect_timeout", "must be greater than 0s");
+    else
+      l.direct_connect_timeout = *d;
+  }
+  if (auto d = r.duration("tunnel_half_close_timeout")) {
+    if (d->count() <= 0)
+      r.errorAt("tunnel_half_close_timeout", "must be greater than 0s");
+    else
+      l.tunnel_half_close_timeout = *d;
   }
 
   // A missing or empty chain is reported by validate(), which also covers

@@ -35,6 +35,8 @@ std::string Server::buildListeners() {
     ctx->bootstrap = &bootstrap_;
     ctx->limits.max_head_bytes = static_cast<size_t>(l.max_request_headers_kb) * 1024;
     ctx->limits.max_headers = l.max_request_headers_count;
+    ctx->direct_connect_timeout = l.direct_connect_timeout;
+    ctx->tunnel_half_close_timeout = l.tunnel_half_close_timeout;
     config::Diagnostics diag(bootstrap_.source);
     for (const config::FilterConfig& fc : l.filters) {
       config::NodeReader reader(fc.typed_config, l.name + ".filters." + fc.name, diag);

@@ -16,7 +16,8 @@ struct ListenerContext {
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
   http1::Limits limits;
   const config::Bootstrap* bootstrap = nullptr;
-  // Direct mode: one deadline for DNS and all connect attempts.
+  // Direct mode: one deadline for DNS and all connect attempts
+  // (config: the listener's direct_connect_timeout).
   config::Duration direct_connect_timeout{std::chrono::seconds(10)};
   // An app connection that sends nothing for this long between requests is
   // closed; one stuck in the middle of a request head gets 408.
@@ -26,6 +27,7 @@ struct ListenerContext {
   // server-fin). Needed because proxies such as nghttpx do not pass an
   // END_STREAM on to the destination, so without it a tunnel whose app has
   // gone lives until the destination's own idle timeout, holding a stream.
+  // Config: the listener's tunnel_half_close_timeout.
   config::Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
 };
 

@@ -256,7 +256,8 @@ TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
                    "unknown field (expected one of: name, address, additional_addresses, "
-                   "filter_chains, max_request_headers_kb, max_request_headers_count)"));
+                   "filter_chains, max_request_headers_kb, max_request_headers_count, "
+                   "direct_connect_timeout, tunnel_half_close_timeout)"));
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
                    "static_resources, h2gate)"));
@@ -749,4 +750,29 @@ TEST_CASE("helpers", "[config]") {
   CHECK(checkReadableFile("/etc/ssl/certs/ca-certificates.crt").empty());
   CHECK(checkReadableFile("/nonexistent") ==
         "cannot read '/nonexistent': No such file or directory");
+}
+
+TEST_CASE("listener timeouts: durations, positive") {
+  const std::string yaml =
+      "static_resources:\n"
+      "  listeners:\n"
+      "  - name: l\n"
+      "    address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
+      "    direct_connect_timeout: 250ms\n"
+      "    tunnel_half_close_timeout: 3s\n"
+      "    filter_chains:\n"
+      "    - filters:\n"
+      "      - name: h2gate.filters.forward_proxy\n";
+  auto ok = h2gate::config::loadString(yaml, "cfg.yaml");
+  REQUIRE(ok.ok());
+  CHECK(ok.bootstrap.listeners[0].direct_connect_timeout == std::chrono::milliseconds(250));
+  CHECK(ok.bootstrap.listeners[0].tunnel_half_close_timeout == std::chrono::seconds(3));
+
+  std::string bad = yaml;
+  bad.replace(bad.find("3s"), 2, "0s");
+  auto r = h2gate::config::loadString(bad, "cfg.yaml");
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0].str() ==
+        "cfg.yaml:6:32: static_resources.listeners[0].tunnel_half_close_timeout: must be "
+        "greater than 0s");
 }
