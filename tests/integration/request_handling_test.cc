@@ -228,14 +228,22 @@ TEST_CASE("destination failures: 502 and 504 with a reason", "[direct][failure]"
       WARN("SKIPPED: cannot make connects hang on this kernel");
       return;
     }
-    RawConnection c(gate.port());
+    // A gate of its own with a short listener direct_connect_timeout.
+    H2gate::Options o = gateOptions();
+    o.yaml = directModeYaml();
+    o.yaml.replace(o.yaml.find("    filter_chains:"), 0, "    direct_connect_timeout: 1s\n");
+    H2gate quick(o);
+    RawConnection c(quick.port());
     std::string origin = "127.0.0.1:" + std::to_string(hole.port());
+    const auto start = std::chrono::steady_clock::now();
     REQUIRE(c.send("GET http://" + origin + "/ HTTP/1.1\r\nHost: " + origin + "\r\n\r\n"));
-    // The direct connect timeout is 10 s and not configurable yet.
-    auto r = c.readResponse(milliseconds(20000));
+    auto r = c.readResponse(milliseconds(10000));
+    const auto took = std::chrono::steady_clock::now() - start;
     CHECK(r.status == 504);
     CHECK_FALSE(r.body.empty());
-    auto log = gate.waitForAccessLog(1);
+    CHECK(took >= milliseconds(900));
+    CHECK(took < milliseconds(5000));
+    auto log = quick.waitForAccessLog(1);
     REQUIRE(log.size() == 1);
     CHECK(log[0].get("result") == "connect_timeout");
   }
