@@ -20,6 +20,11 @@ TEST_PKGS=(
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 procps iproute2
 )
+# Test peers that Debian would start as system services (squid on 3128 clashes with
+# h2gate's default port): the tests start their own instances, so these are not
+# started while installing, and their services are disabled when we installed them.
+# package:service
+DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8
@@ -71,6 +76,37 @@ apt_update_once() {
     apt_get update
     updated=1
   fi
+}
+
+policy_made=0
+remove_policy() {
+  if ((policy_made)); then
+    "${SUDO[@]}" rm -f /usr/sbin/policy-rc.d
+    policy_made=0
+  fi
+}
+
+# apt-get install with service starts denied (policy-rc.d, as Debian's container
+# images have it), then disables the services of daemons it newly installed.
+install_packages() {
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\n# deploy/install-deps.sh: no service starts while installing\nexit 101\n' |
+      "${SUDO[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${SUDO[@]}" chmod 755 /usr/sbin/policy-rc.d
+    policy_made=1
+    trap remove_policy EXIT
+  fi
+  apt_get install -y --no-install-recommends "$@"
+  remove_policy
+  local entry pkg svc
+  for entry in "${DAEMONS[@]}"; do
+    pkg=${entry%%:*}
+    svc=${entry#*:}
+    if [[ " $* " == *" $pkg "* && -d /run/systemd/system ]]; then
+      log "disabling the $svc system service (tests run their own $svc)"
+      "${SUDO[@]}" systemctl disable --now --quiet "$svc" || true
+    fi
+  done
 }
 
 is_installed() {
@@ -146,7 +182,7 @@ install_curl8() {
   if ((${#missing_deps[@]})); then
     log "installing curl 8's libraries: ${missing_deps[*]}"
     apt_update_once
-    apt_get install -y --no-install-recommends "${missing_deps[@]}"
+    install_packages "${missing_deps[@]}"
   fi
 
   local stage="$CURL8_DIR.tmp.$$"
@@ -187,7 +223,7 @@ done
 if ((${#missing[@]})); then
   apt_update_once
   log "installing: ${missing[*]}"
-  apt_get install -y --no-install-recommends "${missing[@]}"
+  install_packages "${missing[@]}"
 else
   log "all ${#pkgs[@]} packages already installed"
 fi
