@@ -454,10 +454,11 @@ void H2Stream::onClose(uint32_t error_code) {
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   if (!cb) return;
-  if (error_code == NGHTTP2_NO_ERROR && response_started_) {
-    if (head_->is_connect) return;  // both directions ended cleanly
-    return;
-  }
+  // NO_ERROR is a clean end only after the proxy's END_STREAM (then a
+  // RST_STREAM(NO_ERROR) merely stops our upload, RFC 9113 §8.1). Without
+  // END_STREAM the response was cut short and the app MUST NOT take it as
+  // complete (a CONNECT tunnel would otherwise be left open with no end).
+  if (error_code == NGHTTP2_NO_ERROR && response_done_) return;
   // Refused (GOAWAY above last-stream-id, or REFUSED_STREAM): the proxy did
   // not process it, so with nothing sent either way it can go elsewhere.
   if (!response_started_ && sent_ == 0 && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
@@ -468,9 +469,10 @@ void H2Stream::onClose(uint32_t error_code) {
     return;
   }
   const std::string reason =
-      error_code == NGHTTP2_NO_ERROR
-          ? "proxy closed the stream without a response"
-          : std::string("proxy reset the stream: ") + nghttp2_http2_strerror(error_code);
+      error_code != NGHTTP2_NO_ERROR
+          ? std::string("proxy reset the stream: ") + nghttp2_http2_strerror(error_code)
+      : response_started_ ? "proxy closed the stream before the end of the response"
+                          : "proxy closed the stream without a response";
   if (!response_started_)
     cb->onFailed(502, Result::UpstreamReset, reason);
   else
