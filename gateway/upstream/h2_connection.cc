@@ -346,6 +346,16 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
 }
 
 void H2Stream::send(std::string_view data, Done done) {
+  if (closed_) {
+    // The proxy ended the stream after its END_STREAM (RST_STREAM(NO_ERROR):
+    // "stop sending", RFC 9113 §8.1). The app's bytes have nowhere to go;
+    // acknowledge them so its side does not stall.
+    std::weak_ptr<H2Stream> weak = weak_from_this();
+    asio::post(conn_->executor(), [weak, d = std::move(done)] {
+      if (auto s = weak.lock(); s && !s->aborted_) d();
+    });
+    return;
+  }
   pending_ = data;
   pending_done_ = std::move(done);
   if (deferred_ && !closed_) {
