@@ -114,7 +114,17 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                            std::shared_ptr<net::TlsContext> tls, uint32_t worker)
-    : io_(io), cluster_(cluster), tls_(std::move(tls)), worker_(worker) {}
+    : io_(io),
+      cluster_(cluster),
+      tls_(std::move(tls)),
+      worker_(worker),
+      endpoint_alpn_(cluster.endpoints.size()) {}
+
+bool UpstreamPool::knownHttp1() const {
+  if (endpoint_alpn_.empty()) return false;
+  const auto& alpn = endpoint_alpn_[next_endpoint_ % endpoint_alpn_.size()];
+  return alpn && *alpn != "h2";
+}
 
 UpstreamPool::~UpstreamPool() {
   for (auto& c : connecting_) c->cancel();
@@ -211,8 +221,8 @@ void UpstreamPool::dispatch() {
 
 void UpstreamPool::openConnection() {
   if (cluster_.endpoints.empty() || shutting_down_) return;
-  const config::SocketAddress& ep =
-      cluster_.endpoints[next_endpoint_++ % cluster_.endpoints.size()];
+  const size_t index = next_endpoint_++ % cluster_.endpoints.size();
+  const config::SocketAddress& ep = cluster_.endpoints[index];
   const uint64_t id = nextConnectionId();
   H2G_LOG(Debug, id, 0,
           "connecting to proxy " << ep.address << ":" << ep.port_value << " (cluster "
@@ -220,13 +230,12 @@ void UpstreamPool::openConnection() {
   auto connector = std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id);
   connecting_.push_back(connector);
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
-  connector->start([weak, connector, id](ConnectOutcome outcome) {
-    if (auto p = weak.lock()) p->onConnected(connector, std::move(outcome));
-    (void)id;
+  connector->start([weak, connector, index](ConnectOutcome outcome) {
+    if (auto p = weak.lock()) p->onConnected(connector, index, std::move(outcome));
   });
 }
 
-void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector,
+void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
                                ConnectOutcome outcome) {
   std::erase(connecting_, connector);
   if (!outcome.transport) {
@@ -238,12 +247,12 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector,
     return;
   }
   const std::string alpn = outcome.alpn;
-  if (!alpn_known_ || alpn != alpn_)
+  std::optional<std::string>& known = endpoint_alpn_[endpoint];
+  if (!known || *known != alpn)
     H2G_LOG(Info, 0, 0,
             "cluster " << cluster_.name << ": proxy " << outcome.peer << " negotiated "
                        << (alpn.empty() ? "no ALPN (HTTP/1.1)" : alpn));
-  alpn_ = alpn;
-  alpn_known_ = true;
+  known = alpn;
   if (shutting_down_) {
     outcome.transport->close();
     return;

@@ -12,6 +12,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -59,11 +60,13 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
 
  private:
   void openConnection();
-  void onConnected(const std::shared_ptr<Connector>& connector, ConnectOutcome outcome);
+  void onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
+                   ConnectOutcome outcome);
   void onH1Released(std::unique_ptr<Transport> transport);
   size_t connectionCount() const;
   std::shared_ptr<H2Connection> pickH2() const;
-  bool knownHttp1() const { return alpn_known_ && alpn_ != "h2"; }
+  // The endpoint the next connection goes to is known to speak HTTP/1.1.
+  bool knownHttp1() const;
   void failWaiting(int status, Result result, const std::string& reason);
 
   asio::io_context& io_;
@@ -75,8 +78,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   size_t h1_busy_ = 0;                               // HTTP/1.1 connections carrying a request
   std::vector<std::unique_ptr<Transport>> h1_idle_;  // keep-alive, for absolute-form
   std::deque<std::weak_ptr<ClusterTunnel>> waiting_;
-  std::string alpn_;  // what the last handshake negotiated
-  bool alpn_known_ = false;
+  // What ALPN gave each endpoint (index as in cluster_.endpoints) on its
+  // last handshake; unset until the first. Re-learnt on every connection.
+  std::vector<std::optional<std::string>> endpoint_alpn_;
   size_t next_endpoint_ = 0;
   bool shutting_down_ = false;
 };
