@@ -29,7 +29,8 @@ H2Connection::H2Connection(std::unique_ptr<Transport> transport, const config::C
       cluster_(cluster),
       id_(id),
       peer_(std::move(peer)),
-      owner_(owner) {}
+      owner_(owner),
+      write_error_timer_(transport_->socket().get_executor()) {}
 
 H2Connection::~H2Connection() {
   if (session_) nghttp2_session_del(session_);
@@ -129,9 +130,13 @@ void H2Connection::readMore() {
 void H2Connection::onRead(const asio::error_code& ec, size_t n) {
   if (closed_) return;
   if (ec) {
-    close(ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
-              ? "proxy closed the connection"
-              : "reading from proxy failed: " + ec.message());
+    std::string why = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
+                          ? "proxy closed the connection"
+                      : ec.category() == asio::error::get_ssl_category()
+                          ? "TLS error from proxy: " + ec.message()
+                          : "reading from proxy failed: " + ec.message();
+    if (!write_error_.empty()) why += " (writing: " + write_error_ + ")";
+    close(why);
     return;
   }
   auto self = shared_from_this();  // callbacks may drop the pool's reference
@@ -175,24 +180,40 @@ void H2Connection::flush() {
                            self->writing_ = false;
                            if (self->closed_) return;
                            if (ec) {
-                             self->close("writing to proxy failed: " + ec.message());
+                             self->onWriteError(ec);
                              return;
                            }
                            self->flush();
                          });
 }
 
+void H2Connection::onWriteError(const asio::error_code& ec) {
+  write_error_ = ec.message();
+  if (got_settings_) return close("writing to proxy failed: " + write_error_);
+  // Before the proxy's first SETTINGS a failed write usually means the
+  // proxy dropped us right after the handshake (with TLS 1.3, a rejected
+  // client certificate shows up only now): the pending read carries its
+  // alert, which says why far better than EPIPE. Give it a moment.
+  write_error_timer_.expires_after(std::chrono::seconds(2));
+  write_error_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
+    if (!e) self->close("writing to proxy failed: " + self->write_error_);
+  });
+}
+
 void H2Connection::close(const std::string& reason) {
   if (closed_) return;
   closed_ = true;
+  write_error_timer_.cancel();
   auto self = shared_from_this();
-  H2G_LOG(Info, id_, 0, "h2 connection to proxy " << peer_ << " closed: " << reason);
+  const std::string why =
+      got_settings_ ? reason : "proxy closed the connection before HTTP/2 started: " + reason;
+  H2G_LOG(Info, id_, 0, "h2 connection to proxy " << peer_ << " closed: " << why);
   // Streams learn first (they may still be in the table), then the pool.
   auto streams = streams_;
   streams_.clear();
-  for (auto& [id, s] : streams) s->onClose(NGHTTP2_INTERNAL_ERROR);
+  for (auto& [id, s] : streams) s->onConnectionClosed(why, got_settings_);
   transport_->close();
-  if (owner_) owner_->onConnectionClosed(*this, reason);
+  if (owner_) owner_->onConnectionClosed(*this, why);
 }
 
 int H2Connection::onBeginHeaders(nghttp2_session*, const nghttp2_frame*, void*) {
@@ -229,6 +250,7 @@ int H2Connection::onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
         if (H2Stream* s = c->streamOf(frame->hd.stream_id)) s->onEndStream();
       break;
     case NGHTTP2_SETTINGS:
+      if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c->got_settings_ = true;
       if (c->owner_) c->owner_->onCapacityChanged(*c);
       break;
     case NGHTTP2_GOAWAY:
@@ -487,6 +509,18 @@ void H2Stream::onClose(uint32_t error_code) {
     cb->onFailed(502, Result::UpstreamReset, reason);
   else
     cb->onReset(Result::UpstreamReset, reason);
+}
+
+void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
+  closed_ = true;
+  TunnelCallbacks* cb = callbacks_;
+  callbacks_ = nullptr;
+  if (!cb) return;
+  const std::string why = "connection to proxy lost: " + reason;
+  if (!response_started_)
+    cb->onFailed(502, established ? Result::UpstreamReset : Result::ConnectFailed, why);
+  else
+    cb->onReset(Result::UpstreamReset, why);
 }
 
 void H2Stream::abort() {

@@ -82,6 +82,7 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   static ssize_t readData(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*,
                           nghttp2_data_source*, void*);
   H2Stream* streamOf(int32_t stream_id) const;
+  void onWriteError(const asio::error_code& ec);
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
 
@@ -99,6 +100,9 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   bool flush_pending_ = false;
   bool goaway_ = false;
   bool closed_ = false;
+  bool got_settings_ = false;  // the proxy's first SETTINGS arrived: HTTP/2 works
+  std::string write_error_;
+  asio::steady_timer write_error_timer_;
 };
 
 // One app request or tunnel on an H2Connection.
@@ -124,6 +128,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   void onData(const uint8_t* data, size_t len);
   void onEndStream();
   void onClose(uint32_t error_code);
+  // The whole connection went away; `established` when HTTP/2 had started.
+  void onConnectionClosed(const std::string& reason, bool established);
   ssize_t readData(uint8_t* buf, size_t len, uint32_t* flags);
 
  private:
