@@ -1,4 +1,5 @@
 #include "gateway/server.h"
+#include "gateway/net/address.h"
 
 #include <unistd.h>
 
@@ -8,16 +9,6 @@
 #include "gateway/log.h"
 
 namespace h2gate {
-namespace {
-
-std::string addressText(const asio::ip::tcp::endpoint& ep) {
-  const asio::ip::address a = ep.address();
-  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
-                   : a.to_string() + ":" + std::to_string(ep.port());
-}
-
-}  // namespace
-
 Server::Server(config::Bootstrap bootstrap)
     : bootstrap_(std::move(bootstrap)),
       started_(std::chrono::steady_clock::now()),
@@ -69,18 +60,20 @@ std::string Server::bindListener(const config::Listener& l, downstream::Listener
   if (ec) {
     if (optional) {
       H2G_LOG(Info, 0, 0,
-              "listener " << l.name << ": not listening on " << addressText(ep) << " ("
+              "listener " << l.name << ": not listening on " << net::endpointText(ep) << " ("
                           << ec.message() << ")");
       return {};
     }
-    return "listener " + l.name + ": cannot listen on " + addressText(ep) + ": " + ec.message();
+    return "listener " + l.name + ": cannot listen on " + net::endpointText(ep) + ": " +
+           ec.message();
   }
   const asio::ip::tcp::endpoint local = acc.local_endpoint(ec);
   if (!ip.is_loopback())
     H2G_LOG(Warn, 0, 0,
-            "listener " << l.name << " binds non-loopback address " << addressText(local)
+            "listener " << l.name << " binds non-loopback address " << net::endpointText(local)
                         << ": apps on other machines can use this proxy");
-  H2G_LOG(Info, 0, 0, "listening on " << addressText(local) << " (listener " << l.name << ")");
+  H2G_LOG(Info, 0, 0,
+          "listening on " << net::endpointText(local) << " (listener " << l.name << ")");
   bound_.push_back(Bound{&ctx, std::move(acc)});
   return {};
 }
@@ -141,8 +134,8 @@ std::string Server::start() {
     if (std::string err = admin_->start(); !err.empty()) return err;
     if (!ip.is_loopback())
       H2G_LOG(Warn, 0, 0,
-              "admin binds non-loopback address " << addressText(admin_->localEndpoint()));
-    H2G_LOG(Info, 0, 0, "admin listening on " << addressText(admin_->localEndpoint()));
+              "admin binds non-loopback address " << net::endpointText(admin_->localEndpoint()));
+    H2G_LOG(Info, 0, 0, "admin listening on " << net::endpointText(admin_->localEndpoint()));
   }
 
   const uint32_t n = std::max<uint32_t>(1, bootstrap_.concurrency);

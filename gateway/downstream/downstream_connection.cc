@@ -1,4 +1,5 @@
 #include "gateway/downstream/downstream_connection.h"
+#include "gateway/net/address.h"
 
 #include <cstdio>
 
@@ -13,12 +14,6 @@ constexpr size_t kReadSize = 64 * 1024;
 // After an error reply, how long we keep reading (and discarding) what the app
 // still sends, so closing does not turn into a RST that eats our reply.
 constexpr auto kLingerTime = std::chrono::seconds(2);
-
-std::string endpointText(const asio::ip::tcp::endpoint& ep) {
-  const asio::ip::address a = ep.address();
-  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
-                   : a.to_string() + ":" + std::to_string(ep.port());
-}
 
 const char* stateName(int s) {
   static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
@@ -56,7 +51,7 @@ void DownstreamConnection::start() {
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   const auto remote = socket_.remote_endpoint(ec);
-  peer_ = ec ? std::string("unknown") : endpointText(remote);
+  peer_ = ec ? std::string("unknown") : net::endpointText(remote);
   in_.resize(kReadSize);
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
@@ -141,11 +136,10 @@ void DownstreamConnection::process() {
   }
 }
 
-void DownstreamConnection::handleHead() {
-  idle_timer_.cancel();
+void DownstreamConnection::beginRequest(RequestHead head) {
   ++requests_;
   request_open_ = true;
-  head_ = std::move(parser_->request());
+  head_ = std::move(head);
   info_ = StreamInfo{};
   info_.connection_id = id_;
   info_.stream_id = requests_;
@@ -153,6 +147,11 @@ void DownstreamConnection::handleHead() {
   info_.client = peer_;
   info_.start = std::chrono::steady_clock::now();
   info_.start_wall = std::chrono::system_clock::now();
+}
+
+void DownstreamConnection::handleHead() {
+  idle_timer_.cancel();
+  beginRequest(std::move(parser_->request()));
   body_out_.clear();
   sending_up_ = false;
   request_done_ = response_started_ = response_done_ = false;
@@ -425,16 +424,7 @@ void DownstreamConnection::replyError(int status, Result result, std::string rea
   if (state_ == State::Closed) return;
   if (!request_open_) {
     // The head never completed: account the failure as a request of its own.
-    ++requests_;
-    request_open_ = true;
-    head_ = RequestHead{};
-    info_ = StreamInfo{};
-    info_.connection_id = id_;
-    info_.stream_id = requests_;
-    info_.listener_name = listener_.name;
-    info_.client = peer_;
-    info_.start = std::chrono::steady_clock::now();
-    info_.start_wall = std::chrono::system_clock::now();
+    beginRequest(RequestHead{});
   }
   H2G_LOG(Info, id_, requests_,
           status << " for " << (head_.method.empty() ? "-" : head_.method) << " "

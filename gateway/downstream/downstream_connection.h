@@ -58,6 +58,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
   void process();
+  // Opens the bookkeeping (head_, info_) of the connection's next request.
+  void beginRequest(RequestHead head);
   void handleHead();
   void processBody();
   void pumpTunnel();

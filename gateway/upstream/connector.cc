@@ -1,16 +1,9 @@
 #include "gateway/upstream/connector.h"
+#include "gateway/net/address.h"
 
 #include "gateway/log.h"
 
 namespace h2gate::upstream {
-namespace {
-std::string endpointText(const asio::ip::tcp::endpoint& ep) {
-  const asio::ip::address a = ep.address();
-  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
-                   : a.to_string() + ":" + std::to_string(ep.port());
-}
-}  // namespace
-
 Connector::Connector(asio::io_context& io, const config::SocketAddress& endpoint,
                      std::shared_ptr<net::TlsContext> tls, config::Duration timeout,
                      uint64_t conn_id)
@@ -63,13 +56,13 @@ void Connector::connectNext() {
   socket_->async_connect(ep, [self = shared_from_this(), ep](const asio::error_code& e) {
     if (!self->done_) return;
     if (e) {
-      self->last_error_ = endpointText(ep) + ": " + e.message();
+      self->last_error_ = net::endpointText(ep) + ": " + e.message();
       H2G_LOG(Debug, self->conn_id_, 0, "upstream connect to " << self->last_error_);
       return self->connectNext();
     }
     asio::error_code ignored;
     self->socket_->set_option(asio::ip::tcp::no_delay(true), ignored);
-    self->peer_ = endpointText(ep);
+    self->peer_ = net::endpointText(ep);
     if (!self->tls_) {
       ConnectOutcome out;
       out.transport = std::make_unique<Transport>(std::move(*self->socket_));

@@ -1,20 +1,11 @@
 #include "gateway/upstream/direct_tunnel.h"
+#include "gateway/net/address.h"
 
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/upstream/http1_exchange.h"
 
 namespace h2gate::upstream {
-namespace {
-
-std::string endpointText(const asio::ip::tcp::endpoint& ep) {
-  const asio::ip::address a = ep.address();
-  return a.is_v6() ? "[" + a.to_string() + "]:" + std::to_string(ep.port())
-                   : a.to_string() + ":" + std::to_string(ep.port());
-}
-
-}  // namespace
-
 bool isLocalhostName(std::string_view host) {
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   constexpr std::string_view kSuffix = ".localhost";
@@ -88,13 +79,13 @@ void DirectTunnel::connectNext() {
   const asio::ip::tcp::endpoint ep = endpoints_[next_endpoint_++];
   asio::error_code ignored;
   socket_.close(ignored);
-  H2G_LOG(Debug, conn_id_, stream_id_, "direct: connecting to " << endpointText(ep));
+  H2G_LOG(Debug, conn_id_, stream_id_, "direct: connecting to " << net::endpointText(ep));
   socket_.async_connect(ep, [self = shared_from_this(), ep](const asio::error_code& e) {
     if (!self->connecting_) return;
     if (e) {
       H2G_LOG(Debug, self->conn_id_, self->stream_id_,
-              "direct: connect to " << endpointText(ep) << " failed: " << e.message());
-      self->last_connect_error_ = endpointText(ep) + ": " + e.message();
+              "direct: connect to " << net::endpointText(ep) << " failed: " << e.message());
+      self->last_connect_error_ = net::endpointText(ep) + ": " + e.message();
       self->connectNext();
       return;
     }
@@ -108,7 +99,7 @@ void DirectTunnel::onConnected() {
   asio::error_code ec;
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   const auto remote = socket_.remote_endpoint(ec);
-  if (!ec) info_->upstream = endpointText(remote);
+  if (!ec) info_->upstream = net::endpointText(remote);
   H2G_LOG(Debug, conn_id_, stream_id_, "direct: connected to " << info_->upstream);
   std::string head_bytes;
   if (!head_->is_connect) {
