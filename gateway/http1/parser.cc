@@ -42,7 +42,7 @@ int Parser::onStatus(llhttp_t* p, const char* at, size_t len) {
 
 int Parser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
   Parser& s = self(p);
-  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  Headers& h = s.headers();
   if (!s.value_pending_) {
     if (h.size() >= s.limits_.max_headers) {
       s.error_status_ = 431;
@@ -59,14 +59,14 @@ int Parser::onHeaderField(llhttp_t* p, const char* at, size_t len) {
 
 int Parser::onHeaderValue(llhttp_t* p, const char* at, size_t len) {
   Parser& s = self(p);
-  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  Headers& h = s.headers();
   h.back().value.append(at, len);
   return 0;
 }
 
 int Parser::onHeaderValueComplete(llhttp_t* p) {
   Parser& s = self(p);
-  Headers& h = s.kind_ == Kind::Request ? s.request_.headers : s.response_.headers;
+  Headers& h = s.headers();
   std::string& v = h.back().value;
   while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.pop_back();
   s.value_pending_ = false;

@@ -81,6 +81,8 @@ class Parser {
   static int onBody(llhttp_t*, const char*, size_t);
   static int onMessageComplete(llhttp_t*);
   static Parser& self(llhttp_t* p) { return *static_cast<Parser*>(p->data); }
+  // The header list of the message being parsed.
+  Headers& headers() { return kind_ == Kind::Request ? request_.headers : response_.headers; }
   Event fail(int status, std::string reason);
 
   llhttp_t parser_;
