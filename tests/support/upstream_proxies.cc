@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "tests/support/h2gate.h"
 #include "tests/support/net.h"
 #include "tests/support/util.h"
 
@@ -365,20 +366,10 @@ int establishedTo(uint16_t port) {
 std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
                              const std::vector<std::string>& http2_options,
                              const std::vector<std::string>& cluster_extra) {
+  // The direct-mode config, with its forward_proxy routed to a cluster.
   std::ostringstream y;
-  y << "admin:\n"
-       "  address:\n"
-       "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
-       "static_resources:\n"
-       "  listeners:\n"
-       "  - name: local_proxy\n"
-       "    address:\n"
-       "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-       "    filter_chains:\n"
-       "    - filters:\n"
-       "      - name: h2gate.filters.access_log\n"
-       "      - name: h2gate.filters.forward_proxy\n"
-       "        typed_config: {cluster: proxy}\n"
+  y << directModeYaml()
+    << "        typed_config: {cluster: proxy}\n"
        "  clusters:\n"
        "  - name: proxy\n";
   for (const auto& line : cluster_extra) y << "    " << line << "\n";
