@@ -1,0 +1,288 @@
+// Bootstrap → YAML, in the loader's shapes (config/loader.cc,
+// config/cluster_loader.cc): Envoy v3 field names, every default written out.
+#include "config/dump.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cstdint>
+
+#include "config/loader_internal.h"
+
+namespace h2gate::config {
+namespace {
+
+// typed_config is user YAML; a loaded config cannot nest deeper than a few
+// levels, but a Bootstrap built in code could hold anything.
+constexpr int kMaxTypedConfigDepth = 64;
+
+// A copy of `node` in which the value of every secret-named key is
+// kRedacted. Scalars keep their text; collections keep their style (flow or
+// block). Tags are dropped: the loader does not read them.
+YAML::Node redacted(const YAML::Node& node, int depth) {
+  if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Null);
+  if (depth > kMaxTypedConfigDepth) return YAML::Node("[truncated]");
+  if (node.IsScalar()) return YAML::Node(node.Scalar());
+  YAML::Node out(node.IsMap() ? YAML::NodeType::Map : YAML::NodeType::Sequence);
+  out.SetStyle(node.Style());
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) out.push_back(redacted(item, depth + 1));
+    return out;
+  }
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const YAML::Node key = redacted(it->first, depth + 1);
+    const bool secret = it->first.IsScalar() && isSecretKey(it->first.Scalar());
+    // force_insert keeps duplicate keys, as the loaded node had them.
+    out.force_insert(key, secret ? YAML::Node(kRedacted) : redacted(it->second, depth + 1));
+  }
+  return out;
+}
+
+// One line of a comment: no line breaks or other control characters.
+std::string commentText(std::string text) {
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; }, ' ');
+  return text;
+}
+
+class Writer {
+ public:
+  explicit Writer(YAML::Emitter& out) : out_(out) {}
+
+  void bootstrap(const Bootstrap& b) {
+    out_ << YAML::BeginMap;
+    out_ << YAML::Key << "admin" << YAML::Value << YAML::BeginMap;
+    address(b.admin.address);
+    out_ << YAML::EndMap;
+
+    out_ << YAML::Key << "h2gate" << YAML::Value << YAML::BeginMap;
+    field("concurrency", b.concurrency);
+    field("drain_timeout", formatDuration(b.drain_timeout));
+    out_ << YAML::EndMap;
+
+    out_ << YAML::Key << "static_resources" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << "listeners" << YAML::Value;
+    if (b.listeners.empty()) out_ << YAML::Flow;
+    out_ << YAML::BeginSeq;
+    for (const Listener& l : b.listeners) listener(l);
+    out_ << YAML::EndSeq;
+    out_ << YAML::Key << "clusters" << YAML::Value;
+    if (b.clusters.empty()) out_ << YAML::Flow;
+    out_ << YAML::BeginSeq;
+    for (const Cluster& c : b.clusters) cluster(c);
+    out_ << YAML::EndSeq;
+    out_ << YAML::EndMap;
+
+    out_ << YAML::EndMap;
+  }
+
+ private:
+  template <typename T>
+  void field(const char* key, const T& value) {
+    out_ << YAML::Key << key << YAML::Value << value;
+  }
+  void field(const char* key, uint32_t value) {
+    out_ << YAML::Key << key << YAML::Value << static_cast<unsigned long>(value);
+  }
+
+  // address: {socket_address: {address: ..., port_value: ...}}, as a key of
+  // the current mapping.
+  void address(const SocketAddress& a) {
+    out_ << YAML::Key << "address" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << "socket_address" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    field("address", a.address);
+    field("port_value", static_cast<uint32_t>(a.port_value));
+    out_ << YAML::EndMap << YAML::EndMap;
+  }
+
+  void listener(const Listener& l) {
+    out_ << YAML::BeginMap;
+    field("name", l.name);
+    address(l.address);
+    if (!l.additional_addresses.empty()) {
+      out_ << YAML::Key << "additional_addresses" << YAML::Value << YAML::BeginSeq;
+      for (const SocketAddress& a : l.additional_addresses) {
+        out_ << YAML::BeginMap;
+        address(a);
+        out_ << YAML::EndMap;
+      }
+      out_ << YAML::EndSeq;
+    }
+    field("max_request_headers_kb", l.max_request_headers_kb);
+    field("max_request_headers_count", l.max_request_headers_count);
+    field("direct_connect_timeout", formatDuration(l.direct_connect_timeout));
+    field("tunnel_half_close_timeout", formatDuration(l.tunnel_half_close_timeout));
+
+    out_ << YAML::Key << "filter_chains" << YAML::Value;
+    if (l.filters.empty()) {
+      out_ << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+    } else {
+      out_ << YAML::BeginSeq << YAML::BeginMap;
+      out_ << YAML::Key << "filters" << YAML::Value << YAML::BeginSeq;
+      for (const FilterConfig& f : l.filters) {
+        out_ << YAML::BeginMap;
+        field("name", f.name);
+        if (f.typed_config.IsDefined() && !f.typed_config.IsNull()) {
+          out_ << YAML::Key << "typed_config" << YAML::Value << redacted(f.typed_config, 0);
+        }
+        out_ << YAML::EndMap;
+      }
+      out_ << YAML::EndSeq;
+      out_ << YAML::EndMap << YAML::EndSeq;
+    }
+    out_ << YAML::EndMap;
+  }
+
+  void cluster(const Cluster& c) {
+    out_ << YAML::BeginMap;
+    field("name", c.name);
+    field("connect_timeout", formatDuration(c.connect_timeout));
+
+    out_ << YAML::Key << "load_assignment" << YAML::Value << YAML::BeginMap;
+    field("cluster_name", c.name);
+    out_ << YAML::Key << "endpoints" << YAML::Value;
+    if (c.endpoints.empty()) {
+      out_ << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
+    } else {
+      // One locality holding every endpoint: the loader flattens them anyway.
+      out_ << YAML::BeginSeq << YAML::BeginMap;
+      out_ << YAML::Key << "lb_endpoints" << YAML::Value << YAML::BeginSeq;
+      for (const SocketAddress& e : c.endpoints) {
+        out_ << YAML::BeginMap << YAML::Key << "endpoint" << YAML::Value << YAML::BeginMap;
+        address(e);
+        out_ << YAML::EndMap << YAML::EndMap;
+      }
+      out_ << YAML::EndSeq;
+      out_ << YAML::EndMap << YAML::EndSeq;
+    }
+    out_ << YAML::EndMap;
+
+    if (c.tls) tls(*c.tls);
+    http2(c.http2);
+
+    if (c.credentials) {
+      out_ << YAML::Key << "proxy_credentials" << YAML::Value << YAML::BeginMap;
+      field("username", c.credentials->username);
+      field("password", kRedacted);
+      out_ << YAML::EndMap;
+    }
+
+    out_ << YAML::Key << "circuit_breakers" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << "thresholds" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+    field("max_connections", c.max_connections);
+    out_ << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+
+    out_ << YAML::EndMap;
+  }
+
+  // A DataSource: {filename: PATH}.
+  void file(const char* key, const std::string& path) {
+    out_ << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+    field("filename", path);
+    out_ << YAML::EndMap;
+  }
+
+  void tls(const TlsContext& t) {
+    out_ << YAML::Key << "transport_socket" << YAML::Value << YAML::BeginMap;
+    field("name", detail::kTlsTransportSocket);
+    out_ << YAML::Key << "typed_config" << YAML::Value << YAML::BeginMap;
+    field("@type", detail::kUpstreamTlsContextType);
+    // No sni: each endpoint's host name is sent.
+    if (!t.sni.empty()) field("sni", t.sni);
+    out_ << YAML::Key << "common_tls_context" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << "alpn_protocols" << YAML::Value << YAML::Flow << t.alpn_protocols;
+    out_ << YAML::Key << "tls_params" << YAML::Value << YAML::BeginMap;
+    field("tls_minimum_protocol_version", t.tls_minimum_protocol_version);
+    field("tls_maximum_protocol_version", t.tls_maximum_protocol_version.empty()
+                                              ? std::string("TLS_AUTO")
+                                              : t.tls_maximum_protocol_version);
+    out_ << YAML::EndMap;
+    out_ << YAML::Key << "validation_context" << YAML::Value << YAML::BeginMap;
+    // No trusted_ca: the system's CA store.
+    if (!t.trusted_ca.empty()) file("trusted_ca", t.trusted_ca);
+    field("trust_chain_verification",
+          t.insecure_skip_verify ? "ACCEPT_UNTRUSTED" : "VERIFY_TRUST_CHAIN");
+    out_ << YAML::EndMap;
+    if (!t.certificate_chain.empty() || !t.private_key.empty()) {
+      // File names only: the key material itself is never read here.
+      out_ << YAML::Key << "tls_certificates" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+      if (!t.certificate_chain.empty()) file("certificate_chain", t.certificate_chain);
+      if (!t.private_key.empty()) file("private_key", t.private_key);
+      out_ << YAML::EndMap << YAML::EndSeq;
+    }
+    out_ << YAML::EndMap;                  // common_tls_context
+    out_ << YAML::EndMap << YAML::EndMap;  // typed_config, transport_socket
+  }
+
+  void http2(const Http2ProtocolOptions& h2) {
+    out_ << YAML::Key << "typed_extension_protocol_options" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << detail::kHttpProtocolOptionsKey << YAML::Value << YAML::BeginMap;
+    field("@type", detail::kHttpProtocolOptionsType);
+    out_ << YAML::Key << "auto_config" << YAML::Value << YAML::BeginMap;
+    out_ << YAML::Key << "http2_protocol_options" << YAML::Value << YAML::BeginMap;
+    field("max_concurrent_streams", h2.max_concurrent_streams);
+    field("initial_stream_window_size", h2.initial_stream_window_size);
+    field("initial_connection_window_size", h2.initial_connection_window_size);
+    // Absent: no keepalive PINGs.
+    if (h2.connection_keepalive) {
+      out_ << YAML::Key << "connection_keepalive" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      field("interval", formatDuration(h2.connection_keepalive->interval));
+      field("timeout", formatDuration(h2.connection_keepalive->timeout));
+      out_ << YAML::EndMap;
+    }
+    out_ << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndMap;
+  }
+
+  YAML::Emitter& out_;
+};
+
+}  // namespace
+
+bool isSecretKey(std::string_view key) {
+  std::string lower(key);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  static constexpr std::array<std::string_view, 4> kWords{"password", "secret", "token",
+                                                          "authorization"};
+  return std::any_of(kWords.begin(), kWords.end(),
+                     [&](std::string_view w) { return lower.find(w) != std::string::npos; });
+}
+
+std::string formatDuration(Duration d) {
+  const int64_t ns = std::max<int64_t>(d.count(), 0);
+  const int64_t whole = ns / 1000000000;
+  int64_t frac = ns % 1000000000;
+  std::string out = std::to_string(whole);
+  if (frac != 0) {
+    int digits = 9;
+    while (digits > 3 && frac % 1000 == 0) {
+      frac /= 1000;
+      digits -= 3;
+    }
+    const std::string digits_text = std::to_string(frac);
+    out += '.';
+    out.append(static_cast<std::size_t>(digits) - digits_text.size(), '0');
+    out += digits_text;
+  }
+  return out + "s";
+}
+
+std::string dumpYaml(const Bootstrap& b) {
+  std::string head = "# h2gate effective configuration (secrets redacted) from " +
+                     commentText(b.source.empty() ? "<unknown>" : b.source) + "\n";
+  if (!b.admin.enabled) {
+    // The format has no switch for this: loading the dump enables admin again.
+    head += "# admin interface disabled (the address below is not bound)\n";
+  }
+  YAML::Emitter out;
+  out.SetIndent(2);
+  Writer(out).bootstrap(b);
+  if (!out.good()) {
+    // yaml-cpp refuses e.g. invalid UTF-8. Its message names no value.
+    return head + "# cannot write the configuration as YAML: " + commentText(out.GetLastError()) +
+           "\n";
+  }
+  return head + out.c_str() + "\n";
+}
+
+}  // namespace h2gate::config

@@ -1,0 +1,31 @@
+// The effective configuration as YAML, for the admin endpoint GET /config_dump.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace h2gate::config {
+
+// What replaces a secret in the dump.
+inline constexpr const char* kRedacted = "[redacted]";
+
+// `b` as YAML in the shape the loader reads (config/loader.h), with every
+// default written out, so loadString(dumpYaml(b)) gives back the same
+// Bootstrap. Secrets are replaced by kRedacted: the proxy_credentials
+// password, and inside filter typed_config the value of every key that
+// isSecretKey(). ${ENV} references kept in typed_config stay as written;
+// values the loader already expanded (e.g. a user name) appear expanded.
+// The first line is a comment naming b.source.
+std::string dumpYaml(const Bootstrap& b);
+
+// True when a typed_config key names a secret: it contains "password",
+// "secret", "token" or "authorization", in any case.
+bool isSecretKey(std::string_view key);
+
+// A duration as Envoy writes it: whole seconds with 0, 3, 6 or 9 fractional
+// digits ("5s", "0.250s", "0.000001500s"). Negative durations become "0s".
+std::string formatDuration(Duration d);
+
+}  // namespace h2gate::config
