@@ -18,13 +18,13 @@ RUNTIME_PKGS=(
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
-  curl openssl python3 procps iproute2
+  curl openssl python3 python3-yaml procps iproute2 prometheus
 )
 # Test peers that Debian would start as system services (squid on 3128 clashes with
 # h2gate's default port): the tests start their own instances, so these are not
 # started while installing, and their services are disabled when we installed them.
 # package:service
-DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx)
+DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8
