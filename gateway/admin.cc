@@ -12,9 +12,9 @@ namespace {
 // One admin request: read a head (small limits), answer, close.
 class AdminSession : public std::enable_shared_from_this<AdminSession> {
  public:
-  AdminSession(asio::ip::tcp::socket socket, Admin::StatusFn status)
+  AdminSession(asio::ip::tcp::socket socket, Admin::Handler handler)
       : socket_(std::move(socket)),
-        status_(std::move(status)),
+        handler_(std::move(handler)),
         parser_(http1::Parser::Kind::Request, http1::Limits{8 * 1024, 50}),
         timer_(socket_.get_executor()) {}
 
@@ -54,24 +54,16 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
       return send(http1::errorResponse(405, "admin endpoints take GET", true));
     std::string_view path = r.target;
     path = path.substr(0, path.find('?'));
-    const Admin::Status st = status_();
-    if (path == "/ready") {
-      const int code = st.draining ? 503 : 200;
-      return send(reply(code, "text/plain", st.draining ? "DRAINING\n" : "LIVE\n"));
-    }
-    if (path == "/server_info") return send(reply(200, "application/json", st.server_info_json));
-    if (path == "/")
-      return send(reply(200, "text/plain",
-                        "h2gate admin\n  /ready        readiness (200 LIVE / 503 DRAINING)\n"
-                        "  /server_info  version, state, uptime\n"));
-    send(http1::errorResponse(404, "no such admin endpoint", true));
+    const Admin::Reply rep = handler_(path);
+    send(reply(rep, r.method == "HEAD"));
   }
 
-  static std::string reply(int code, std::string_view type, std::string_view body) {
-    std::string out = "HTTP/1.1 " + std::to_string(code) + " " +
-                      std::string(http1::reasonPhrase(code)) + "\r\nContent-Type: ";
-    out.append(type).append("\r\nContent-Length: ").append(std::to_string(body.size()));
-    out.append("\r\nConnection: close\r\n\r\n").append(body);
+  static std::string reply(const Admin::Reply& r, bool head) {
+    std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " +
+                      std::string(http1::reasonPhrase(r.status)) + "\r\nContent-Type: ";
+    out.append(r.content_type).append("\r\nContent-Length: ").append(std::to_string(r.body.size()));
+    out.append("\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
+    if (!head) out.append(r.body);
     return out;
   }
 
@@ -87,7 +79,7 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
   }
 
   asio::ip::tcp::socket socket_;
-  Admin::StatusFn status_;
+  Admin::Handler handler_;
   http1::Parser parser_;
   asio::steady_timer timer_;
   std::array<char, 8192> buf_{};
@@ -96,8 +88,8 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
 
 }  // namespace
 
-Admin::Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, StatusFn status)
-    : endpoint_(endpoint), acceptor_(io), status_(std::move(status)) {}
+Admin::Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, Handler handler)
+    : endpoint_(endpoint), acceptor_(io), handler_(std::move(handler)) {}
 
 std::string Admin::start() {
   asio::error_code ec;
@@ -125,7 +117,7 @@ void Admin::stop() {
 void Admin::accept() {
   acceptor_.async_accept([this](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<AdminSession>(std::move(socket), status_)->start();
+    if (!ec) std::make_shared<AdminSession>(std::move(socket), handler_)->start();
     accept();
   });
 }

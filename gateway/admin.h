@@ -1,13 +1,14 @@
 // The admin listener (127.0.0.1:9901 by default): a tiny HTTP/1.1 server on
-// the main thread's event loop. One request per connection.
-//   GET /ready        200 "LIVE" while serving, 503 "DRAINING" during shutdown
-//   GET /server_info  JSON: version, state, uptime, workers, listeners
+// the main thread's event loop, apart from the workers, so it answers while
+// the data path is saturated. One request per connection; GET and HEAD.
+// What each path answers is the Handler's business (Server::adminReply).
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <asio.hpp>
 
@@ -15,13 +16,15 @@ namespace h2gate {
 
 class Admin {
  public:
-  struct Status {
-    bool draining = false;
-    std::string server_info_json;
+  struct Reply {
+    int status = 404;
+    std::string content_type = "text/plain; charset=utf-8";
+    std::string body;
   };
-  using StatusFn = std::function<Status()>;
+  // Path without the query string → reply. Runs on the admin's loop.
+  using Handler = std::function<Reply(std::string_view path)>;
 
-  Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, StatusFn status);
+  Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, Handler handler);
   // Binds. Returns an error message or "".
   std::string start();
   asio::ip::tcp::endpoint localEndpoint() const;
@@ -31,7 +34,7 @@ class Admin {
   void accept();
   asio::ip::tcp::endpoint endpoint_;
   asio::ip::tcp::acceptor acceptor_;
-  StatusFn status_;
+  Handler handler_;
 };
 
 }  // namespace h2gate

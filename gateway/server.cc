@@ -12,10 +12,12 @@ namespace h2gate {
 Server::Server(config::Bootstrap bootstrap)
     : bootstrap_(std::move(bootstrap)),
       started_(std::chrono::steady_clock::now()),
+      started_wall_(std::chrono::system_clock::now()),
       signals_(main_io_, SIGTERM, SIGINT),
       drain_timer_(main_io_) {}
 
 Server::~Server() {
+  if (metrics_source_) metrics::Registry::global().removeSource(metrics_source_);
   for (auto& w : workers_) w->stop();
 }
 
@@ -123,14 +125,22 @@ std::string Server::start() {
     }
   }
 
+  for (const config::Cluster& c : bootstrap_.clusters) {
+    std::vector<std::string> eps;
+    for (const auto& e : c.endpoints)
+      eps.push_back(upstream::endpointLabel(e.address, e.port_value));
+    health_.push_back(std::make_shared<upstream::ClusterHealth>(c.name, std::move(eps)));
+  }
+  metrics_source_ = metrics::Registry::global().addSource(
+      [this](std::vector<prometheus::MetricFamily>& out) { appendMetrics(out); });
+
   if (bootstrap_.admin.enabled) {
     asio::error_code ec;
     const asio::ip::address ip = asio::ip::make_address(bootstrap_.admin.address.address, ec);
     if (ec) return "admin: '" + bootstrap_.admin.address.address + "' is not an IP address";
     admin_ = std::make_unique<Admin>(
-        main_io_, asio::ip::tcp::endpoint(ip, bootstrap_.admin.address.port_value), [this] {
-          return Admin::Status{draining_, serverInfo()};
-        });
+        main_io_, asio::ip::tcp::endpoint(ip, bootstrap_.admin.address.port_value),
+        [this](std::string_view path) { return adminReply(path); });
     if (std::string err = admin_->start(); !err.empty()) return err;
     if (!ip.is_loopback())
       H2G_LOG(Warn, 0, 0,
@@ -141,7 +151,8 @@ std::string Server::start() {
   const uint32_t n = std::max<uint32_t>(1, bootstrap_.concurrency);
   for (uint32_t i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i);
-    for (const config::Cluster& c : bootstrap_.clusters) w->addCluster(c, tls_[c.name]);
+    for (size_t c = 0; c < bootstrap_.clusters.size(); ++c)
+      w->addCluster(bootstrap_.clusters[c], tls_[bootstrap_.clusters[c].name], health_[c]);
     for (Bound& b : bound_) {
       const int fd = ::dup(b.acceptor.native_handle());
       if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);

@@ -6,6 +6,7 @@
 // them; a second signal cuts at once. run() returns the exit code.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "gateway/admin.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/net/tls_context.h"
+#include "gateway/upstream/health.h"
 #include "gateway/worker.h"
 
 namespace h2gate {
@@ -40,9 +42,18 @@ class Server {
   void beginShutdown(int signal_number);
   void onWorkerIdle();
   std::string serverInfo() const;
+  // The admin endpoints (server_admin.cc).
+  Admin::Reply adminReply(std::string_view path) const;
+  // 200-worthy, or why not in one line.
+  std::pair<bool, std::string> readiness() const;
+  std::string clustersText() const;
+  // Families computed at scrape time: build info, readiness, endpoint
+  // health, reloads, process figures.
+  void appendMetrics(std::vector<prometheus::MetricFamily>& out) const;
 
   config::Bootstrap bootstrap_;
   std::chrono::steady_clock::time_point started_;
+  std::chrono::system_clock::time_point started_wall_;
   asio::io_context main_io_;
   asio::signal_set signals_;
   asio::steady_timer drain_timer_;
@@ -52,6 +63,12 @@ class Server {
   std::vector<std::unique_ptr<downstream::ListenerContext>> listeners_;
   // One TLS context per cluster (by name), shared by the workers' pools.
   std::unordered_map<std::string, std::shared_ptr<net::TlsContext>> tls_;
+  // Endpoint health per cluster (order as in bootstrap_.clusters), shared
+  // with every worker's pool.
+  std::vector<std::shared_ptr<upstream::ClusterHealth>> health_;
+  size_t metrics_source_ = 0;  // in metrics::Registry::global()
+  std::atomic<uint64_t> reloads_ok_{0};
+  std::atomic<uint64_t> reloads_failed_{0};
   struct Bound {
     downstream::ListenerContext* ctx;
     asio::ip::tcp::acceptor acceptor;
@@ -59,7 +76,7 @@ class Server {
   std::vector<Bound> bound_;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
-  bool draining_ = false;
+  std::atomic<bool> draining_{false};  // read by scrapes
 };
 
 }  // namespace h2gate

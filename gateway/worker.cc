@@ -5,7 +5,7 @@
 
 namespace h2gate {
 
-Worker::Worker(uint32_t index) : index_(index) {
+Worker::Worker(uint32_t index) : index_(index), shard_(metrics::Registry::global().newShard()) {
   guard_.emplace(io_.get_executor());
 }
 
@@ -15,15 +15,23 @@ Worker::~Worker() {
 
 void Worker::addListener(const downstream::ListenerContext& ctx, const asio::ip::tcp& protocol,
                          int fd) {
+  downstream::ListenerStats* stats = nullptr;
+  for (const auto& a : acceptors_)
+    if (a->ctx == &ctx) stats = a->stats;  // the listener's other address
+  if (!stats)
+    stats =
+        listener_stats_.emplace_back(std::make_unique<downstream::ListenerStats>(shard_, ctx.name))
+            .get();
   auto a = std::unique_ptr<Acceptor>(
-      new Acceptor{&ctx, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
+      new Acceptor{&ctx, stats, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
   a->acceptor.assign(protocol, fd);
   acceptors_.push_back(std::move(a));
 }
 
-void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls) {
-  upstreams_[cluster.name] =
-      std::make_shared<upstream::UpstreamPool>(io_, cluster, std::move(tls), index_);
+void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
+                        std::shared_ptr<upstream::ClusterHealth> health) {
+  upstreams_[cluster.name] = std::make_shared<upstream::UpstreamPool>(
+      io_, cluster, std::move(tls), index_, shard_, std::move(health));
 }
 
 void Worker::start() {
@@ -49,7 +57,7 @@ void Worker::accept(Acceptor& a) {
     }
     const uint64_t id = nextConnectionId();
     auto conn = std::make_shared<downstream::DownstreamConnection>(
-        std::move(socket), *a.ctx, upstreams_, id,
+        std::move(socket), *a.ctx, *a.stats, upstreams_, id,
         [this](uint64_t closed) { onConnectionClosed(closed); });
     conns_.emplace(id, conn);
     active_.store(conns_.size());

@@ -15,6 +15,8 @@
 
 #include "gateway/downstream/downstream_connection.h"
 #include "gateway/downstream/listener_context.h"
+#include "gateway/downstream/listener_stats.h"
+#include "gateway/metrics/registry.h"
 #include "gateway/upstream/pool.h"
 
 namespace h2gate {
@@ -28,7 +30,8 @@ class Worker {
 
   // Before start(): a connection pool for this cluster, pre-connected when
   // the worker starts.
-  void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls);
+  void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
+                  std::shared_ptr<upstream::ClusterHealth> health);
   // Before start(): accept on `fd` (a listening socket this worker now owns).
   void addListener(const downstream::ListenerContext& ctx, const asio::ip::tcp& protocol, int fd);
   void start();
@@ -44,6 +47,7 @@ class Worker {
  private:
   struct Acceptor {
     const downstream::ListenerContext* ctx;
+    downstream::ListenerStats* stats;
     asio::ip::tcp::acceptor acceptor;
     asio::steady_timer retry;
   };
@@ -54,6 +58,11 @@ class Worker {
   // Destruction order matters: connections and acceptors (which hold sockets
   // registered with io_) are declared after io_, so they die before it.
   uint32_t index_;
+  // This worker's metric cells; written only by its thread.
+  metrics::Shard& shard_;
+  // Before io_: app connections kept alive by pending handlers use them
+  // until io_ is destroyed.
+  std::vector<std::unique_ptr<downstream::ListenerStats>> listener_stats_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.

@@ -24,11 +24,12 @@ const char* stateName(int s) {
 }  // namespace
 
 DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
-                                           const ListenerContext& listener,
+                                           const ListenerContext& listener, ListenerStats& stats,
                                            upstream::Upstreams& upstreams, uint64_t id,
                                            CloseHook on_close)
     : socket_(std::move(socket)),
       listener_(listener),
+      stats_(stats),
       upstreams_(upstreams),
       id_(id),
       on_close_(std::move(on_close)),
@@ -36,7 +37,37 @@ DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
       half_close_timer_(socket_.get_executor()) {}
 
 DownstreamConnection::~DownstreamConnection() {
+  if (connection_counted_) stats_.connections_active.sub();
   H2G_LOG(Trace, id_, 0, "connection object destroyed");
+}
+
+ListenerStats::Route* DownstreamConnection::route() {
+  if (route_ || info_.protocol.empty()) return route_;
+  route_ = &stats_.route(info_.cluster.empty() ? "direct" : info_.cluster, info_.protocol);
+  if (unrouted_up_ > 0) {
+    route_->up.add(unrouted_up_);
+    unrouted_up_ = 0;
+  }
+  return route_;
+}
+
+void DownstreamConnection::countUp(size_t n) {
+  info_.bytes_up += n;
+  if (ListenerStats::Route* r = route())
+    r->up.add(n);
+  else
+    unrouted_up_ += n;
+}
+
+void DownstreamConnection::countDown(size_t n) {
+  info_.bytes_down += n;
+  if (ListenerStats::Route* r = route()) {
+    r->down.add(n);
+    if (!first_byte_ && head_.is_connect) {
+      first_byte_ = true;
+      r->ttfb_connect.observe(std::chrono::steady_clock::now() - info_.start);
+    }
+  }
 }
 
 void DownstreamConnection::setState(State s) {
@@ -52,6 +83,9 @@ void DownstreamConnection::start() {
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
   const auto remote = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("unknown") : net::endpointText(remote);
+  stats_.connections.add();
+  stats_.connections_active.add();
+  connection_counted_ = true;
   in_.resize(kReadSize);
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
@@ -147,6 +181,9 @@ void DownstreamConnection::beginRequest(RequestHead head) {
   info_.client = peer_;
   info_.start = std::chrono::steady_clock::now();
   info_.start_wall = std::chrono::system_clock::now();
+  route_ = nullptr;
+  unrouted_up_ = 0;
+  first_byte_ = false;
 }
 
 void DownstreamConnection::handleHead() {
@@ -160,6 +197,11 @@ void DownstreamConnection::handleHead() {
 
   if (std::string err = http1::parseTarget(head_); !err.empty())
     return replyError(400, Result::BadRequest, std::move(err));
+  // A request from here on: counted as started (by kind, which parseTarget
+  // knows) and, in finishRequest(), as finished.
+  request_counted_ = true;
+  (head_.is_connect ? stats_.started_connect : stats_.started_forward).add();
+  (head_.is_connect ? stats_.active_connect : stats_.active_forward).add();
   H2G_LOG(Debug, id_, requests_, head_.method << " " << head_.target);
 
   bool expect_continue = false;
@@ -249,7 +291,7 @@ void DownstreamConnection::processBody() {
   };
   if (body_out_.empty()) return after();
   sending_up_ = true;
-  info_.bytes_up += body_out_.size();
+  countUp(body_out_.size());
   tunnel_->send(body_out_, std::move(after));
 }
 
@@ -258,7 +300,7 @@ void DownstreamConnection::pumpTunnel() {
   if (in_begin_ < in_end_) {
     sending_up_ = true;
     const std::string_view bytes(in_.data() + in_begin_, in_end_ - in_begin_);
-    info_.bytes_up += bytes.size();
+    countUp(bytes.size());
     touchTunnel();
     tunnel_->send(bytes, [self = shared_from_this()] {
       self->sending_up_ = false;
@@ -303,13 +345,21 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
   response_started_ = true;
   if (head_.is_connect && head.status / 100 == 2) {
     info_.status = 200;
+    if (ListenerStats::Route* r = route())
+      r->tunnel_setup.observe(std::chrono::steady_clock::now() - info_.start);
     H2G_LOG(Debug, id_, requests_, "tunnel to " << head_.authority() << " established");
     write({"HTTP/1.1 200 Connection established\r\n\r\n"}, nullptr);
     setState(State::Tunnel);
     pumpTunnel();
     return;
   }
-  if (head_.is_connect) keep_alive_ = false;  // a refused CONNECT ends the connection
+  if (head_.is_connect) {
+    keep_alive_ = false;  // a refused CONNECT ends the connection
+    // The proxy's answer is relayed, but no tunnel came of it.
+    info_.result = Result::ConnectFailed;
+    if (info_.reason.empty())
+      info_.reason = "proxy refused the tunnel with status " + std::to_string(head.status);
+  }
   if (head.framing == BodyFraming::ContentLength || head.framing == BodyFraming::None) {
     out_framing_ = head.framing;
   } else if (head_.http_minor >= 1) {
@@ -324,11 +374,15 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
   std::string out;
   http1::appendResponseHead(out, head, out_framing_, keep_alive_);
   write({out}, nullptr);
+  if (ListenerStats::Route* r = route(); r && !first_byte_) {
+    first_byte_ = true;
+    r->ttfb_forward.observe(std::chrono::steady_clock::now() - info_.start);
+  }
 }
 
 void DownstreamConnection::onResponseData(std::string_view data, upstream::Done done) {
   if (state_ == State::Closed) return;
-  info_.bytes_down += data.size();
+  countDown(data.size());
   if (state_ == State::Tunnel) touchTunnel();
   if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
     write({data}, std::move(done));
@@ -417,6 +471,17 @@ void DownstreamConnection::nextRequest() {
 void DownstreamConnection::finishRequest() {
   if (!request_open_) return;
   request_open_ = false;
+  if (request_counted_) {
+    request_counted_ = false;
+    route();  // publishes bytes taken before the protocol was known
+    (head_.is_connect ? stats_.active_connect : stats_.active_forward).sub();
+    // "none": the request ended before a route or protocol was chosen.
+    const std::string cluster = !info_.cluster.empty()       ? info_.cluster
+                                : info_.protocol == "direct" ? "direct"
+                                                             : "none";
+    stats_.finished(cluster, info_.protocol.empty() ? "none" : info_.protocol, head_.is_connect,
+                    info_.result);
+  }
   for (const auto& f : listener_.filters) f->onComplete(head_, info_);
 }
 
@@ -432,6 +497,7 @@ void DownstreamConnection::replyError(int status, Result result, std::string rea
   info_.status = status;
   info_.result = result;
   info_.reason = reason;
+  stats_.errorReply(status);
   if (tunnel_) {
     tunnel_->abort();
     tunnel_.reset();
@@ -607,6 +673,10 @@ void DownstreamConnection::lingerRead() {
 void DownstreamConnection::finalClose() {
   if (closed_for_good_) return;
   closed_for_good_ = true;
+  if (connection_counted_) {
+    connection_counted_ = false;
+    stats_.connections_active.sub();
+  }
   asio::error_code ec;
   idle_timer_.cancel();
   socket_.close(ec);

@@ -16,6 +16,7 @@
 #include <asio.hpp>
 
 #include "gateway/downstream/listener_context.h"
+#include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
 #include "gateway/upstream/pool.h"
 #include "gateway/upstream/tunnel.h"
@@ -26,8 +27,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
                              public upstream::TunnelCallbacks {
  public:
   using CloseHook = std::function<void(uint64_t id)>;
+  // `stats` is the worker's, for this listener; it outlives the connection.
   DownstreamConnection(asio::ip::tcp::socket socket, const ListenerContext& listener,
-                       upstream::Upstreams& upstreams, uint64_t id, CloseHook on_close);
+                       ListenerStats& stats, upstream::Upstreams& upstreams, uint64_t id,
+                       CloseHook on_close);
   ~DownstreamConnection() override;
 
   void start();
@@ -76,6 +79,11 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void touchTunnel() { last_tunnel_activity_ = std::chrono::steady_clock::now(); }
   void armIdleTimer();
   void close(bool abortive);
+  // Metrics: the current request's route cells once its protocol is known
+  // (null before), and byte accounting that uses them.
+  ListenerStats::Route* route();
+  void countUp(size_t n);
+  void countDown(size_t n);
 
   // Output to the app: tries a non-blocking write first (direct dispatch),
   // queues only what the socket refuses. `done` runs once these bytes are
@@ -88,7 +96,13 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
 
   asio::ip::tcp::socket socket_;
   const ListenerContext& listener_;
-  upstream::Upstreams& upstreams_;  // the worker's pools; outlive its connections
+  ListenerStats& stats_;
+  ListenerStats::Route* route_ = nullptr;  // of the current request
+  uint64_t unrouted_up_ = 0;               // bytes taken from the app before the protocol was known
+  bool first_byte_ = false;          // the first response byte of this request went to the app
+  bool request_counted_ = false;     // in requests_started / requests_active
+  bool connection_counted_ = false;  // in downstream_connections_active
+  upstream::Upstreams& upstreams_;   // the worker's pools; outlive its connections
   const uint64_t id_;
   CloseHook on_close_;
   asio::steady_timer idle_timer_;

@@ -17,6 +17,7 @@ Connector::Connector(asio::io_context& io, const config::SocketAddress& endpoint
 
 void Connector::start(Done done) {
   done_ = std::move(done);
+  started_ = std::chrono::steady_clock::now();
   timer_.expires_after(timeout_);
   timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
     if (ec || !self->done_) return;
@@ -63,6 +64,8 @@ void Connector::connectNext() {
     asio::error_code ignored;
     self->socket_->set_option(asio::ip::tcp::no_delay(true), ignored);
     self->peer_ = net::endpointText(ep);
+    self->tls_started_ = std::chrono::steady_clock::now();
+    self->connect_time_ = self->tls_started_ - self->started_;
     if (!self->tls_) {
       ConnectOutcome out;
       out.transport = std::make_unique<Transport>(std::move(*self->socket_));
@@ -74,6 +77,7 @@ void Connector::connectNext() {
 }
 
 void Connector::handshake() {
+  in_tls_ = true;
   stream_ = std::make_unique<Transport::TlsStream>(std::move(*socket_), tls_->asioContext());
   if (std::string err =
           tls_->prepare(stream_->native_handle(), endpoint_.address,
@@ -98,6 +102,7 @@ void Connector::handshake() {
                                                               : ", full handshake")
                                   << ", ALPN " << (out.alpn.empty() ? "none" : out.alpn));
         out.peer = self->peer_;
+        out.tls_time = std::chrono::steady_clock::now() - self->tls_started_;
         out.transport = std::make_unique<Transport>(std::move(self->stream_));
         self->finish(std::move(out));
       });
@@ -108,12 +113,14 @@ void Connector::failWith(int status, Result result, std::string reason) {
   out.status = status;
   out.result = result;
   out.reason = std::move(reason);
+  out.tls_failed = in_tls_ && result != Result::ConnectTimeout;
   finish(std::move(out));
 }
 
 void Connector::finish(ConnectOutcome outcome) {
   Done d = std::move(done_);
   done_ = nullptr;
+  outcome.connect_time = connect_time_;
   timer_.cancel();
   if (!outcome.transport) {
     asio::error_code ec;

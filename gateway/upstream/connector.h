@@ -4,6 +4,7 @@
 // words a user can act on ("certificate verify failed: …").
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -25,6 +26,10 @@ struct ConnectOutcome {
   int status = 0;                        // on failure: 502 or 504 for the app
   Result result = Result::Ok;
   std::string reason;
+  bool tls_failed = false;  // the TLS handshake failed (not a timeout)
+  // For metrics: DNS + TCP connect, and the TLS handshake (zero if none).
+  std::chrono::nanoseconds connect_time{0};
+  std::chrono::nanoseconds tls_time{0};
 };
 
 class Connector : public std::enable_shared_from_this<Connector> {
@@ -55,6 +60,10 @@ class Connector : public std::enable_shared_from_this<Connector> {
   size_t next_ = 0;
   std::string last_error_;
   std::string peer_;
+  std::chrono::steady_clock::time_point started_{};
+  std::chrono::steady_clock::time_point tls_started_{};
+  std::chrono::nanoseconds connect_time_{0};
+  bool in_tls_ = false;
   Done done_;
 };
 

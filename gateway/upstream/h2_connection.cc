@@ -11,6 +11,11 @@ namespace {
 
 constexpr size_t kReadSize = 64 * 1024;
 constexpr size_t kMaxWriteBatch = 256 * 1024;
+// Without connection_keepalive, a PING still measures the round trip this
+// often (h2gate_upstream_ping_rtt_seconds).
+constexpr auto kRttPingInterval = std::chrono::seconds(30);
+// SO_SNDBUF is sampled for its gauge at most this often.
+constexpr auto kSendBufferSampleInterval = std::chrono::seconds(1);
 
 nghttp2_nv makeNv(const std::string& name, const std::string& value, uint8_t flags = 0) {
   return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
@@ -24,15 +29,23 @@ nghttp2_nv makeNv(const std::string& name, const std::string& value, uint8_t fla
 // H2Connection
 
 H2Connection::H2Connection(std::unique_ptr<Transport> transport, const config::Cluster& cluster,
-                           uint64_t id, std::string peer, Owner* owner)
+                           uint64_t id, std::string peer, Owner* owner,
+                           std::shared_ptr<EndpointStats> stats)
     : transport_(std::move(transport)),
       cluster_(cluster),
       id_(id),
       peer_(std::move(peer)),
       owner_(owner),
-      write_error_timer_(transport_->socket().get_executor()) {}
+      write_error_timer_(transport_->socket().get_executor()),
+      stats_(std::move(stats)),
+      gauges_(*stats_),
+      ping_timer_(transport_->socket().get_executor()) {}
 
 H2Connection::~H2Connection() {
+  if (counted_) {
+    stats_->h2_active.sub();
+    stats_->streams.sub(static_cast<int64_t>(streams_.size()));
+  }
   if (session_) nghttp2_session_del(session_);
 }
 
@@ -66,9 +79,80 @@ std::string H2Connection::start() {
   read_buf_.resize(kReadSize);
   H2G_LOG(Info, id_, 0,
           "h2 connection to proxy " << peer_ << " (cluster " << cluster_.name << ") established");
+  counted_ = true;
+  stats_->h2_active.add();
+  stats_->h2_opened.add();
+  sampleSendBuffer();
+  sendPing();
   flush();
   readMore();
   return {};
+}
+
+void H2Connection::sendPing() {
+  if (closed_ || ping_outstanding_) return schedulePing();
+  uint8_t opaque[8];
+  const uint64_t seq = ++ping_seq_;
+  std::memcpy(opaque, &seq, sizeof opaque);
+  if (nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque) == 0) {
+    ping_outstanding_ = true;
+    ping_sent_ = std::chrono::steady_clock::now();
+  }
+  schedulePing();
+}
+
+void H2Connection::schedulePing() {
+  if (closed_) return;
+  const config::Duration interval = cluster_.http2.connection_keepalive
+                                        ? cluster_.http2.connection_keepalive->interval
+                                        : config::Duration(kRttPingInterval);
+  ping_timer_.expires_after(interval);
+  ping_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    self->sendPing();
+    self->flush();
+  });
+}
+
+void H2Connection::onPingAck(const uint8_t* opaque) {
+  uint64_t seq = 0;
+  std::memcpy(&seq, opaque, sizeof seq);
+  if (!ping_outstanding_ || seq != ping_seq_) return;  // not ours, or stale
+  ping_outstanding_ = false;
+  const auto rtt = std::chrono::steady_clock::now() - ping_sent_;
+  stats_->ping_rtt.observe(rtt);
+  gauges_.pingRtt(rtt);
+  const double ms = std::chrono::duration<double, std::milli>(rtt).count();
+  H2G_LOG(Trace, id_, 0, "PING round trip to " << peer_ << ": " << ms << " ms");
+}
+
+void H2Connection::sampleSendBuffer() {
+  sndbuf_sampled_ = std::chrono::steady_clock::now();
+  asio::socket_base::send_buffer_size size;
+  asio::error_code ec;
+  transport_->socket().get_option(size, ec);
+  if (!ec) gauges_.sendBuffer(size.value());
+}
+
+void H2Connection::forget(int32_t stream_id) {
+  if (streams_.erase(stream_id) > 0) stats_->streams.sub();
+}
+
+void H2Connection::markUploadStalls() {
+  // Called when nghttp2 has nothing to send: any stream still holding app
+  // bytes waits for the proxy's WINDOW_UPDATE (stream or connection).
+  for (size_t i = 0; i < uploads_pending_.size();) {
+    auto it = streams_.find(uploads_pending_[i]);
+    if (it == streams_.end() || !it->second->hasPendingUpload()) {
+      if (it != streams_.end()) it->second->upload_listed_ = false;
+      uploads_pending_[i] = uploads_pending_.back();
+      uploads_pending_.pop_back();
+      continue;
+    }
+    it->second->setUploadStalled(true);
+    ++i;
+  }
 }
 
 bool H2Connection::acceptsStreams() const {
@@ -84,12 +168,13 @@ H2Stream* H2Connection::streamOf(int32_t stream_id) const {
 }
 
 int32_t H2Connection::submit(H2Stream* stream, const std::vector<nghttp2_nv>& nva, bool with_body) {
+  if (closed_) return NGHTTP2_ERR_INVALID_STATE;
   nghttp2_data_provider provider{};
   provider.source.ptr = nullptr;  // looked up by stream user data: see readData
   provider.read_callback = &H2Connection::readData;
   const int32_t id = nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(),
                                             with_body ? &provider : nullptr, stream);
-  if (id > 0) streams_.emplace(id, stream);
+  if (id > 0 && streams_.emplace(id, stream).second) stats_->streams.add();
   return id;
 }
 
@@ -117,7 +202,7 @@ void H2Connection::resetStream(int32_t stream_id, uint32_t error_code) {
 void H2Connection::detach(int32_t stream_id) {
   if (closed_) return;
   nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
-  streams_.erase(stream_id);
+  forget(stream_id);
 }
 
 void H2Connection::readMore() {
@@ -166,7 +251,10 @@ void H2Connection::flush() {
       close(std::string("HTTP/2 send error: ") + nghttp2_strerror(static_cast<int>(n)));
       return;
     }
-    if (n == 0) break;
+    if (n == 0) {
+      if (!uploads_pending_.empty()) markUploadStalls();
+      break;
+    }
     out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   if (out_.empty()) {
@@ -175,16 +263,18 @@ void H2Connection::flush() {
     return;
   }
   writing_ = true;
-  transport_->asyncWrite(asio::buffer(out_),
-                         [self = shared_from_this()](const asio::error_code& ec, size_t) {
-                           self->writing_ = false;
-                           if (self->closed_) return;
-                           if (ec) {
-                             self->onWriteError(ec);
-                             return;
-                           }
-                           self->flush();
-                         });
+  transport_->asyncWrite(
+      asio::buffer(out_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
+        self->writing_ = false;
+        if (self->closed_) return;
+        if (ec) {
+          self->onWriteError(ec);
+          return;
+        }
+        if (std::chrono::steady_clock::now() - self->sndbuf_sampled_ >= kSendBufferSampleInterval)
+          self->sampleSendBuffer();
+        self->flush();
+      });
 }
 
 void H2Connection::onWriteError(const asio::error_code& ec) {
@@ -204,6 +294,7 @@ void H2Connection::close(const std::string& reason) {
   if (closed_) return;
   closed_ = true;
   write_error_timer_.cancel();
+  ping_timer_.cancel();
   auto self = shared_from_this();
   const std::string why =
       got_settings_ ? reason : "proxy closed the connection before HTTP/2 started: " + reason;
@@ -211,6 +302,11 @@ void H2Connection::close(const std::string& reason) {
   // Streams learn first (they may still be in the table), then the pool.
   auto streams = streams_;
   streams_.clear();
+  if (counted_) {
+    counted_ = false;
+    stats_->h2_active.sub();
+    stats_->streams.sub(static_cast<int64_t>(streams.size()));
+  }
   for (auto& [id, s] : streams) s->onConnectionClosed(why, got_settings_);
   transport_->close();
   if (owner_) owner_->onConnectionClosed(*this, why);
@@ -253,8 +349,12 @@ int H2Connection::onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
       if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c->got_settings_ = true;
       if (c->owner_) c->owner_->onCapacityChanged(*c);
       break;
+    case NGHTTP2_PING:
+      if (frame->hd.flags & NGHTTP2_FLAG_ACK) c->onPingAck(frame->ping.opaque_data);
+      break;
     case NGHTTP2_GOAWAY:
       c->goaway_ = true;
+      c->stats_->goaways.add();
       H2G_LOG(Info, c->id_, 0,
               "GOAWAY from proxy " << c->peer_ << ": last stream " << frame->goaway.last_stream_id
                                    << ", error " << nghttp2_http2_strerror(frame->goaway.error_code)
@@ -283,7 +383,7 @@ int H2Connection::onStreamClose(nghttp2_session*, int32_t stream_id, uint32_t er
                                 void* user) {
   auto* c = static_cast<H2Connection*>(user);
   H2Stream* s = c->streamOf(stream_id);
-  c->streams_.erase(stream_id);
+  c->forget(stream_id);
   if (s) s->onClose(error_code);
   if (c->owner_) c->owner_->onCapacityChanged(*c);
   return 0;
@@ -313,7 +413,36 @@ H2Stream::~H2Stream() {
   if (unconsumed_ > 0) conn_->consume(id_, unconsumed_);
 }
 
+void H2Stream::setUploadStalled(bool on) {
+  if (on == upload_stalled_) return;
+  upload_stalled_ = on;
+  const ClusterStats& cs = *conn_->stats().cluster;
+  const auto now = std::chrono::steady_clock::now();
+  if (on) {
+    upload_stalled_since_ = now;
+    cs.stalled_up.add();
+  } else {
+    cs.stalled_up.sub();
+    cs.stalled_ns_up.add(static_cast<uint64_t>((now - upload_stalled_since_).count()));
+  }
+}
+
+void H2Stream::setDownloadStalled(bool on) {
+  if (on == download_stalled_) return;
+  download_stalled_ = on;
+  const ClusterStats& cs = *conn_->stats().cluster;
+  const auto now = std::chrono::steady_clock::now();
+  if (on) {
+    download_stalled_since_ = now;
+    cs.stalled_down.add();
+  } else {
+    cs.stalled_down.sub();
+    cs.stalled_ns_down.add(static_cast<uint64_t>((now - download_stalled_since_).count()));
+  }
+}
+
 void H2Stream::release(bool cancel) {
+  endStalls();
   if (id_ <= 0 || closed_) return;
   closed_ = true;
   // Nothing may call back into this object from now on.
@@ -380,6 +509,10 @@ void H2Stream::send(std::string_view data, Done done) {
   }
   pending_ = data;
   pending_done_ = std::move(done);
+  if (!upload_listed_ && !data.empty()) {
+    upload_listed_ = true;
+    conn_->noteUploadPending(id_);
+  }
   if (deferred_ && !closed_) {
     deferred_ = false;
     conn_->resumeData(id_);
@@ -396,6 +529,7 @@ void H2Stream::endOfRequest() {
 
 ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
   if (pending_done_) {
+    if (upload_stalled_) setUploadStalled(false);  // the window opened
     const size_t n = std::min(len, pending_.size());
     std::memcpy(buf, pending_.data(), n);
     pending_.remove_prefix(n);
@@ -457,15 +591,20 @@ void H2Stream::onData(const uint8_t* data, size_t len) {
     return;
   }
   unconsumed_ += len;
+  const size_t window = conn_->cluster().http2.initial_stream_window_size;
+  // The proxy cannot send more until the app takes some of these bytes.
+  if (unconsumed_ >= window) setDownloadStalled(true);
   std::weak_ptr<H2Stream> weak = weak_from_this();
-  callbacks_->onResponseData(std::string_view(reinterpret_cast<const char*>(data), len),
-                             [weak, len] {
-                               auto s = weak.lock();
-                               if (!s || s->aborted_)
-                                 return;  // abort()/~H2Stream consumed it already
-                               s->unconsumed_ -= len;
-                               s->conn_->consume(s->id_, len);
-                             });
+  callbacks_->onResponseData(
+      std::string_view(reinterpret_cast<const char*>(data), len), [weak, len] {
+        auto s = weak.lock();
+        if (!s || s->aborted_) return;  // abort()/~H2Stream consumed it already
+        s->unconsumed_ -= len;
+        if (s->download_stalled_ &&
+            s->unconsumed_ < s->conn_->cluster().http2.initial_stream_window_size)
+          s->setDownloadStalled(false);
+        s->conn_->consume(s->id_, len);
+      });
 }
 
 void H2Stream::onEndStream() {
@@ -483,6 +622,7 @@ void H2Stream::onEndStream() {
 
 void H2Stream::onClose(uint32_t error_code) {
   closed_ = true;
+  endStalls();
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   if (!cb) return;
@@ -513,6 +653,7 @@ void H2Stream::onClose(uint32_t error_code) {
 
 void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
   closed_ = true;
+  endStalls();
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   if (!cb) return;
@@ -526,6 +667,7 @@ void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
 void H2Stream::abort() {
   if (aborted_) return;
   aborted_ = true;
+  endStalls();
   callbacks_ = nullptr;
   pending_done_ = nullptr;
   if (unconsumed_ > 0) {

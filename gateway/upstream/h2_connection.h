@@ -12,6 +12,7 @@
 // H2Stream dies it clears its nghttp2 stream user data (detach()).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -26,6 +27,7 @@
 #include "config/config.h"
 #include "gateway/upstream/transport.h"
 #include "gateway/upstream/tunnel.h"
+#include "gateway/upstream/upstream_stats.h"
 
 namespace h2gate::upstream {
 
@@ -43,7 +45,7 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   };
 
   H2Connection(std::unique_ptr<Transport> transport, const config::Cluster& cluster, uint64_t id,
-               std::string peer, Owner* owner);
+               std::string peer, Owner* owner, std::shared_ptr<EndpointStats> stats);
   ~H2Connection();
   H2Connection(const H2Connection&) = delete;
   H2Connection& operator=(const H2Connection&) = delete;
@@ -71,6 +73,10 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void resetStream(int32_t stream_id, uint32_t error_code);
   void detach(int32_t stream_id);
   void flush();
+  // The stream has app bytes to send: if nghttp2 then has nothing to send,
+  // flow control holds them (see flush()).
+  void noteUploadPending(int32_t stream_id) { uploads_pending_.push_back(stream_id); }
+  const EndpointStats& stats() const { return *stats_; }
 
  private:
   static int onBeginHeaders(nghttp2_session*, const nghttp2_frame*, void*);
@@ -85,6 +91,16 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void onWriteError(const asio::error_code& ec);
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
+  // Removes a stream from streams_ (and from the streams gauge).
+  void forget(int32_t stream_id);
+  // Streams still holding app bytes while nghttp2 has nothing to send are
+  // blocked by the proxy's flow-control window.
+  void markUploadStalls();
+  // PING round trip, measured every ping interval.
+  void sendPing();
+  void onPingAck(const uint8_t* opaque);
+  void schedulePing();
+  void sampleSendBuffer();
 
   std::unique_ptr<Transport> transport_;
   const config::Cluster& cluster_;
@@ -103,6 +119,15 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   bool got_settings_ = false;  // the proxy's first SETTINGS arrived: HTTP/2 works
   std::string write_error_;
   asio::steady_timer write_error_timer_;
+  std::shared_ptr<EndpointStats> stats_;
+  EndpointStats::ConnectionGauges gauges_;
+  bool counted_ = false;  // in the active-connections gauge
+  std::vector<int32_t> uploads_pending_;
+  asio::steady_timer ping_timer_;
+  uint64_t ping_seq_ = 0;
+  bool ping_outstanding_ = false;
+  std::chrono::steady_clock::time_point ping_sent_{};
+  std::chrono::steady_clock::time_point sndbuf_sampled_{};
 };
 
 // One app request or tunnel on an H2Connection.
@@ -131,8 +156,16 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   // The whole connection went away; `established` when HTTP/2 had started.
   void onConnectionClosed(const std::string& reason, bool established);
   ssize_t readData(uint8_t* buf, size_t len, uint32_t* flags);
+  bool hasPendingUpload() const { return pending_done_ && !pending_.empty() && !closed_; }
+  // Flow-control stall bookkeeping (h2gate_upstream_streams_stalled).
+  void setUploadStalled(bool stalled);
 
  private:
+  void setDownloadStalled(bool stalled);
+  void endStalls() {
+    setUploadStalled(false);
+    setDownloadStalled(false);
+  }
   // Stops nghttp2 from calling back into this stream; ends it with
   // RST_STREAM(CANCEL) when `cancel`, else lets END_STREAM finish it.
   void release(bool cancel);
@@ -158,6 +191,12 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   Done pending_done_;
   bool deferred_ = false;
   bool end_pending_ = false;
+  std::chrono::steady_clock::time_point upload_stalled_since_{};
+  std::chrono::steady_clock::time_point download_stalled_since_{};
+  bool upload_stalled_ = false;
+  bool download_stalled_ = false;
+  bool upload_listed_ = false;  // in the connection's uploads_pending_
+  friend class H2Connection;
 };
 
 }  // namespace h2gate::upstream

@@ -16,6 +16,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
         timer_(pool_->executorContext()),
         conn_id_(conn_id),
         stream_id_(stream_id) {}
+  ~ClusterTunnel() override { setWaiting(false); }
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
     save(head, info, callbacks);
@@ -23,7 +24,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
   void abort() override {
-    waiting_ = false;
+    setWaiting(false);
     timer_.cancel();
     PendingTunnel::abort();
   }
@@ -32,7 +33,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   bool isConnect() const { return head_->is_connect; }
 
   void attachH2(const std::shared_ptr<H2Connection>& conn) {
-    waiting_ = false;
+    setWaiting(false);
     timer_.cancel();
     auto stream = std::make_shared<H2Stream>(conn, conn_id_, stream_id_);
     std::weak_ptr<ClusterTunnel> weak = weak_from_this();
@@ -44,7 +45,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 
   void attachH1(std::unique_ptr<Transport> transport, std::string peer,
                 Http1Exchange::Release release) {
-    waiting_ = false;
+    setWaiting(false);
     timer_.cancel();
     info_->protocol = "http1";
     if (peer.empty()) {
@@ -76,20 +77,30 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
   void poolFailed(int status, Result result, const std::string& reason) {
-    waiting_ = false;
+    setWaiting(false);
     timer_.cancel();
     fail(status, result, reason);
   }
 
  private:
+  void setWaiting(bool w) {
+    if (w == waiting_) return;
+    waiting_ = w;
+    if (w)
+      pool_->stats().waiting.add();
+    else
+      pool_->stats().waiting.sub();
+  }
+
   void wait() {
-    waiting_ = true;
+    setWaiting(true);
     timer_.expires_after(pool_->queueTimeout());
     std::weak_ptr<ClusterTunnel> weak = weak_from_this();
     timer_.async_wait([weak](const asio::error_code& ec) {
       auto self = weak.lock();
       if (ec || !self || !self->waiting_) return;
-      self->waiting_ = false;
+      self->setWaiting(false);
+      self->pool_->stats().queue_timeouts.add();
       H2G_LOG(Info, self->conn_id_, self->stream_id_,
               "no connection to cluster " << self->pool_->cluster().name
                                           << " became available in time");
@@ -113,12 +124,20 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 };
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
-                           std::shared_ptr<net::TlsContext> tls, uint32_t worker)
+                           std::shared_ptr<net::TlsContext> tls, uint32_t worker,
+                           metrics::Shard& shard, std::shared_ptr<ClusterHealth> health)
     : io_(io),
       cluster_(cluster),
       tls_(std::move(tls)),
       worker_(worker),
-      endpoint_alpn_(cluster.endpoints.size()) {}
+      cluster_stats_(std::make_shared<ClusterStats>(shard, cluster.name)),
+      health_(std::move(health)),
+      retry_timer_(io),
+      endpoint_alpn_(cluster.endpoints.size()) {
+  for (const auto& ep : cluster.endpoints)
+    endpoint_stats_.push_back(std::make_shared<EndpointStats>(
+        shard, cluster_stats_, cluster.name, endpointLabel(ep.address, ep.port_value), worker));
+}
 
 bool UpstreamPool::knownHttp1() const {
   if (endpoint_alpn_.empty()) return false;
@@ -129,7 +148,8 @@ bool UpstreamPool::knownHttp1() const {
 UpstreamPool::~UpstreamPool() {
   for (auto& c : connecting_) c->cancel();
   // Streams may keep connections alive a little longer than the pool.
-  for (auto& c : h2_) c->detachOwner();
+  for (auto& e : h2_) e.conn->detachOwner();
+  for (auto& idle : h1_idle_) closeIdleH1(idle);
 }
 
 config::Duration UpstreamPool::queueTimeout() const {
@@ -148,8 +168,16 @@ void UpstreamPool::preconnect() {
 
 void UpstreamPool::shutdown() {
   shutting_down_ = true;
-  for (auto& t : h1_idle_) t->close();
+  retry_timer_.cancel();
+  for (auto& idle : h1_idle_) closeIdleH1(idle);
   h1_idle_.clear();
+}
+
+void UpstreamPool::closeIdleH1(H1Idle& idle) {
+  if (!idle.transport) return;
+  idle.transport->close();
+  idle.transport.reset();
+  endpoint_stats_[idle.endpoint]->h1_active.sub();
 }
 
 size_t UpstreamPool::connectionCount() const {
@@ -159,19 +187,30 @@ size_t UpstreamPool::connectionCount() const {
 std::shared_ptr<H2Connection> UpstreamPool::pickH2() const {
   // The first connection with room: requests pack onto as few connections
   // as the limits allow.
-  for (const auto& c : h2_)
-    if (c->acceptsStreams()) return c;
+  for (const auto& e : h2_)
+    if (e.conn->acceptsStreams()) return e.conn;
   return nullptr;
 }
 
 void UpstreamPool::enqueue(const std::shared_ptr<ClusterTunnel>& tunnel) {
   if (waiting_.size() >= kMaxWaiting) {
+    cluster_stats_->overflows.add();
     tunnel->poolFailed(503, Result::ConnectFailed,
                        "too many requests waiting for cluster '" + cluster_.name + "'");
     return;
   }
   waiting_.push_back(tunnel);
   dispatch();
+}
+
+void UpstreamPool::attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endpoint,
+                            std::unique_ptr<Transport> transport, std::string peer) {
+  ++h1_busy_;
+  std::weak_ptr<UpstreamPool> weak = weak_from_this();
+  t->attachH1(std::move(transport), std::move(peer),
+              [weak, endpoint](std::unique_ptr<Transport> tr) {
+                if (auto p = weak.lock()) p->onH1Released(endpoint, std::move(tr));
+              });
 }
 
 void UpstreamPool::dispatch() {
@@ -188,14 +227,10 @@ void UpstreamPool::dispatch() {
       continue;
     }
     if (knownHttp1() && !t->isConnect() && !h1_idle_.empty()) {
-      auto transport = std::move(h1_idle_.back());
+      H1Idle idle = std::move(h1_idle_.back());
       h1_idle_.pop_back();
-      ++h1_busy_;
       it = waiting_.erase(it);
-      std::weak_ptr<UpstreamPool> weak = weak_from_this();
-      t->attachH1(std::move(transport), "", [weak](std::unique_ptr<Transport> tr) {
-        if (auto p = weak.lock()) p->onH1Released(std::move(tr));
-      });
+      attachH1(t, idle.endpoint, std::move(idle.transport), "");
       continue;
     }
     if (!knownHttp1()) break;  // h2 (or not known yet): the next connection serves all
@@ -212,7 +247,7 @@ void UpstreamPool::dispatch() {
   while (connecting_.size() < unserved) {
     if (connectionCount() >= cluster_.max_connections) {
       if (h1_idle_.empty()) break;
-      h1_idle_.back()->close();
+      closeIdleH1(h1_idle_.back());
       h1_idle_.pop_back();
     }
     openConnection();
@@ -235,18 +270,44 @@ void UpstreamPool::openConnection() {
   });
 }
 
+void UpstreamPool::scheduleRetry() {
+  if (shutting_down_ || retry_armed_ || connectionCount() > 0) return;
+  retry_delay_ = retry_delay_.count() == 0
+                     ? kRetryMin
+                     : std::min<std::chrono::milliseconds>(retry_delay_ * 2, kRetryMax);
+  retry_armed_ = true;
+  H2G_LOG(Debug, 0, 0,
+          "cluster " << cluster_.name << ": reconnecting in "
+                     << std::chrono::duration<double>(retry_delay_).count() << "s");
+  retry_timer_.expires_after(retry_delay_);
+  retry_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    auto p = weak.lock();
+    if (ec || !p) return;
+    p->retry_armed_ = false;
+    if (!p->shutting_down_ && p->connectionCount() == 0) p->openConnection();
+  });
+}
+
 void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
                                ConnectOutcome outcome) {
   std::erase(connecting_, connector);
+  EndpointStats& stats = *endpoint_stats_[endpoint];
+  if (outcome.connect_time.count() > 0) stats.connect_time.observe(outcome.connect_time);
   if (!outcome.transport) {
     H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
+    stats.connectFailed(outcome.result, outcome.tls_failed);
+    health_->failed(endpoint, outcome.reason);
     // Nothing else can serve the waiting requests soon: fail them fast
     // rather than letting them sit until their queue timeout.
     if (h2_.empty() && connecting_.empty())
       failWaiting(outcome.status, outcome.result, outcome.reason);
+    scheduleRetry();
     return;
   }
+  if (tls_) stats.tls_time.observe(outcome.tls_time);
+  retry_delay_ = std::chrono::milliseconds(0);
   const std::string alpn = outcome.alpn;
+  health_->connected(endpoint, alpn);
   std::optional<std::string>& known = endpoint_alpn_[endpoint];
   if (!known || *known != alpn)
     H2G_LOG(Info, 0, 0,
@@ -258,35 +319,37 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
     return;
   }
   if (alpn == "h2") {
-    auto conn = std::make_shared<H2Connection>(std::move(outcome.transport), cluster_,
-                                               nextConnectionId(), outcome.peer, this);
+    auto conn =
+        std::make_shared<H2Connection>(std::move(outcome.transport), cluster_, nextConnectionId(),
+                                       outcome.peer, this, endpoint_stats_[endpoint]);
     if (std::string err = conn->start(); !err.empty()) {
       H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << err);
       return;
     }
-    h2_.push_back(std::move(conn));
+    h2_.push_back(H2Entry{std::move(conn), endpoint});
     dispatch();
     return;
   }
   // HTTP/1.1: the connection goes to the first waiting request, or idles.
+  stats.h1_opened.add();
+  stats.h1_active.add();
   while (!waiting_.empty()) {
     auto t = waiting_.front().lock();
     waiting_.pop_front();
     if (!t || !t->waiting()) continue;
-    ++h1_busy_;
-    std::weak_ptr<UpstreamPool> weak = weak_from_this();
-    t->attachH1(std::move(outcome.transport), outcome.peer, [weak](std::unique_ptr<Transport> tr) {
-      if (auto p = weak.lock()) p->onH1Released(std::move(tr));
-    });
+    attachH1(t, endpoint, std::move(outcome.transport), outcome.peer);
     dispatch();
     return;
   }
-  h1_idle_.push_back(std::move(outcome.transport));
+  h1_idle_.push_back(H1Idle{endpoint, std::move(outcome.transport)});
 }
 
-void UpstreamPool::onH1Released(std::unique_ptr<Transport> transport) {
+void UpstreamPool::onH1Released(size_t endpoint, std::unique_ptr<Transport> transport) {
   --h1_busy_;
-  if (transport && !shutting_down_) h1_idle_.push_back(std::move(transport));
+  if (transport && !shutting_down_)
+    h1_idle_.push_back(H1Idle{endpoint, std::move(transport)});
+  else
+    endpoint_stats_[endpoint]->h1_active.sub();
   asio::post(io_, [weak = weak_from_this()] {
     if (auto p = weak.lock()) p->dispatch();
   });
@@ -306,13 +369,20 @@ void UpstreamPool::onCapacityChanged(H2Connection&) {
   });
 }
 
-void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string&) {
-  auto it = std::find_if(h2_.begin(), h2_.end(), [&](const auto& c) { return c.get() == &conn; });
+void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& reason) {
+  auto it =
+      std::find_if(h2_.begin(), h2_.end(), [&](const H2Entry& e) { return e.conn.get() == &conn; });
   if (it == h2_.end()) return;
-  auto keep = *it;  // alive until this call returns
+  auto keep = it->conn;  // alive until this call returns
+  health_->lost(it->endpoint, reason);
   h2_.erase(it);
   asio::post(io_, [weak = weak_from_this(), keep] {
-    if (auto p = weak.lock()) p->dispatch();
+    auto p = weak.lock();
+    if (!p) return;
+    p->dispatch();
+    // The last connection went: have one ready before the next request (and
+    // find out whether the proxy is still there).
+    p->scheduleRetry();
   });
 }
 

@@ -8,6 +8,13 @@
 // max_connections exist (circuit breaker); beyond that requests wait in a
 // bounded queue, and get 503 when their wait times out. What ALPN gave is
 // remembered, so the next request does not guess; a reconnect re-learns it.
+//
+// Health: every attempt is reported to the cluster's ClusterHealth (shared
+// by all workers). While the pool has no connection because attempts fail,
+// or its last h2 connection was lost, it retries in the background with
+// exponential back-off (kRetryMin doubling to kRetryMax), so /ready and
+// h2gate_upstream_endpoint_up notice when the proxy returns, and the next
+// request finds a connection ready.
 #pragma once
 
 #include <deque>
@@ -23,6 +30,7 @@
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/connector.h"
 #include "gateway/upstream/h2_connection.h"
+#include "gateway/upstream/health.h"
 #include "gateway/upstream/pending_tunnel.h"
 
 namespace h2gate::upstream {
@@ -33,9 +41,14 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
  public:
   // Requests waiting for a connection beyond this get 503 at once.
   static constexpr size_t kMaxWaiting = 4096;
+  static constexpr std::chrono::milliseconds kRetryMin{500};
+  static constexpr std::chrono::seconds kRetryMax{30};
 
+  // Built before the worker's thread starts or on it: `shard` is the
+  // worker's.
   UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
-               std::shared_ptr<net::TlsContext> tls, uint32_t worker);
+               std::shared_ptr<net::TlsContext> tls, uint32_t worker, metrics::Shard& shard,
+               std::shared_ptr<ClusterHealth> health);
   ~UpstreamPool() override;
 
   std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
@@ -50,6 +63,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   config::Duration queueTimeout() const;
   const config::Cluster& cluster() const { return cluster_; }
   asio::io_context& executorContext() { return io_; }
+  const ClusterStats& stats() const { return *cluster_stats_; }
 
   // H2Connection::Owner
   void onCapacityChanged(H2Connection& conn) override;
@@ -59,10 +73,24 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   size_t h2Connections() const { return h2_.size(); }
 
  private:
+  struct H2Entry {
+    std::shared_ptr<H2Connection> conn;
+    size_t endpoint;
+  };
+  struct H1Idle {
+    size_t endpoint;
+    std::unique_ptr<Transport> transport;
+  };
   void openConnection();
   void onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
                    ConnectOutcome outcome);
-  void onH1Released(std::unique_ptr<Transport> transport);
+  // Hands an HTTP/1.1 connection to a waiting request.
+  void attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endpoint,
+                std::unique_ptr<Transport> transport, std::string peer);
+  void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport);
+  void closeIdleH1(H1Idle& idle);
+  // No connection left and none coming: try again after the back-off.
+  void scheduleRetry();
   size_t connectionCount() const;
   std::shared_ptr<H2Connection> pickH2() const;
   // The endpoint the next connection goes to is known to speak HTTP/1.1.
@@ -73,10 +101,16 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   const config::Cluster& cluster_;
   std::shared_ptr<net::TlsContext> tls_;
   uint32_t worker_;
-  std::vector<std::shared_ptr<H2Connection>> h2_;
+  std::shared_ptr<ClusterStats> cluster_stats_;
+  std::vector<std::shared_ptr<EndpointStats>> endpoint_stats_;  // index as in cluster_.endpoints
+  std::shared_ptr<ClusterHealth> health_;
+  std::vector<H2Entry> h2_;
   std::vector<std::shared_ptr<Connector>> connecting_;
-  size_t h1_busy_ = 0;                               // HTTP/1.1 connections carrying a request
-  std::vector<std::unique_ptr<Transport>> h1_idle_;  // keep-alive, for absolute-form
+  size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
+  std::vector<H1Idle> h1_idle_;  // keep-alive, for absolute-form
+  asio::steady_timer retry_timer_;
+  std::chrono::milliseconds retry_delay_{0};
+  bool retry_armed_ = false;
   std::deque<std::weak_ptr<ClusterTunnel>> waiting_;
   // What ALPN gave each endpoint (index as in cluster_.endpoints) on its
   // last handshake; unset until the first. Re-learnt on every connection.

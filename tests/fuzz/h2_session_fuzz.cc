@@ -78,8 +78,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cluster.http2.initial_stream_window_size = 65535;
   cluster.http2.initial_connection_window_size = 1 << 20;
   NoOwner owner;
+  // One shard for every input: a shard per input would grow the registry.
+  static metrics::Shard& shard = metrics::Registry::global().newShard();
+  auto stats = upstream::makeEndpointStats(shard, cluster.name, "fuzz:443", 0);
   auto conn = std::make_shared<upstream::H2Connection>(
-      std::make_unique<upstream::Transport>(std::move(client)), cluster, 1, "fuzz", &owner);
+      std::make_unique<upstream::Transport>(std::move(client)), cluster, 1, "fuzz", &owner, stats);
   if (!conn->start().empty()) return 0;
 
   RequestHead connect;

@@ -315,6 +315,7 @@ struct Harness {
   config::Cluster cluster;
   Owner owner;
   std::shared_ptr<Peer> peer;
+  std::shared_ptr<EndpointStats> stats;
   std::shared_ptr<H2Connection> conn;
   std::vector<std::unique_ptr<Request>> requests;
 
@@ -331,8 +332,9 @@ struct Harness {
     client.set_option(tcp::no_delay(true));  // as the connector does; no 40 ms stalls
     server.set_option(tcp::no_delay(true));
     peer = std::make_shared<Peer>(std::move(server));
+    stats = makeEndpointStats(metrics::Registry::global().newShard(), cluster.name, "peer:443", 0);
     conn = std::make_shared<H2Connection>(std::make_unique<Transport>(std::move(client)), cluster,
-                                          1, "peer", &owner);
+                                          1, "peer", &owner, stats);
     REQUIRE(conn->start().empty());
     peer->start(peer_settings);
     REQUIRE(runUntil([&] { return peer->gotClientSettings() && owner.capacity_changes > 0; }));
@@ -729,5 +731,92 @@ TEST_CASE("h2 upstream: SETTINGS_MAX_CONCURRENT_STREAMS and max_concurrent_strea
     CHECK(h.conn->acceptsStreams());
     h.connect("a.test");
     CHECK(!h.conn->acceptsStreams());
+  }
+}
+
+// 7. ------------------------------------------------------------------------
+
+namespace {
+uint64_t observations(const metrics::Histogram& h) {
+  uint64_t n = 0;
+  for (size_t i = 0; i <= metrics::Histogram::kBounds.size(); ++i) n += h.bucket(i);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("h2 upstream metrics: connections, streams and the PING round trip",
+          "[upstream][h2][metrics]") {
+  auto h = std::make_unique<Harness>();
+  auto stats = h->stats;
+  CHECK(stats->h2_active.value() == 1);
+  CHECK(stats->h2_opened.value() == 1);
+  // The first PING goes out with the SETTINGS; nghttp2 on the peer answers it.
+  REQUIRE(h->runUntil([&] { return observations(stats->ping_rtt) == 1; }));
+
+  Request& a = h->connect("a.test");
+  Request& b = h->connect("b.test");
+  CHECK(stats->streams.value() == 2);
+  const int32_t ida = h->idOf(a);
+  h->peer->respond(ida, 200, 0, true);
+  a.stream->endOfRequest();
+  REQUIRE(h->runUntil([&] { return stats->streams.value() == 1; }));
+  // The connection dies with b still open: every gauge comes back to zero.
+  h->peer->close();
+  REQUIRE(h->runUntil([&] { return h->owner.closed == 1; }));
+  CHECK(b.app.fails + b.app.resets == 1);
+  CHECK(stats->streams.value() == 0);
+  CHECK(stats->h2_active.value() == 0);
+  h.reset();
+  CHECK(stats->streams.value() == 0);
+  CHECK(stats->h2_active.value() == 0);
+}
+
+TEST_CASE("h2 upstream metrics: streams stalled on flow control, both directions",
+          "[upstream][h2][metrics]") {
+  SECTION("download: the app does not take the bytes, the stream window fills") {
+    Harness h;
+    const ClusterStats& cs = *h.stats->cluster;
+    Request& r = h.connect("a.test");
+    const int32_t id = h.idOf(r);
+    h.peer->respond(id, 200, 200000, true);
+    REQUIRE(h.runUntil([&] { return r.app.body.size() == 65535; }));
+    CHECK(cs.stalled_down.value() == 1);
+    CHECK(cs.stalled_up.value() == 0);
+    h.runFor(50ms);
+    r.app.auto_done = true;
+    r.app.release();
+    REQUIRE(h.runUntil([&] { return r.app.ends == 1; }));
+    CHECK(cs.stalled_down.value() == 0);
+    // At least the 50 ms it sat there.
+    CHECK(cs.stalled_ns_down.value() >= 50'000'000u);
+  }
+  SECTION("upload: the proxy's window is used up and its WINDOW_UPDATE held back") {
+    Harness h;
+    const ClusterStats& cs = *h.stats->cluster;
+    Request& r = h.connect("a.test");
+    const int32_t id = h.idOf(r);
+    h.peer->respond(id, 200, 0, false);
+    REQUIRE(h.runUntil([&] { return r.app.head.has_value(); }));
+    h.peer->hold(true);  // no WINDOW_UPDATE reaches us
+    h.send(r, std::string(200000, 'u'));
+    REQUIRE(h.runUntil([&] { return cs.stalled_up.value() == 1; }));
+    CHECK(!r.upload_done);
+    h.runFor(50ms);
+    h.peer->hold(false);
+    REQUIRE(h.runUntil([&] { return r.upload_done; }));
+    REQUIRE(h.runUntil([&] { return cs.stalled_up.value() == 0; }));
+    CHECK(cs.stalled_ns_up.value() >= 50'000'000u);
+    // Copied into frames is not yet received: wait for the peer to have it all.
+    CHECK(h.runUntil([&] { return h.peer->stream(id).upload.size() == 200000; }));
+  }
+  SECTION("a stalled stream that is aborted is no longer counted") {
+    Harness h;
+    const ClusterStats& cs = *h.stats->cluster;
+    Request& r = h.connect("a.test");
+    h.peer->respond(h.idOf(r), 200, 100000, false);
+    REQUIRE(h.runUntil([&] { return cs.stalled_down.value() == 1; }));
+    r.app.gone = true;
+    r.stream->abort();
+    CHECK(cs.stalled_down.value() == 0);
   }
 }

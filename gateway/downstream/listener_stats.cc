@@ -1,0 +1,47 @@
+#include "gateway/downstream/listener_stats.h"
+
+namespace h2gate::downstream {
+
+using metrics::Family;
+
+ListenerStats::ListenerStats(metrics::Shard& s, std::string listener)
+    : connections(s.counter(Family::DownstreamConnections, {listener})),
+      connections_active(s.gauge(Family::DownstreamConnectionsActive, {listener})),
+      started_connect(s.counter(Family::RequestsStarted, {listener, "connect"})),
+      started_forward(s.counter(Family::RequestsStarted, {listener, "forward"})),
+      active_connect(s.gauge(Family::RequestsActive, {listener, "connect"})),
+      active_forward(s.gauge(Family::RequestsActive, {listener, "forward"})),
+      shard_(s),
+      listener_(std::move(listener)) {}
+
+ListenerStats::Route& ListenerStats::route(const std::string& cluster,
+                                           const std::string& protocol) {
+  std::string key = cluster;
+  key += '\0';
+  key += protocol;
+  auto it = routes_.find(key);
+  if (it != routes_.end()) return *it->second;
+  const std::string& l = listener_;
+  auto r = std::unique_ptr<Route>(new Route{
+      shard_.counter(Family::RelayedBytes, {l, cluster, protocol, "upstream"}),
+      shard_.counter(Family::RelayedBytes, {l, cluster, protocol, "downstream"}),
+      shard_.histogram(Family::TunnelSetupDuration, {l, cluster, protocol}),
+      shard_.histogram(Family::TimeToFirstByte, {l, cluster, protocol, "connect"}),
+      shard_.histogram(Family::TimeToFirstByte, {l, cluster, protocol, "forward"}),
+  });
+  return *routes_.emplace(std::move(key), std::move(r)).first->second;
+}
+
+void ListenerStats::finished(const std::string& cluster, const std::string& protocol, bool connect,
+                             Result result) {
+  shard_
+      .counter(Family::RequestsFinished,
+               {listener_, cluster, protocol, connect ? "connect" : "forward", resultName(result)})
+      .add();
+}
+
+void ListenerStats::errorReply(int status) {
+  shard_.counter(Family::DownstreamErrors, {listener_, std::to_string(status)}).add();
+}
+
+}  // namespace h2gate::downstream

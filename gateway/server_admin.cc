@@ -1,0 +1,143 @@
+// What the admin endpoints say about the server. The admin listener runs on
+// the main thread; everything here reads state shared with the workers only
+// through thread-safe objects (metrics registry, ClusterHealth, atomics).
+#include <map>
+
+#include "config/dump.h"
+#include "gateway/metrics/process.h"
+#include "gateway/metrics/registry.h"
+#include "gateway/server.h"
+
+namespace h2gate {
+namespace {
+
+constexpr std::string_view kIndex =
+    "h2gate admin\n"
+    "  /metrics            Prometheus text format 0.0.4 (also /stats/prometheus)\n"
+    "  /ready              200 when listeners are up and every cluster has a usable proxy\n"
+    "  /healthz            200 while the process is alive and not draining\n"
+    "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams\n"
+    "  /config_dump        the effective configuration as YAML, secrets redacted\n"
+    "  /server_info        version, state, uptime (JSON)\n";
+
+Admin::Reply text(int status, std::string body) {
+  return Admin::Reply{status, "text/plain; charset=utf-8", std::move(body)};
+}
+
+// Sum of a gauge family's values by (cluster, endpoint).
+std::map<std::pair<std::string, std::string>, double> byEndpoint(
+    const std::vector<prometheus::MetricFamily>& families, std::string_view name) {
+  std::map<std::pair<std::string, std::string>, double> out;
+  for (const auto& f : families) {
+    if (f.name != name) continue;
+    for (const auto& m : f.metric) {
+      std::string cluster, endpoint;
+      for (const auto& l : m.label) {
+        if (l.name == "cluster") cluster = l.value;
+        if (l.name == "endpoint") endpoint = l.value;
+      }
+      out[{cluster, endpoint}] += m.gauge.value;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Admin::Reply Server::adminReply(std::string_view path) const {
+  if (path == "/metrics" || path == "/stats/prometheus")
+    return Admin::Reply{200, "text/plain; version=0.0.4; charset=utf-8",
+                        metrics::Registry::global().scrape()};
+  if (path == "/ready") {
+    auto [ok, why] = readiness();
+    return text(ok ? 200 : 503, why + "\n");
+  }
+  if (path == "/healthz") return draining_ ? text(503, "DRAINING\n") : text(200, "OK\n");
+  if (path == "/clusters") return text(200, clustersText());
+  if (path == "/config_dump")
+    return Admin::Reply{200, "application/yaml; charset=utf-8", config::dumpYaml(bootstrap_)};
+  if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo()};
+  if (path == "/") return text(200, std::string(kIndex));
+  return text(404, "no such admin endpoint: " + std::string(path) + " (see /)\n");
+}
+
+std::pair<bool, std::string> Server::readiness() const {
+  if (draining_) return {false, "DRAINING"};
+  for (const auto& h : health_) {
+    if (h->usable()) continue;
+    std::string why = "cluster " + h->name() + ": no usable upstream proxy";
+    std::string detail;
+    for (const auto& e : h->snapshot()) {
+      if (!detail.empty()) detail += "; ";
+      detail += e.name + " " + upstream::stateName(e.state);
+      if (e.state == upstream::ClusterHealth::State::Unknown)
+        detail += " (connecting)";
+      else if (!e.last_error.empty())
+        detail += ": " + e.last_error;
+    }
+    return {false, why + (detail.empty() ? "" : " (" + detail + ")")};
+  }
+  return {true, "LIVE"};
+}
+
+std::string Server::clustersText() const {
+  const auto families = metrics::Registry::global().Collect();
+  const auto conns = byEndpoint(families, "h2gate_upstream_connections_active");
+  const auto streams = byEndpoint(families, "h2gate_upstream_streams_active");
+  std::string out;
+  for (const auto& h : health_) {
+    for (const auto& e : h->snapshot()) {
+      const auto key = std::make_pair(h->name(), e.name);
+      auto get = [&](const auto& m) {
+        auto it = m.find(key);
+        return std::to_string(it == m.end() ? 0 : static_cast<int64_t>(it->second));
+      };
+      out += h->name() + " " + e.name + " state=" + upstream::stateName(e.state) +
+             " alpn=" + (e.alpn.empty() ? "-" : e.alpn) + " connections=" + get(conns) +
+             " streams=" + get(streams);
+      out +=
+          " last_error=" + (e.last_error.empty() ? std::string("-") : "\"" + e.last_error + "\"");
+      out += "\n";
+    }
+  }
+  if (out.empty()) out = "no upstream clusters (direct mode)\n";
+  return out;
+}
+
+void Server::appendMetrics(std::vector<prometheus::MetricFamily>& out) const {
+  auto info = metrics::gaugeFamily("h2gate_build_info", "h2gate's version; always 1.");
+  metrics::addGauge(info, 1, {{"version", H2GATE_VERSION}});
+  out.push_back(std::move(info));
+
+  auto start = metrics::gaugeFamily("h2gate_start_time_seconds",
+                                    "When h2gate started, in seconds since the Unix epoch.");
+  metrics::addGauge(start, std::chrono::duration<double>(started_wall_.time_since_epoch()).count());
+  out.push_back(std::move(start));
+
+  auto ready = metrics::gaugeFamily(
+      "h2gate_ready",
+      "1 when /ready answers 200 (not draining, every cluster has a usable proxy).");
+  metrics::addGauge(ready, readiness().first ? 1 : 0);
+  out.push_back(std::move(ready));
+
+  auto up = metrics::gaugeFamily(
+      "h2gate_upstream_endpoint_up",
+      "1 when the last connection attempt to this upstream proxy worked, 0 when it failed or "
+      "none was made yet.");
+  for (const auto& h : health_)
+    for (const auto& e : h->snapshot())
+      metrics::addGauge(up, e.state == upstream::ClusterHealth::State::Up ? 1 : 0,
+                        {{"cluster", h->name()}, {"endpoint", e.name}});
+  out.push_back(std::move(up));
+
+  auto reloads =
+      metrics::gaugeFamily("h2gate_config_reloads_total", "Configuration reloads, by result.");
+  reloads.type = prometheus::MetricType::Counter;
+  metrics::addGauge(reloads, static_cast<double>(reloads_ok_.load()), {{"result", "success"}});
+  metrics::addGauge(reloads, static_cast<double>(reloads_failed_.load()), {{"result", "failure"}});
+  out.push_back(std::move(reloads));
+
+  metrics::appendProcessFamilies(out);
+}
+
+}  // namespace h2gate
