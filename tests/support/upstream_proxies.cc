@@ -264,11 +264,21 @@ std::vector<std::string> Nghttpx::waitForAccessLines(size_t n, const std::string
   return pollLines(n, timeout, [&] { return accessLines(method); });
 }
 
-void Nghttpx::start() {
+void Nghttpx::stop() {
+  if (process_) process_->stop(milliseconds(5000));
+}
+
+void Nghttpx::restart() {
+  stop();
+  process_.reset();
+  start(port_);
+}
+
+void Nghttpx::start(uint16_t fixed_port) {
   const std::string d = dir_.path().string();
   std::string last_error;
   for (int attempt = 0; attempt < 4; ++attempt) {
-    port_ = freePort();
+    port_ = fixed_port ? fixed_port : freePort();
     std::ostringstream conf;
     conf << "frontend=127.0.0.1," << port_ << "\n"
          << "backend=127.0.0.1," << options_.backend_port << "\n"
@@ -310,7 +320,7 @@ void Nghttpx::start() {
     last_error = errorLog() + process_->logTail();
     process_->stop(milliseconds(2000));
     process_.reset();
-    if (last_error.find("Address already in use") == std::string::npos) break;
+    if (fixed_port || last_error.find("Address already in use") == std::string::npos) break;
   }
   throw std::runtime_error("nghttpx did not start:\n" + last_error);
 }

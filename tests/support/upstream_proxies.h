@@ -101,6 +101,10 @@ class Nghttpx {
   std::string url() const;
   const TempDir& dir() const { return dir_; }
   Process& process() { return *process_; }
+  // Stops nghttpx (SIGTERM, then SIGKILL); its port stays reserved for restart().
+  void stop();
+  // Starts it again on the same port (the proxy "comes back").
+  void restart();
 
   // One line per request or tunnel, written when the stream ends:
   //   "<client ip>:<client port> <alpn> \"<request line>\" <status>"
@@ -114,7 +118,8 @@ class Nghttpx {
                                               std::chrono::milliseconds timeout);
 
  private:
-  void start();
+  // On `fixed_port`, or on a free port (retried if another process takes it).
+  void start(uint16_t fixed_port = 0);
 
   Options options_;
   TempDir dir_;
