@@ -414,31 +414,13 @@ H2Stream::~H2Stream() {
 }
 
 void H2Stream::setUploadStalled(bool on) {
-  if (on == upload_stalled_) return;
-  upload_stalled_ = on;
   const ClusterStats& cs = *conn_->stats().cluster;
-  const auto now = std::chrono::steady_clock::now();
-  if (on) {
-    upload_stalled_since_ = now;
-    cs.stalled_up.add();
-  } else {
-    cs.stalled_up.sub();
-    cs.stalled_ns_up.add(static_cast<uint64_t>((now - upload_stalled_since_).count()));
-  }
+  upload_stall_.set(on, cs.stalled_up, cs.stalled_ns_up);
 }
 
 void H2Stream::setDownloadStalled(bool on) {
-  if (on == download_stalled_) return;
-  download_stalled_ = on;
   const ClusterStats& cs = *conn_->stats().cluster;
-  const auto now = std::chrono::steady_clock::now();
-  if (on) {
-    download_stalled_since_ = now;
-    cs.stalled_down.add();
-  } else {
-    cs.stalled_down.sub();
-    cs.stalled_ns_down.add(static_cast<uint64_t>((now - download_stalled_since_).count()));
-  }
+  download_stall_.set(on, cs.stalled_down, cs.stalled_ns_down);
 }
 
 void H2Stream::release(bool cancel) {
@@ -529,7 +511,7 @@ void H2Stream::endOfRequest() {
 
 ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
   if (pending_done_) {
-    if (upload_stalled_) setUploadStalled(false);  // the window opened
+    if (upload_stall_.on()) setUploadStalled(false);  // the window opened
     const size_t n = std::min(len, pending_.size());
     std::memcpy(buf, pending_.data(), n);
     pending_.remove_prefix(n);
@@ -600,7 +582,7 @@ void H2Stream::onData(const uint8_t* data, size_t len) {
         auto s = weak.lock();
         if (!s || s->aborted_) return;  // abort()/~H2Stream consumed it already
         s->unconsumed_ -= len;
-        if (s->download_stalled_ &&
+        if (s->download_stall_.on() &&
             s->unconsumed_ < s->conn_->cluster().http2.initial_stream_window_size)
           s->setDownloadStalled(false);
         s->conn_->consume(s->id_, len);

@@ -191,10 +191,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   Done pending_done_;
   bool deferred_ = false;
   bool end_pending_ = false;
-  std::chrono::steady_clock::time_point upload_stalled_since_{};
-  std::chrono::steady_clock::time_point download_stalled_since_{};
-  bool upload_stalled_ = false;
-  bool download_stalled_ = false;
+  StallClock upload_stall_;     // waiting for the proxy's window
+  StallClock download_stall_;   // the proxy waits for our window (slow app)
   bool upload_listed_ = false;  // in the connection's uploads_pending_
   friend class H2Connection;
 };

@@ -70,6 +70,19 @@ void EndpointStats::ConnectionGauges::sendBuffer(int64_t bytes) {
   sndbuf_.set(bytes);
 }
 
+void StallClock::set(bool on, metrics::Gauge& stalled, metrics::Counter& stalled_ns) {
+  if (on == on_) return;
+  on_ = on;
+  const auto now = std::chrono::steady_clock::now();
+  if (on) {
+    since_ = now;
+    stalled.add();
+  } else {
+    stalled.sub();
+    stalled_ns.add(static_cast<uint64_t>((now - since_).count()));
+  }
+}
+
 std::shared_ptr<EndpointStats> makeEndpointStats(metrics::Shard& shard, const std::string& cluster,
                                                  const std::string& endpoint, uint32_t worker) {
   return std::make_shared<EndpointStats>(shard, std::make_shared<ClusterStats>(shard, cluster),

@@ -77,6 +77,18 @@ class EndpointStats {
   std::vector<bool> slots_;
 };
 
+// One stream's flow-control stall in one direction: counted in `stalled`
+// while it lasts, its length added to `stalled_ns` when it ends.
+class StallClock {
+ public:
+  void set(bool on, metrics::Gauge& stalled, metrics::Counter& stalled_ns);
+  bool on() const { return on_; }
+
+ private:
+  bool on_ = false;
+  std::chrono::steady_clock::time_point since_{};
+};
+
 // An endpoint's stats with their cluster's.
 std::shared_ptr<EndpointStats> makeEndpointStats(metrics::Shard& shard, const std::string& cluster,
                                                  const std::string& endpoint, uint32_t worker);

@@ -19,17 +19,10 @@ const std::string kSourceDir = H2GATE_SOURCE_DIR;
 const std::string kExamples = kSourceDir + "/config/examples";
 const char* kPassword = "s3cr3t-Pa55";
 
-const char* kMinimal = R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-)";
+const char* const kMinimal = h2gate::testing::kMinimalConfig;
 
 LoadResult load(const std::string& yaml) {
-  return loadString(yaml, "cfg.yaml");
+  return h2gate::testing::loadYaml(yaml);
 }
 
 bool sameNode(const YAML::Node& a, const YAML::Node& b) {

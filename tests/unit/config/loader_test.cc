@@ -54,18 +54,10 @@ static_resources:
             connection_keepalive: {interval: 30s, timeout: 5s}
 )";
 
-// A small valid config: tests append or substitute pieces.
-const char* kMinimal = R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-)";
+const char* const kMinimal = h2gate::testing::kMinimalConfig;
 
 LoadResult load(const std::string& yaml) {
-  return loadString(yaml, "cfg.yaml");
+  return h2gate::testing::loadYaml(yaml);
 }
 
 // kMinimal plus one cluster named c whose body (indented 4) follows `name: c`.

@@ -48,4 +48,18 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
+// A small valid config: tests append or substitute pieces.
+inline constexpr const char* kMinimalConfig = R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.forward_proxy
+)";
+
+inline config::LoadResult loadYaml(const std::string& yaml) {
+  return config::loadString(yaml, "cfg.yaml");
+}
+
 }  // namespace h2gate::testing
