@@ -19,6 +19,7 @@ TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 prometheus
+  g++-mingw-w64-x86-64 wine64
 )
 # Test peers that Debian would start as system services (squid on 3128 clashes with
 # h2gate's default port): the tests start their own instances, so these are not

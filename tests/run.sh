@@ -6,6 +6,8 @@
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
 #            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
+#   windows  mingw-w64 cross build of the send-buffer tuner + WinSock backend in
+#            build-windows/, its tests run under wine (tests/windows/run.sh)
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -21,7 +23,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 ROOT=$PWD
 
-STAGES=(format release asan fuzz)
+STAGES=(format release asan fuzz windows)
 SKIP=",${H2GATE_SKIP:-},"
 FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-60}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
@@ -150,6 +152,27 @@ stage_fuzz() {
     rm -rf "$work"
   done
   return "$rc"
+}
+
+stage_windows() {
+  mkdir -p build-windows
+  local log=build-windows/run.log rc=0
+  timed tests/windows/run.sh build-windows 2>&1 | tee "$log" || rc=$?
+  case $rc in
+    0) note windows "$(grep -Eo 'All tests passed.*' "$log" | tail -n1)" ;;
+    2)
+      note windows "build failed"
+      return 2
+      ;;
+    3)
+      note windows "mingw-w64 or wine missing"
+      return 1
+      ;;
+    *)
+      note windows "tests failed under wine: $(grep -Eo 'test cases:.*|assertions:.*' "$log" | tr '\n' ' ')"
+      return 1
+      ;;
+  esac
 }
 
 # ------------------------------------------------------------------ main ----
