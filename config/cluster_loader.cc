@@ -163,7 +163,8 @@ Cluster parseCluster(NodeReader& r) {
   c.mark = r.mark();
   if (!r.expectMap()) return c;
   r.allowOnly({"name", "connect_timeout", "load_assignment", "transport_socket",
-               "typed_extension_protocol_options", "proxy_credentials", "circuit_breakers"});
+               "typed_extension_protocol_options", "proxy_credentials", "circuit_breakers",
+               "send_buffer", "tcp_notsent_lowat"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     c.name = *name;
@@ -221,6 +222,8 @@ Cluster parseCluster(NodeReader& r) {
       creds.errorAt("username", "must not contain ':'");
     if (user && pass) c.credentials = ProxyCredentials{*user, *pass};
   }
+
+  parseSocketTuning(r, c.send_buffer, c.tcp_notsent_lowat);
 
   NodeReader breakers = r.child("circuit_breakers");
   if (breakers.expectMap()) {

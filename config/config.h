@@ -42,6 +42,19 @@ struct FilterConfig {
   Mark mark;
 };
 
+// Send-buffer tuning of a cluster's or a listener's TCP sockets
+// (gateway/net/send_buffer.h): `auto` leaves Linux's autotuning alone and
+// follows Windows' ideal send backlog; `fixed` pins SO_SNDBUF to `bytes`.
+struct SendBuffer {
+  enum class Mode { Auto, Fixed, IdealBacklog };
+  Mode mode = Mode::Auto;
+  uint32_t bytes = 0;  // fixed only
+};
+
+// TCP_NOTSENT_LOWAT default for upstream proxy connections: h2 frames of a
+// new stream wait behind at most this much unsent data of others.
+inline constexpr uint32_t kDefaultUpstreamNotsentLowat = 128 * 1024;
+
 struct Listener {
   std::string name;
   SocketAddress address;
@@ -57,6 +70,9 @@ struct Listener {
   // A tunnel with one direction finished is closed when the other stays
   // silent this long (see ListenerContext).
   Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
+  // App-facing sockets (downloads to apps). TCP_NOTSENT_LOWAT 0: unset.
+  SendBuffer send_buffer;
+  uint32_t tcp_notsent_lowat = 0;
   Mark mark;
 };
 
@@ -95,6 +111,8 @@ struct Cluster {
   Http2ProtocolOptions http2;
   std::optional<ProxyCredentials> credentials;
   uint32_t max_connections = 8;  // circuit_breakers.thresholds[0].max_connections
+  SendBuffer send_buffer;
+  uint32_t tcp_notsent_lowat = kDefaultUpstreamNotsentLowat;  // 0: unset
   Mark mark;
 };
 

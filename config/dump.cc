@@ -112,6 +112,7 @@ class Writer {
     field("max_request_headers_count", l.max_request_headers_count);
     field("direct_connect_timeout", formatDuration(l.direct_connect_timeout));
     field("tunnel_half_close_timeout", formatDuration(l.tunnel_half_close_timeout));
+    socketTuning(l.send_buffer, l.tcp_notsent_lowat);
 
     out_ << YAML::Key << "filter_chains" << YAML::Value;
     if (l.filters.empty()) {
@@ -171,8 +172,19 @@ class Writer {
     out_ << YAML::Key << "thresholds" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
     field("max_connections", c.max_connections);
     out_ << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+    socketTuning(c.send_buffer, c.tcp_notsent_lowat);
 
     out_ << YAML::EndMap;
+  }
+
+  void socketTuning(const SendBuffer& sb, uint32_t notsent_lowat) {
+    out_ << YAML::Key << "send_buffer" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    field("mode", sb.mode == SendBuffer::Mode::Fixed          ? "fixed"
+                  : sb.mode == SendBuffer::Mode::IdealBacklog ? "ideal_backlog"
+                                                              : "auto");
+    if (sb.mode == SendBuffer::Mode::Fixed) field("bytes", sb.bytes);
+    out_ << YAML::EndMap;
+    field("tcp_notsent_lowat", notsent_lowat);
   }
 
   // A DataSource: {filename: PATH}.

@@ -119,12 +119,33 @@ std::optional<SocketAddress> parseAddress(NodeReader& address, AddressKind kind)
   return SocketAddress{*host, static_cast<uint16_t>(*port)};
 }
 
+void parseSocketTuning(NodeReader& r, SendBuffer& out, uint32_t& notsent_lowat) {
+  constexpr uint64_t kMaxBytes = 16u << 20;  // the tuner's clamp
+  if (auto v = r.uint("tcp_notsent_lowat", 0, kMaxBytes)) notsent_lowat = static_cast<uint32_t>(*v);
+  NodeReader sb = r.child("send_buffer");
+  if (sb.isNull() || !sb.expectMap()) return;
+  sb.allowOnly({"mode", "bytes"});
+  if (auto m = sb.choice("mode", {"auto", "fixed", "ideal_backlog"})) {
+    out.mode = *m == "fixed"           ? SendBuffer::Mode::Fixed
+               : *m == "ideal_backlog" ? SendBuffer::Mode::IdealBacklog
+                                       : SendBuffer::Mode::Auto;
+  }
+  const bool fixed = out.mode == SendBuffer::Mode::Fixed;
+  if (auto b = sb.uint("bytes", 4096, kMaxBytes, fixed)) {
+    if (!fixed)
+      sb.errorAt("bytes", "applies only to mode: fixed");
+    else
+      out.bytes = static_cast<uint32_t>(*b);
+  }
+}
+
 Listener parseListener(NodeReader& r) {
   Listener l;
   l.mark = r.mark();
   if (!r.expectMap()) return l;
   r.allowOnly({"name", "address", "additional_addresses", "filter_chains", "max_request_headers_kb",
-               "max_request_headers_count", "direct_connect_timeout", "tunnel_half_close_timeout"});
+               "max_request_headers_count", "direct_connect_timeout", "tunnel_half_close_timeout",
+               "send_buffer", "tcp_notsent_lowat"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     l.name = *name;
@@ -155,6 +176,8 @@ Listener parseListener(NodeReader& r) {
     else
       l.tunnel_half_close_timeout = *d;
   }
+
+  parseSocketTuning(r, l.send_buffer, l.tcp_notsent_lowat);
 
   // A missing or empty chain is reported by validate(), which also covers
   // flag-made listeners.

@@ -19,6 +19,8 @@ enum class AddressKind {
 // An Envoy Address: {socket_address: {address: ..., port_value: ...}}.
 std::optional<SocketAddress> parseAddress(NodeReader& address, AddressKind kind);
 Listener parseListener(NodeReader& listener);
+// `send_buffer: {mode, bytes}` and `tcp_notsent_lowat` of a listener or cluster.
+void parseSocketTuning(NodeReader& r, SendBuffer& send_buffer, uint32_t& notsent_lowat);
 Cluster parseCluster(NodeReader& cluster);
 
 // Type URLs accepted in "@type" (optional) at the places that take one.

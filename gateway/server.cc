@@ -7,6 +7,7 @@
 
 #include "filters/registry.h"
 #include "gateway/log.h"
+#include "gateway/net/socket_tuning.h"
 
 namespace h2gate {
 Server::Server(config::Bootstrap bootstrap)
@@ -29,6 +30,7 @@ std::string Server::buildListeners() {
     ctx->limits.max_head_bytes = static_cast<size_t>(l.max_request_headers_kb) * 1024;
     ctx->limits.max_headers = l.max_request_headers_count;
     ctx->direct_connect_timeout = l.direct_connect_timeout;
+    ctx->send_buffer = net::tuningOf(l.send_buffer, l.tcp_notsent_lowat);
     ctx->tunnel_half_close_timeout = l.tunnel_half_close_timeout;
     config::Diagnostics diag(bootstrap_.source);
     for (const config::FilterConfig& fc : l.filters) {

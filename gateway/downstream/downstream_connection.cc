@@ -5,6 +5,7 @@
 
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
+#include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/direct_tunnel.h"
 
 namespace h2gate::downstream {
@@ -81,6 +82,7 @@ void DownstreamConnection::start() {
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
+  tuner_ = net::tuneSocket(socket_, listener_.send_buffer, id_);
   const auto remote = socket_.remote_endpoint(ec);
   peer_ = ec ? std::string("unknown") : net::endpointText(remote);
   stats_.connections.add();
@@ -227,7 +229,7 @@ void DownstreamConnection::handleHead() {
   } else {
     tunnel = std::make_shared<upstream::DirectTunnel>(
         static_cast<asio::io_context&>(socket_.get_executor().context()),
-        listener_.direct_connect_timeout, id_, requests_);
+        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer);
   }
   if (expect_continue) write({"HTTP/1.1 100 Continue\r\n\r\n"}, nullptr);
   startRequest(std::move(tunnel));
@@ -554,6 +556,7 @@ void DownstreamConnection::write(std::initializer_list<std::string_view> pieces,
       asio::post(socket_.get_executor(), [self = shared_from_this()] { self->close(true); });
       return;
     }
+    if (written > 0) tuner_->afterSend();
     if (written == total) {
       if (done) done();
       return;
@@ -603,6 +606,7 @@ void DownstreamConnection::startAsyncWrite() {
         }
         self->out_flushed_ += n;
         self->in_flight_.clear();
+        self->tuner_->afterSend();
         // Waiters are in queue order: run those now satisfied.
         size_t k = 0;
         while (k < self->out_waiters_.size() && self->out_waiters_[k].first <= self->out_flushed_)

@@ -95,6 +95,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void finalClose();
 
   asio::ip::tcp::socket socket_;
+  std::unique_ptr<net::SendBufferTuner> tuner_;  // set in start()
   const ListenerContext& listener_;
   ListenerStats& stats_;
   ListenerStats::Route* route_ = nullptr;  // of the current request

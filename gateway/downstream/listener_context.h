@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "filters/filter.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/send_buffer.h"
 
 namespace h2gate::downstream {
 
@@ -29,6 +30,9 @@ struct ListenerContext {
   // gone lives until the destination's own idle timeout, holding a stream.
   // Config: the listener's tunnel_half_close_timeout.
   config::Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
+  // Send-buffer tuning of app sockets (and, in direct mode, of the sockets
+  // to destinations). Config: the listener's send_buffer / tcp_notsent_lowat.
+  net::SendBufferConfig send_buffer;
 };
 
 }  // namespace h2gate::downstream

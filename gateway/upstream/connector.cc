@@ -2,16 +2,18 @@
 #include "gateway/net/address.h"
 
 #include "gateway/log.h"
+#include "gateway/net/socket_tuning.h"
 
 namespace h2gate::upstream {
 Connector::Connector(asio::io_context& io, const config::SocketAddress& endpoint,
                      std::shared_ptr<net::TlsContext> tls, config::Duration timeout,
-                     uint64_t conn_id)
+                     uint64_t conn_id, net::SendBufferConfig tuning)
     : io_(io),
       endpoint_(endpoint),
       tls_(std::move(tls)),
       timeout_(timeout),
       conn_id_(conn_id),
+      tuning_(tuning),
       resolver_(io),
       timer_(io) {}
 
@@ -63,12 +65,14 @@ void Connector::connectNext() {
     }
     asio::error_code ignored;
     self->socket_->set_option(asio::ip::tcp::no_delay(true), ignored);
+    self->tuner_ = net::tuneSocket(*self->socket_, self->tuning_, self->conn_id_);
     self->peer_ = net::endpointText(ep);
     self->tls_started_ = std::chrono::steady_clock::now();
     self->connect_time_ = self->tls_started_ - self->started_;
     if (!self->tls_) {
       ConnectOutcome out;
-      out.transport = std::make_unique<Transport>(std::move(*self->socket_));
+      out.transport =
+          std::make_unique<Transport>(std::move(*self->socket_), std::move(self->tuner_));
       out.peer = self->peer_;
       return self->finish(std::move(out));
     }
@@ -84,28 +88,28 @@ void Connector::handshake() {
                         endpoint_.address + ":" + std::to_string(endpoint_.port_value));
       !err.empty())
     return failWith(502, Result::ConnectFailed, "TLS setup: " + err);
-  stream_->async_handshake(
-      asio::ssl::stream_base::client, [self = shared_from_this()](const asio::error_code& e) {
-        if (!self->done_) return;
-        if (e) {
-          std::string why = net::TlsContext::verifyError(self->stream_->native_handle());
-          if (why.empty()) why = e.message();
-          return self->failWith(502, Result::ConnectFailed,
-                                "TLS handshake with proxy " + self->peer_ + " failed: " + why);
-        }
-        ConnectOutcome out;
-        SSL* ssl = self->stream_->native_handle();
-        out.alpn = net::TlsContext::selectedAlpn(ssl);
-        H2G_LOG(Debug, self->conn_id_, 0,
-                "TLS with proxy " << self->peer_ << ": " << SSL_get_version(ssl)
-                                  << (SSL_session_reused(ssl) ? ", session resumed"
-                                                              : ", full handshake")
-                                  << ", ALPN " << (out.alpn.empty() ? "none" : out.alpn));
-        out.peer = self->peer_;
-        out.tls_time = std::chrono::steady_clock::now() - self->tls_started_;
-        out.transport = std::make_unique<Transport>(std::move(self->stream_));
-        self->finish(std::move(out));
-      });
+  stream_->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this()](
+                                                               const asio::error_code& e) {
+    if (!self->done_) return;
+    if (e) {
+      std::string why = net::TlsContext::verifyError(self->stream_->native_handle());
+      if (why.empty()) why = e.message();
+      return self->failWith(502, Result::ConnectFailed,
+                            "TLS handshake with proxy " + self->peer_ + " failed: " + why);
+    }
+    ConnectOutcome out;
+    SSL* ssl = self->stream_->native_handle();
+    out.alpn = net::TlsContext::selectedAlpn(ssl);
+    H2G_LOG(
+        Debug, self->conn_id_, 0,
+        "TLS with proxy " << self->peer_ << ": " << SSL_get_version(ssl)
+                          << (SSL_session_reused(ssl) ? ", session resumed" : ", full handshake")
+                          << ", ALPN " << (out.alpn.empty() ? "none" : out.alpn));
+    out.peer = self->peer_;
+    out.tls_time = std::chrono::steady_clock::now() - self->tls_started_;
+    out.transport = std::make_unique<Transport>(std::move(self->stream_), std::move(self->tuner_));
+    self->finish(std::move(out));
+  });
 }
 
 void Connector::failWith(int status, Result result, std::string reason) {

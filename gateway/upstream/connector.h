@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "gateway/http_types.h"
+#include "gateway/net/send_buffer.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/transport.h"
 
@@ -36,7 +37,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
  public:
   using Done = std::function<void(ConnectOutcome)>;
   Connector(asio::io_context& io, const config::SocketAddress& endpoint,
-            std::shared_ptr<net::TlsContext> tls, config::Duration timeout, uint64_t conn_id);
+            std::shared_ptr<net::TlsContext> tls, config::Duration timeout, uint64_t conn_id,
+            net::SendBufferConfig tuning = {});
   // `done` runs exactly once, unless cancel() is called first.
   void start(Done done);
   void cancel();
@@ -52,6 +54,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
   std::shared_ptr<net::TlsContext> tls_;
   config::Duration timeout_;
   uint64_t conn_id_;
+  net::SendBufferConfig tuning_;
+  std::unique_ptr<net::SendBufferTuner> tuner_;  // from TCP connect on; goes to the Transport
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer timer_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;

@@ -3,6 +3,7 @@
 
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
+#include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
 
 namespace h2gate::upstream {
@@ -15,8 +16,9 @@ bool isLocalhostName(std::string_view host) {
 }
 
 DirectTunnel::DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,
-                           uint64_t stream_id)
+                           uint64_t stream_id, net::SendBufferConfig tuning)
     : connect_timeout_(connect_timeout),
+      tuning_(tuning),
       conn_id_(conn_id),
       stream_id_(stream_id),
       resolver_(io),
@@ -101,6 +103,7 @@ void DirectTunnel::onConnected() {
   const auto remote = socket_.remote_endpoint(ec);
   if (!ec) info_->upstream = net::endpointText(remote);
   H2G_LOG(Debug, conn_id_, stream_id_, "direct: connected to " << info_->upstream);
+  auto tuner = net::tuneSocket(socket_, tuning_, conn_id_);
   std::string head_bytes;
   if (!head_->is_connect) {
     // A fresh connection per request, closed after the response: the app
@@ -108,7 +111,7 @@ void DirectTunnel::onConnected() {
     http1::appendOriginRequest(head_bytes, *head_, /*close_after=*/true);
   }
   attach(std::make_shared<Http1Exchange>(
-      std::make_unique<Transport>(std::move(socket_)),
+      std::make_unique<Transport>(std::move(socket_), std::move(tuner)),
       head_->is_connect ? Http1Exchange::Kind::DirectConnect : Http1Exchange::Kind::Request,
       std::move(head_bytes), conn_id_, stream_id_));
 }

@@ -11,14 +11,17 @@
 #include <asio.hpp>
 
 #include "config/config.h"
+#include "gateway/net/send_buffer.h"
 #include "gateway/upstream/pending_tunnel.h"
 
 namespace h2gate::upstream {
 
 class DirectTunnel : public PendingTunnel, public std::enable_shared_from_this<DirectTunnel> {
  public:
+  // `tuning`: the listener's send-buffer settings, for the socket to the
+  // destination (uploads leave the machine there in direct mode).
   DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,
-               uint64_t stream_id);
+               uint64_t stream_id, net::SendBufferConfig tuning = {});
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void abort() override;
@@ -30,6 +33,7 @@ class DirectTunnel : public PendingTunnel, public std::enable_shared_from_this<D
   void stopConnecting();
 
   config::Duration connect_timeout_;
+  net::SendBufferConfig tuning_;
   uint64_t conn_id_;
   uint64_t stream_id_;
   bool connecting_ = false;

@@ -2,6 +2,7 @@
 
 #include "gateway/connection_id.h"
 #include "gateway/log.h"
+#include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
 #include "gateway/upstream/proxy_request.h"
 
@@ -262,7 +263,9 @@ void UpstreamPool::openConnection() {
   H2G_LOG(Debug, id, 0,
           "connecting to proxy " << ep.address << ":" << ep.port_value << " (cluster "
                                  << cluster_.name << ", worker " << worker_ << ")");
-  auto connector = std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id);
+  auto connector =
+      std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id,
+                                  net::tuningOf(cluster_.send_buffer, cluster_.tcp_notsent_lowat));
   connecting_.push_back(connector);
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
   connector->start([weak, connector, index](ConnectOutcome outcome) {

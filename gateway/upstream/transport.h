@@ -9,14 +9,21 @@
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 
+#include "gateway/net/send_buffer.h"
+
 namespace h2gate::upstream {
 
 class Transport {
  public:
   using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
-  explicit Transport(asio::ip::tcp::socket socket)
-      : plain_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))) {}
-  explicit Transport(std::unique_ptr<TlsStream> tls) : tls_(std::move(tls)) {}
+  // `tuner` (may be null) follows the socket's send buffer after writes.
+  explicit Transport(asio::ip::tcp::socket socket,
+                     std::unique_ptr<net::SendBufferTuner> tuner = nullptr)
+      : plain_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))),
+        tuner_(std::move(tuner)) {}
+  explicit Transport(std::unique_ptr<TlsStream> tls,
+                     std::unique_ptr<net::SendBufferTuner> tuner = nullptr)
+      : tls_(std::move(tls)), tuner_(std::move(tuner)) {}
 
   asio::ip::tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
   bool isTls() const { return tls_ != nullptr; }
@@ -29,12 +36,18 @@ class Transport {
     else
       plain_->async_read_some(b, std::forward<Handler>(h));
   }
+  // The Transport MUST stay at its address until the handler ran (it is
+  // always held by unique_ptr).
   template <typename Buffers, typename Handler>
   void asyncWrite(const Buffers& b, Handler&& h) {
+    auto done = [this, h = std::forward<Handler>(h)](const asio::error_code& ec, size_t n) mutable {
+      if (!ec && tuner_) tuner_->afterSend();
+      h(ec, n);
+    };
     if (tls_)
-      asio::async_write(*tls_, b, std::forward<Handler>(h));
+      asio::async_write(*tls_, b, std::move(done));
     else
-      asio::async_write(*plain_, b, std::forward<Handler>(h));
+      asio::async_write(*plain_, b, std::move(done));
   }
   // Half-close our direction with a TCP FIN, under TLS too. (A close_notify
   // would need asio's shutdown operation, which also waits to read the
@@ -52,6 +65,7 @@ class Transport {
  private:
   std::unique_ptr<TlsStream> tls_;
   std::unique_ptr<asio::ip::tcp::socket> plain_;
+  std::unique_ptr<net::SendBufferTuner> tuner_;
 };
 
 }  // namespace h2gate::upstream

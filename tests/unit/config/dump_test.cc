@@ -72,6 +72,9 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     CHECK(x.max_request_headers_count == y.max_request_headers_count);
     CHECK(x.direct_connect_timeout == y.direct_connect_timeout);
     CHECK(x.tunnel_half_close_timeout == y.tunnel_half_close_timeout);
+    CHECK(x.send_buffer.mode == y.send_buffer.mode);
+    CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
+    CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
     REQUIRE(x.filters.size() == y.filters.size());
     for (std::size_t k = 0; k < x.filters.size(); ++k) {
       CHECK(x.filters[k].name == y.filters[k].name);
@@ -114,6 +117,9 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
       CHECK(y.credentials->password == kRedacted);
     }
     CHECK(x.max_connections == y.max_connections);
+    CHECK(x.send_buffer.mode == y.send_buffer.mode);
+    CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
+    CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
   }
 }
 

@@ -249,7 +249,8 @@ TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
                    "cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
                    "unknown field (expected one of: name, address, additional_addresses, "
                    "filter_chains, max_request_headers_kb, max_request_headers_count, "
-                   "direct_connect_timeout, tunnel_half_close_timeout)"));
+                   "direct_connect_timeout, tunnel_half_close_timeout, send_buffer, "
+                   "tcp_notsent_lowat)"));
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
                    "static_resources, h2gate)"));
@@ -767,4 +768,55 @@ TEST_CASE("listener timeouts: durations, positive") {
   CHECK(r.problems[0].str() ==
         "cfg.yaml:6:32: static_resources.listeners[0].tunnel_half_close_timeout: must be "
         "greater than 0s");
+}
+
+TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[config][loader]") {
+  const std::string base = std::string(kMinimal) +
+                           "    send_buffer: {mode: fixed, bytes: 65536}\n"
+                           "    tcp_notsent_lowat: 16384\n"
+                           "  clusters:\n"
+                           "  - name: c\n"
+                           "    load_assignment:\n"
+                           "      endpoints: [{lb_endpoints: [{endpoint: {address: "
+                           "{socket_address: {address: proxy.test, port_value: 443}}}}]}]\n";
+  SECTION("values") {
+    const LoadResult r = load(base + "    send_buffer: {mode: ideal_backlog}\n");
+    INFO(h2gate::testing::allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Listener& l = r.bootstrap.listeners[0];
+    CHECK(l.send_buffer.mode == SendBuffer::Mode::Fixed);
+    CHECK(l.send_buffer.bytes == 65536);
+    CHECK(l.tcp_notsent_lowat == 16384);
+    const Cluster& c = r.bootstrap.clusters[0];
+    CHECK(c.send_buffer.mode == SendBuffer::Mode::IdealBacklog);
+    CHECK(c.tcp_notsent_lowat == kDefaultUpstreamNotsentLowat);
+  }
+  SECTION("defaults: auto everywhere, 128 KiB low-water mark upstream only") {
+    const LoadResult r = load(base);
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters[0].send_buffer.mode == SendBuffer::Mode::Auto);
+    CHECK(r.bootstrap.clusters[0].tcp_notsent_lowat == 128 * 1024);
+    const LoadResult m = load(kMinimal);
+    REQUIRE(m.ok());
+    CHECK(m.bootstrap.listeners[0].send_buffer.mode == SendBuffer::Mode::Auto);
+    CHECK(m.bootstrap.listeners[0].tcp_notsent_lowat == 0);
+  }
+  SECTION("errors at the field") {
+    auto one = [&](const std::string& extra) {
+      const LoadResult r = load(base + extra);
+      REQUIRE(r.problems.size() == 1);
+      return r.problems[0].str();
+    };
+    CHECK(one("    send_buffer: {mode: fixed}\n") ==
+          "cfg.yaml:14:18: static_resources.clusters[0].send_buffer.bytes: missing required "
+          "field");
+    CHECK(one("    send_buffer: {bytes: 65536}\n") ==
+          "cfg.yaml:14:26: static_resources.clusters[0].send_buffer.bytes: applies only to "
+          "mode: fixed");
+    CHECK(one("    send_buffer: {mode: huge}\n").find("send_buffer.mode: ") != std::string::npos);
+    CHECK(one("    send_buffer: {mode: fixed, bytes: 100}\n").find("send_buffer.bytes") !=
+          std::string::npos);
+    CHECK(one("    tcp_notsent_lowat: 99999999\n").find("clusters[0].tcp_notsent_lowat") !=
+          std::string::npos);
+  }
 }
