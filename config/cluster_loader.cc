@@ -132,12 +132,17 @@ void parseHttp2(NodeReader& h2, Http2ProtocolOptions& out) {
   if (h2.has("connection_keepalive")) {
     NodeReader ka = h2.child("connection_keepalive");
     Http2ProtocolOptions::Keepalive keepalive;
+    bool off = false;
     if (ka.expectMap()) {
       ka.allowOnly({"interval", "timeout"});
-      if (auto d = positiveDuration(ka, "interval")) keepalive.interval = *d;
+      if (auto d = ka.duration("interval")) {
+        if (d->count() < 0) ka.errorAt("interval", "must not be negative");
+        off = d->count() == 0;  // 0s: no keepalive PINGs
+        if (!off) keepalive.interval = *d;
+      }
       if (auto d = positiveDuration(ka, "timeout")) keepalive.timeout = *d;
     }
-    out.connection_keepalive = keepalive;
+    out.connection_keepalive = off ? std::nullopt : std::optional(keepalive);
   }
 }
 

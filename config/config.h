@@ -80,11 +80,15 @@ struct Http2ProtocolOptions {
   uint32_t max_concurrent_streams = 100;
   uint32_t initial_stream_window_size = 1u << 20;       // 1 MiB
   uint32_t initial_connection_window_size = 16u << 20;  // 16 MiB
+  // HTTP/2 PING every `interval` (±15% jitter); no answer within `timeout`
+  // and the connection is declared dead. A connection idle for longer than
+  // `interval` is confirmed with a PING before it gets a new stream. On by
+  // default; `interval: 0s` in the config turns it off (nullopt).
   struct Keepalive {
     Duration interval{std::chrono::seconds(30)};
     Duration timeout{std::chrono::seconds(5)};
   };
-  std::optional<Keepalive> connection_keepalive;
+  std::optional<Keepalive> connection_keepalive = Keepalive{};
 };
 
 struct TlsContext {

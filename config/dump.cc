@@ -235,13 +235,15 @@ class Writer {
     field("max_concurrent_streams", h2.max_concurrent_streams);
     field("initial_stream_window_size", h2.initial_stream_window_size);
     field("initial_connection_window_size", h2.initial_connection_window_size);
-    // Absent: no keepalive PINGs.
+    // Off is written as interval 0s (absent means the default, which is on).
+    out_ << YAML::Key << "connection_keepalive" << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (h2.connection_keepalive) {
-      out_ << YAML::Key << "connection_keepalive" << YAML::Value << YAML::Flow << YAML::BeginMap;
       field("interval", formatDuration(h2.connection_keepalive->interval));
       field("timeout", formatDuration(h2.connection_keepalive->timeout));
-      out_ << YAML::EndMap;
+    } else {
+      field("interval", "0s");
     }
+    out_ << YAML::EndMap;
     out_ << YAML::EndMap << YAML::EndMap << YAML::EndMap << YAML::EndMap;
   }
 

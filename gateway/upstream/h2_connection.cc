@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cstring>
+#include <random>
+#include <sstream>
 
 #include "gateway/log.h"
 #include "gateway/upstream/proxy_request.h"
@@ -11,11 +13,15 @@ namespace {
 
 constexpr size_t kReadSize = 64 * 1024;
 constexpr size_t kMaxWriteBatch = 256 * 1024;
-// Without connection_keepalive, a PING still measures the round trip this
-// often (h2gate_upstream_ping_rtt_seconds).
-constexpr auto kRttPingInterval = std::chrono::seconds(30);
 // SO_SNDBUF is sampled for its gauge at most this often.
 constexpr auto kSendBufferSampleInterval = std::chrono::seconds(1);
+
+// "5s", "0.25s": a duration for messages.
+std::string seconds(config::Duration d) {
+  std::ostringstream out;
+  out << std::chrono::duration<double>(d).count() << "s";
+  return out.str();
+}
 
 nghttp2_nv makeNv(const std::string& name, const std::string& value, uint8_t flags = 0) {
   return nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(name.data())),
@@ -39,7 +45,8 @@ H2Connection::H2Connection(std::unique_ptr<Transport> transport, const config::C
       write_error_timer_(transport_->socket().get_executor()),
       stats_(std::move(stats)),
       gauges_(*stats_),
-      ping_timer_(transport_->socket().get_executor()) {}
+      ping_timer_(transport_->socket().get_executor()),
+      ping_deadline_(transport_->socket().get_executor()) {}
 
 H2Connection::~H2Connection() {
   if (counted_) {
@@ -83,36 +90,69 @@ std::string H2Connection::start() {
   stats_->h2_active.add();
   stats_->h2_opened.add();
   sampleSendBuffer();
-  sendPing();
+  last_read_ = std::chrono::steady_clock::now();
+  const auto& ka = cluster_.http2.connection_keepalive;
+  sendPing(ka ? std::optional(ka->timeout) : std::nullopt);
+  scheduleKeepalive();
   flush();
   readMore();
   return {};
 }
 
-void H2Connection::sendPing() {
-  if (closed_ || ping_outstanding_) return schedulePing();
-  uint8_t opaque[8];
-  const uint64_t seq = ++ping_seq_;
-  std::memcpy(opaque, &seq, sizeof opaque);
-  if (nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque) == 0) {
+void H2Connection::sendPing(std::optional<config::Duration> deadline) {
+  if (closed_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (!ping_outstanding_) {
+    uint8_t opaque[8];
+    const uint64_t seq = ++ping_seq_;
+    std::memcpy(opaque, &seq, sizeof opaque);
+    if (nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque) != 0) return;
     ping_outstanding_ = true;
-    ping_sent_ = std::chrono::steady_clock::now();
+    ping_sent_ = now;
   }
-  schedulePing();
+  if (!deadline) return;
+  // The earliest deadline wins (a probe may shorten a keepalive's).
+  const auto at = now + *deadline;
+  if (ping_deadline_at_ > now && ping_deadline_at_ <= at) return;
+  ping_deadline_at_ = at;
+  ping_deadline_.expires_at(at);
+  ping_deadline_.async_wait([weak = weak_from_this(), d = *deadline](const asio::error_code& ec) {
+    auto self = weak.lock();
+    if (ec || !self || !self->ping_outstanding_) return;
+    H2G_LOG(Warn, self->id_, 0,
+            "proxy " << self->peer_ << " did not answer a PING within " << seconds(d));
+    self->close("no answer to PING within " + seconds(d) + ": connection presumed dead");
+  });
 }
 
-void H2Connection::schedulePing() {
-  if (closed_) return;
-  const config::Duration interval = cluster_.http2.connection_keepalive
-                                        ? cluster_.http2.connection_keepalive->interval
-                                        : config::Duration(kRttPingInterval);
-  ping_timer_.expires_after(interval);
+void H2Connection::scheduleKeepalive() {
+  const auto& ka = cluster_.http2.connection_keepalive;
+  if (closed_ || !ka) return;
+  // ±15% jitter, so many connections (and many sidecars) do not PING in step.
+  static thread_local std::minstd_rand rng(std::random_device{}());
+  const double f = std::uniform_real_distribution<double>(0.85, 1.15)(rng);
+  const auto wait = std::chrono::duration_cast<config::Duration>(ka->interval * f);
+  ping_timer_.expires_after(wait);
   ping_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
-    if (ec || !self) return;
-    self->sendPing();
+    if (ec || !self || self->closed_) return;
+    self->sendPing(self->cluster_.http2.connection_keepalive->timeout);
     self->flush();
+    self->scheduleKeepalive();
   });
+}
+
+bool H2Connection::idleTooLong() const {
+  const auto& ka = cluster_.http2.connection_keepalive;
+  return ka && !probing_ && std::chrono::steady_clock::now() - last_read_ > ka->interval;
+}
+
+void H2Connection::probe(config::Duration timeout) {
+  if (closed_) return;
+  probing_ = true;
+  H2G_LOG(Debug, id_, 0, "confirming the connection to " << peer_ << " with a PING");
+  sendPing(timeout);
+  flush();
 }
 
 void H2Connection::onPingAck(const uint8_t* opaque) {
@@ -120,11 +160,17 @@ void H2Connection::onPingAck(const uint8_t* opaque) {
   std::memcpy(&seq, opaque, sizeof seq);
   if (!ping_outstanding_ || seq != ping_seq_) return;  // not ours, or stale
   ping_outstanding_ = false;
+  ping_deadline_.cancel();
+  ping_deadline_at_ = {};
   const auto rtt = std::chrono::steady_clock::now() - ping_sent_;
   stats_->ping_rtt.observe(rtt);
   gauges_.pingRtt(rtt);
   const double ms = std::chrono::duration<double, std::milli>(rtt).count();
   H2G_LOG(Trace, id_, 0, "PING round trip to " << peer_ << ": " << ms << " ms");
+  if (probing_) {
+    probing_ = false;
+    if (owner_) owner_->onCapacityChanged(*this);
+  }
 }
 
 void H2Connection::sampleSendBuffer() {
@@ -156,7 +202,7 @@ void H2Connection::markUploadStalls() {
 }
 
 bool H2Connection::acceptsStreams() const {
-  if (closed_ || goaway_ || !session_) return false;
+  if (closed_ || goaway_ || probing_ || !session_) return false;
   const uint32_t peer_limit =
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
   const uint32_t limit = std::min(peer_limit, cluster_.http2.max_concurrent_streams);
@@ -225,6 +271,7 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
     return;
   }
   auto self = shared_from_this();  // callbacks may drop the pool's reference
+  last_read_ = std::chrono::steady_clock::now();
   in_recv_ = true;
   const ssize_t rv = nghttp2_session_mem_recv(session_, read_buf_.data(), n);
   in_recv_ = false;
@@ -295,6 +342,7 @@ void H2Connection::close(const std::string& reason) {
   closed_ = true;
   write_error_timer_.cancel();
   ping_timer_.cancel();
+  ping_deadline_.cancel();
   auto self = shared_from_this();
   const std::string why =
       got_settings_ ? reason : "proxy closed the connection before HTTP/2 started: " + reason;
@@ -639,6 +687,16 @@ void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   if (!cb) return;
+  // Nothing reached the app and nothing left it: another connection (or
+  // endpoint) can take the request as if this one had never been tried.
+  if (!response_started_ && sent_ == 0 && retry_) {
+    H2G_LOG(
+        Info, conn_id_, app_stream_id_,
+        "connection to proxy lost before the request was answered (" << reason << "); retrying");
+    RetryHook r = std::move(retry_);
+    r();  // may destroy this stream: nothing after it
+    return;
+  }
   const std::string why = "connection to proxy lost: " + reason;
   if (!response_started_)
     cb->onFailed(502, established ? Result::UpstreamReset : Result::ConnectFailed, why);

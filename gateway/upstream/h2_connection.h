@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -54,7 +55,17 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   std::string start();
   // No GOAWAY, not closed, below min(peer's SETTINGS_MAX_CONCURRENT_STREAMS,
   // our max_concurrent_streams).
+  // Not while a before-use PING (probe()) is unanswered.
   bool acceptsStreams() const;
+  // Keepalive is on and nothing arrived from the proxy for longer than its
+  // interval: confirm the connection with probe() before a new stream.
+  bool idleTooLong() const;
+  bool probing() const { return probing_; }
+  // Sends a PING (unless one is out) and declares the connection dead when
+  // no answer comes within `timeout`. While it is unanswered the connection
+  // takes no new streams; the answer calls Owner::onCapacityChanged. Used
+  // before reuse after idling, and on network changes.
+  void probe(config::Duration timeout);
   size_t activeStreams() const { return streams_.size(); }
   bool closed() const { return closed_; }
   uint64_t id() const { return id_; }
@@ -96,10 +107,14 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   // Streams still holding app bytes while nghttp2 has nothing to send are
   // blocked by the proxy's flow-control window.
   void markUploadStalls();
-  // PING round trip, measured every ping interval.
-  void sendPing();
+  // Keepalive (cluster connection_keepalive): a PING every interval with
+  // ±15% jitter, each answered within `timeout` or the connection is closed
+  // as dead. Every answer also gives the round trip for the metrics. With
+  // keepalive off, only the first PING (for the RTT) is sent, without a
+  // deadline.
+  void sendPing(std::optional<config::Duration> deadline);
   void onPingAck(const uint8_t* opaque);
-  void schedulePing();
+  void scheduleKeepalive();
   void sampleSendBuffer();
 
   std::unique_ptr<Transport> transport_;
@@ -123,10 +138,14 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   EndpointStats::ConnectionGauges gauges_;
   bool counted_ = false;  // in the active-connections gauge
   std::vector<int32_t> uploads_pending_;
-  asio::steady_timer ping_timer_;
+  asio::steady_timer ping_timer_;     // the next keepalive PING
+  asio::steady_timer ping_deadline_;  // the outstanding PING's answer
   uint64_t ping_seq_ = 0;
   bool ping_outstanding_ = false;
+  bool probing_ = false;  // a probe() PING is out: no new streams until answered
   std::chrono::steady_clock::time_point ping_sent_{};
+  std::chrono::steady_clock::time_point ping_deadline_at_{};
+  std::chrono::steady_clock::time_point last_read_{};
   std::chrono::steady_clock::time_point sndbuf_sampled_{};
 };
 

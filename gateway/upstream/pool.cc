@@ -37,10 +37,12 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     setWaiting(false);
     timer_.cancel();
     auto stream = std::make_shared<H2Stream>(conn, conn_id_, stream_id_);
-    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
-    stream->setRetryHook([weak] {
-      if (auto self = weak.lock()) self->retry();
-    });
+    if (retries_ < kMaxRetries) {
+      std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+      stream->setRetryHook([weak] {
+        if (auto self = weak.lock()) self->retry();
+      });
+    }
     attach(std::move(stream));
   }
 
@@ -113,6 +115,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
   void retry() {
+    ++retries_;
     inner_.reset();
     wait();
   }
@@ -122,6 +125,10 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   uint64_t conn_id_;
   uint64_t stream_id_;
   bool waiting_ = false;
+  // A request the proxy refused, or whose connection died before anything
+  // was sent either way, goes to another connection at most this often.
+  static constexpr int kMaxRetries = 2;
+  int retries_ = 0;
 };
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
@@ -185,12 +192,22 @@ size_t UpstreamPool::connectionCount() const {
   return h2_.size() + connecting_.size() + h1_busy_ + h1_idle_.size();
 }
 
-std::shared_ptr<H2Connection> UpstreamPool::pickH2() const {
+std::shared_ptr<H2Connection> UpstreamPool::pickH2() {
   // The first connection with room: requests pack onto as few connections
   // as the limits allow.
-  for (const auto& e : h2_)
-    if (e.conn->acceptsStreams()) return e.conn;
+  for (const auto& e : h2_) {
+    if (!e.conn->acceptsStreams()) continue;
+    if (e.conn->idleTooLong()) {
+      e.conn->probe(cluster_.http2.connection_keepalive->timeout);
+      continue;
+    }
+    return e.conn;
+  }
   return nullptr;
+}
+
+bool UpstreamPool::anyProbing() const {
+  return std::any_of(h2_.begin(), h2_.end(), [](const H2Entry& e) { return e.conn->probing(); });
 }
 
 void UpstreamPool::enqueue(const std::shared_ptr<ClusterTunnel>& tunnel) {
@@ -240,7 +257,10 @@ void UpstreamPool::dispatch() {
   }
   if (waiting_.empty()) return;
   if (!knownHttp1()) {
-    if (connecting_.empty() && connectionCount() < cluster_.max_connections) openConnection();
+    // A connection being confirmed by PING answers (or dies) within the
+    // keepalive timeout: wait for that rather than opening another.
+    if (connecting_.empty() && !anyProbing() && connectionCount() < cluster_.max_connections)
+      openConnection();
     return;
   }
   // HTTP/1.1: one connection per waiting request. Idle keep-alive

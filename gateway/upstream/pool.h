@@ -92,7 +92,11 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // No connection left and none coming: try again after the back-off.
   void scheduleRetry();
   size_t connectionCount() const;
-  std::shared_ptr<H2Connection> pickH2() const;
+  // The first connection with room. One idle for longer than the keepalive
+  // interval is confirmed with a PING first (probe()) and skipped until the
+  // answer comes; no answer closes it and the request goes elsewhere.
+  std::shared_ptr<H2Connection> pickH2();
+  bool anyProbing() const;
   // The endpoint the next connection goes to is known to speak HTTP/1.1.
   bool knownHttp1() const;
   void failWaiting(int status, Result result, const std::string& reason);

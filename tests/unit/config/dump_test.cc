@@ -288,9 +288,10 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
        }) {
     CHECK(contains(dump, line));
   }
-  // Plain TCP to the proxy, no keepalive, no credentials: nothing invented.
+  // Plain TCP to the proxy, no credentials: nothing invented. Keepalive is
+  // on by default, so it is written out.
   CHECK_FALSE(contains(dump, "transport_socket"));
-  CHECK_FALSE(contains(dump, "connection_keepalive"));
+  CHECK(contains(dump, "connection_keepalive: {interval: 30s, timeout: 5s}"));
   CHECK_FALSE(contains(dump, "proxy_credentials"));
 
   const YAML::Node root = YAML::Load(dump);

@@ -198,7 +198,9 @@ static_resources:
   CHECK(c.http2.max_concurrent_streams == 2147483647u);
   CHECK(c.http2.initial_stream_window_size == 65535);
   CHECK(c.http2.initial_connection_window_size == 16u << 20);  // default kept
-  CHECK_FALSE(c.http2.connection_keepalive.has_value());
+  // Not in the YAML: the default keepalive is on.
+  REQUIRE(c.http2.connection_keepalive.has_value());
+  CHECK(c.http2.connection_keepalive->interval == std::chrono::seconds(30));
 }
 
 TEST_CASE("a cluster without TLS is plain TCP to the proxy", "[config][loader]") {
@@ -296,7 +298,7 @@ TEST_CASE("out-of-range values are errors", "[config][loader][errors]") {
             max_concurrent_streams: 0
             initial_stream_window_size: 65534
             initial_connection_window_size: 2147483648
-            connection_keepalive: {interval: 0s}
+            connection_keepalive: {timeout: 0s}
 )";
   const LoadResult r = load(yaml);
   const std::string all = allProblems(r.problems);
@@ -327,8 +329,8 @@ TEST_CASE("out-of-range values are errors", "[config][loader][errors]") {
   CHECK(hasProblem(r.problems, "cfg.yaml:27:45: " + h2 +
                                    "initial_connection_window_size: must be in 65535..2147483647, "
                                    "got 2147483648"));
-  CHECK(hasProblem(r.problems, "cfg.yaml:28:46: " + h2 +
-                                   "connection_keepalive.interval: must be greater than 0"));
+  CHECK(hasProblem(r.problems, "cfg.yaml:28:45: " + h2 +
+                                   "connection_keepalive.timeout: must be greater than 0"));
   CHECK(r.problems.size() == 9);
 }
 
@@ -819,4 +821,28 @@ TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[confi
     CHECK(one("    tcp_notsent_lowat: 99999999\n").find("clusters[0].tcp_notsent_lowat") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("connection_keepalive: on by default, interval 0s turns it off", "[config][loader]") {
+  const std::string cluster =
+      "  clusters:\n"
+      "  - name: c\n"
+      "    load_assignment:\n"
+      "      endpoints: [{lb_endpoints: [{endpoint: {address: "
+      "{socket_address: {address: proxy.test, port_value: 443}}}}]}]\n";
+  const LoadResult on = load(std::string(kMinimal) + cluster);
+  REQUIRE(on.ok());
+  REQUIRE(on.bootstrap.clusters[0].http2.connection_keepalive.has_value());
+  CHECK(on.bootstrap.clusters[0].http2.connection_keepalive->interval == std::chrono::seconds(30));
+  CHECK(on.bootstrap.clusters[0].http2.connection_keepalive->timeout == std::chrono::seconds(5));
+  const std::string off_yaml =
+      std::string(kMinimal) + cluster +
+      "    typed_extension_protocol_options:\n"
+      "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n"
+      "        auto_config:\n"
+      "          http2_protocol_options: {connection_keepalive: {interval: 0s}}\n";
+  const LoadResult off = load(off_yaml);
+  INFO(h2gate::testing::allProblems(off.problems));
+  REQUIRE(off.ok());
+  CHECK_FALSE(off.bootstrap.clusters[0].http2.connection_keepalive.has_value());
 }

@@ -820,3 +820,61 @@ TEST_CASE("h2 upstream metrics: streams stalled on flow control, both directions
     CHECK(cs.stalled_down.value() == 0);
   }
 }
+
+// 8. ------------------------------------------------------------------------
+
+TEST_CASE("h2 keepalive: a proxy that stops answering PINGs is declared dead",
+          "[upstream][h2][keepalive]") {
+  Harness h([](config::Cluster& c) {
+    c.http2.connection_keepalive = config::Http2ProtocolOptions::Keepalive{100ms, 200ms};
+  });
+  Request& r = h.connect("a.test");
+  h.peer->respond(h.idOf(r), 200, 0, false);
+  REQUIRE(h.runUntil([&] { return r.app.head.has_value(); }));
+  // Answered PINGs keep it alive.
+  h.runFor(500ms);
+  CHECK(h.owner.closed == 0);
+  CHECK(h.peer->count(NGHTTP2_PING, 0) >= 3);
+  // The proxy goes silent (nothing it sends reaches us, as behind a dead NAT).
+  h.peer->hold(true);
+  const auto start = std::chrono::steady_clock::now();
+  REQUIRE(h.runUntil([&] { return h.owner.closed == 1; }, 2s));
+  // Within interval (+15% jitter) + timeout.
+  CHECK(std::chrono::steady_clock::now() - start < 600ms);
+  CHECK(r.app.resets == 1);  // the open tunnel is cut, not left hanging
+  CHECK(!h.conn->acceptsStreams());
+}
+
+TEST_CASE("h2 keepalive: probe() holds new streams until the PING is answered",
+          "[upstream][h2][keepalive]") {
+  SECTION("answered") {
+    Harness h;
+    const int before = h.owner.capacity_changes;
+    h.peer->hold(true);
+    h.conn->probe(1s);
+    CHECK(h.conn->probing());
+    CHECK(!h.conn->acceptsStreams());
+    h.runFor(50ms);
+    h.peer->hold(false);
+    REQUIRE(h.runUntil([&] { return h.conn->acceptsStreams(); }));
+    CHECK(h.owner.capacity_changes > before);  // the pool hears it can place requests
+    CHECK(h.owner.closed == 0);
+  }
+  SECTION("unanswered") {
+    Harness h;
+    h.peer->hold(true);
+    h.conn->probe(150ms);
+    REQUIRE(h.runUntil([&] { return h.owner.closed == 1; }, 1s));
+  }
+}
+
+TEST_CASE("h2: a request whose connection dies before any answer is retried",
+          "[upstream][h2][keepalive]") {
+  Harness h;
+  Request& r = h.connect("a.test", /*retry_hook=*/true);
+  h.idOf(r);
+  h.peer->close();
+  REQUIRE(h.runUntil([&] { return h.owner.closed == 1; }));
+  CHECK(r.retried);
+  CHECK(r.app.fails + r.app.resets == 0);  // the app saw nothing
+}
