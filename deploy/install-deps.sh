@@ -18,7 +18,7 @@ RUNTIME_PKGS=(
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
-  curl openssl python3 python3-yaml procps iproute2 prometheus
+  curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
 )
 # Test peers that Debian would start as system services (squid on 3128 clashes with
