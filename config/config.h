@@ -132,6 +132,11 @@ struct Bootstrap {
   // Worker threads, each with its own event loop (--concurrency).
   uint32_t concurrency = 1;
   Duration drain_timeout{std::chrono::seconds(30)};
+  // After the machine's addresses or routes change, or it resumes from
+  // suspend, every upstream h2 connection must answer a PING within this or
+  // it is replaced (Firefox's network.http.network-changed.timeout). 0s:
+  // no network monitor.
+  Duration network_change_timeout{std::chrono::seconds(5)};
   std::string source;  // the file it came from, or "<flags>" / "<default>"
 
   const Cluster* findCluster(const std::string& name) const {

@@ -58,6 +58,7 @@ class Writer {
     out_ << YAML::Key << "h2gate" << YAML::Value << YAML::BeginMap;
     field("concurrency", b.concurrency);
     field("drain_timeout", formatDuration(b.drain_timeout));
+    field("network_change_timeout", formatDuration(b.network_change_timeout));
     out_ << YAML::EndMap;
 
     out_ << YAML::Key << "static_resources" << YAML::Value << YAML::BeginMap;

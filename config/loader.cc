@@ -76,9 +76,10 @@ void parseRoot(NodeReader root, Bootstrap& b) {
 
   NodeReader own = root.child("h2gate");
   if (own.expectMap()) {
-    own.allowOnly({"concurrency", "drain_timeout"});
+    own.allowOnly({"concurrency", "drain_timeout", "network_change_timeout"});
     if (auto c = own.uint("concurrency", 1, 1024)) b.concurrency = static_cast<uint32_t>(*c);
     if (auto d = own.duration("drain_timeout")) b.drain_timeout = *d;
+    if (auto d = own.duration("network_change_timeout")) b.network_change_timeout = *d;
   }
 
   NodeReader sr = root.child("static_resources");

@@ -58,6 +58,7 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
   CHECK(a.admin.enabled == b.admin.enabled);
   CHECK(a.concurrency == b.concurrency);
   CHECK(a.drain_timeout == b.drain_timeout);
+  CHECK(a.network_change_timeout == b.network_change_timeout);
   REQUIRE(a.listeners.size() == b.listeners.size());
   for (std::size_t i = 0; i < a.listeners.size(); ++i) {
     const Listener& x = a.listeners[i];
@@ -275,6 +276,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "socket_address: {address: 127.0.0.1, port_value: 9901}",
            "concurrency: 1",
            "drain_timeout: 30s",
+           "network_change_timeout: 5s",
            "max_request_headers_kb: 64",
            "max_request_headers_count: 100",
            "direct_connect_timeout: 10s",
@@ -302,7 +304,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
 }
 
 TEST_CASE("durations with fractions round-trip", "[config][dump]") {
-  const LoadResult r = load(R"(h2gate: {drain_timeout: 1m}
+  const LoadResult r = load(R"(h2gate: {drain_timeout: 1m, network_change_timeout: 250ms}
 static_resources:
   listeners:
   - name: l
@@ -339,6 +341,7 @@ static_resources:
   const std::string dump = roundTrip(b);
   INFO(dump);
   CHECK(contains(dump, "drain_timeout: 60s"));
+  CHECK(contains(dump, "network_change_timeout: 0.250s"));
   CHECK(contains(dump, "direct_connect_timeout: 0.001500s"));
   CHECK(contains(dump, "tunnel_half_close_timeout: 0.000000007s"));
   CHECK(contains(dump, "connection_keepalive: {interval: 2.500s, timeout: 1.000000005s}"));

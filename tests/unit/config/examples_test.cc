@@ -45,6 +45,7 @@ TEST_CASE("default.yaml is the built-in default", "[config][examples]") {
   CHECK(a.admin.address.port_value == b.admin.address.port_value);
   CHECK(a.concurrency == b.concurrency);
   CHECK(a.drain_timeout == b.drain_timeout);
+  CHECK(a.network_change_timeout == b.network_change_timeout);
   CHECK(a.clusters.size() == b.clusters.size());
   REQUIRE(a.listeners.size() == b.listeners.size());
   for (std::size_t i = 0; i < a.listeners.size(); ++i) {

@@ -846,3 +846,33 @@ TEST_CASE("connection_keepalive: on by default, interval 0s turns it off", "[con
   REQUIRE(off.ok());
   CHECK_FALSE(off.bootstrap.clusters[0].http2.connection_keepalive.has_value());
 }
+
+TEST_CASE("network_change_timeout: 5s by default, 0s turns the monitor off", "[config][loader]") {
+  const LoadResult def = load(kMinimal);
+  REQUIRE(def.ok());
+  CHECK(def.bootstrap.network_change_timeout == seconds(5));
+  CHECK(defaultBootstrap().network_change_timeout == seconds(5));
+
+  const LoadResult set = load("h2gate: {network_change_timeout: 1.5s}\n" + std::string(kMinimal));
+  INFO(allProblems(set.problems));
+  REQUIRE(set.ok());
+  CHECK(set.bootstrap.network_change_timeout == std::chrono::milliseconds(1500));
+
+  const LoadResult off = load("h2gate:\n  network_change_timeout: 0s\n" + std::string(kMinimal));
+  REQUIRE(off.ok());
+  CHECK(off.bootstrap.network_change_timeout.count() == 0);
+
+  const LoadResult proto =
+      load("h2gate: {network_change_timeout: {seconds: 2}}\n" + std::string(kMinimal));
+  REQUIRE(proto.ok());
+  CHECK(proto.bootstrap.network_change_timeout == seconds(2));
+
+  const LoadResult bad = load("h2gate:\n  network_change_timeout: soon\n" + std::string(kMinimal));
+  REQUIRE(bad.problems.size() == 1);
+  CHECK(bad.problems[0].str().rfind(
+            "cfg.yaml:2:27: h2gate.network_change_timeout: expected a duration like 5s", 0) == 0);
+  const LoadResult typo = load("h2gate: {network_changed_timeout: 5s}\n" + std::string(kMinimal));
+  CHECK(allProblems(typo.problems) ==
+        "cfg.yaml:1:10: h2gate.network_changed_timeout: unknown field (expected one of: "
+        "concurrency, drain_timeout, network_change_timeout)\n");
+}
