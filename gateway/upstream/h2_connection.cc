@@ -267,7 +267,11 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
                           ? "TLS error from proxy: " + ec.message()
                           : "reading from proxy failed: " + ec.message();
     if (!write_error_.empty()) why += " (writing: " + write_error_ + ")";
-    close(why);
+    // A plain close (EOF) is not a failure by itself; a reset or TLS error
+    // is, and so is a close before HTTP/2 even started (e.g. a rejected
+    // client certificate).
+    const bool plain = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+    close(why, !plain || !got_settings_);
     return;
   }
   auto self = shared_from_this();  // callbacks may drop the pool's reference
@@ -306,7 +310,7 @@ void H2Connection::flush() {
   }
   if (out_.empty()) {
     if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
-      close("HTTP/2 session finished");
+      close("HTTP/2 session finished", /*failed=*/false);
     return;
   }
   writing_ = true;
@@ -337,7 +341,7 @@ void H2Connection::onWriteError(const asio::error_code& ec) {
   });
 }
 
-void H2Connection::close(const std::string& reason) {
+void H2Connection::close(const std::string& reason, bool failed) {
   if (closed_) return;
   closed_ = true;
   write_error_timer_.cancel();
@@ -357,7 +361,7 @@ void H2Connection::close(const std::string& reason) {
   }
   for (auto& [id, s] : streams) s->onConnectionClosed(why, got_settings_);
   transport_->close();
-  if (owner_) owner_->onConnectionClosed(*this, why);
+  if (owner_) owner_->onConnectionClosed(*this, why, failed);
 }
 
 int H2Connection::onBeginHeaders(nghttp2_session*, const nghttp2_frame*, void*) {

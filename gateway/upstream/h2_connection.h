@@ -42,7 +42,9 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
     // Streams finished, SETTINGS changed the limit, or a GOAWAY came: the
     // pool may place waiting requests or open a replacement.
     virtual void onCapacityChanged(H2Connection& conn) = 0;
-    virtual void onConnectionClosed(H2Connection& conn, const std::string& reason) = 0;
+    // `failed`: it died (no PING answer, an error), as opposed to a plain
+    // close by the proxy (EOF) or the end of a drained session.
+    virtual void onConnectionClosed(H2Connection& conn, const std::string& reason, bool failed) = 0;
   };
 
   H2Connection(std::unique_ptr<Transport> transport, const config::Cluster& cluster, uint64_t id,
@@ -74,8 +76,9 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   asio::any_io_executor executor() { return transport_->socket().get_executor(); }
   // The pool is going away: no more Owner calls.
   void detachOwner() { owner_ = nullptr; }
-  // Tears the connection down; every stream gets onReset/onFailed.
-  void close(const std::string& reason);
+  // Tears the connection down; every stream gets onReset/onFailed (or is
+  // retried). `failed` as in Owner::onConnectionClosed.
+  void close(const std::string& reason, bool failed = true);
 
   // For H2Stream.
   int32_t submit(H2Stream* stream, const std::vector<nghttp2_nv>& nva, bool with_body);

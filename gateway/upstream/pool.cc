@@ -140,8 +140,9 @@ UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
       worker_(worker),
       cluster_stats_(std::make_shared<ClusterStats>(shard, cluster.name)),
       health_(std::move(health)),
-      retry_timer_(io),
       endpoint_alpn_(cluster.endpoints.size()) {
+  backoff_.resize(cluster.endpoints.size());
+  for (auto& b : backoff_) b.retry = std::make_unique<asio::steady_timer>(io);
   for (const auto& ep : cluster.endpoints)
     endpoint_stats_.push_back(std::make_shared<EndpointStats>(
         shard, cluster_stats_, cluster.name, endpointLabel(ep.address, ep.port_value), worker));
@@ -176,7 +177,7 @@ void UpstreamPool::preconnect() {
 
 void UpstreamPool::shutdown() {
   shutting_down_ = true;
-  retry_timer_.cancel();
+  for (auto& b : backoff_) b.retry->cancel();
   for (auto& idle : h1_idle_) closeIdleH1(idle);
   h1_idle_.clear();
 }
@@ -193,17 +194,20 @@ size_t UpstreamPool::connectionCount() const {
 }
 
 std::shared_ptr<H2Connection> UpstreamPool::pickH2() {
-  // The first connection with room: requests pack onto as few connections
-  // as the limits allow.
+  // The connection with room and the fewest streams; ties go to the earlier
+  // endpoint, so a recovered primary proxy is used again.
+  const H2Entry* best = nullptr;
   for (const auto& e : h2_) {
     if (!e.conn->acceptsStreams()) continue;
     if (e.conn->idleTooLong()) {
       e.conn->probe(cluster_.http2.connection_keepalive->timeout);
       continue;
     }
-    return e.conn;
+    if (!best || e.conn->activeStreams() < best->conn->activeStreams() ||
+        (e.conn->activeStreams() == best->conn->activeStreams() && e.endpoint < best->endpoint))
+      best = &e;
   }
-  return nullptr;
+  return best ? best->conn : nullptr;
 }
 
 bool UpstreamPool::anyProbing() const {
@@ -259,8 +263,9 @@ void UpstreamPool::dispatch() {
   if (!knownHttp1()) {
     // A connection being confirmed by PING answers (or dies) within the
     // keepalive timeout: wait for that rather than opening another.
-    if (connecting_.empty() && !anyProbing() && connectionCount() < cluster_.max_connections)
-      openConnection();
+    if (connecting_.empty() && !anyProbing() && connectionCount() < cluster_.max_connections &&
+        !openConnection())
+      failWaiting(503, Result::ConnectFailed, allDownReason());
     return;
   }
   // HTTP/1.1: one connection per waiting request. Idle keep-alive
@@ -271,13 +276,27 @@ void UpstreamPool::dispatch() {
       closeIdleH1(h1_idle_.back());
       h1_idle_.pop_back();
     }
-    openConnection();
+    if (!openConnection()) {
+      failWaiting(503, Result::ConnectFailed, allDownReason());
+      return;
+    }
   }
 }
 
-void UpstreamPool::openConnection() {
-  if (cluster_.endpoints.empty() || shutting_down_) return;
-  const size_t index = next_endpoint_++ % cluster_.endpoints.size();
+std::optional<size_t> UpstreamPool::pickEndpoint() {
+  const size_t n = cluster_.endpoints.size();
+  for (size_t k = 0; k < n; ++k) {
+    const size_t index = next_endpoint_++ % n;
+    if (!backoff_[index].down) return index;
+  }
+  return std::nullopt;
+}
+
+bool UpstreamPool::openConnection(std::optional<size_t> endpoint) {
+  if (cluster_.endpoints.empty() || shutting_down_) return false;
+  if (!endpoint) endpoint = pickEndpoint();
+  if (!endpoint) return false;
+  const size_t index = *endpoint;
   const config::SocketAddress& ep = cluster_.endpoints[index];
   const uint64_t id = nextConnectionId();
   H2G_LOG(Debug, id, 0,
@@ -291,24 +310,60 @@ void UpstreamPool::openConnection() {
   connector->start([weak, connector, index](ConnectOutcome outcome) {
     if (auto p = weak.lock()) p->onConnected(connector, index, std::move(outcome));
   });
+  return true;
 }
 
-void UpstreamPool::scheduleRetry() {
-  if (shutting_down_ || retry_armed_ || connectionCount() > 0) return;
-  retry_delay_ = retry_delay_.count() == 0
-                     ? kRetryMin
-                     : std::min<std::chrono::milliseconds>(retry_delay_ * 2, kRetryMax);
-  retry_armed_ = true;
+void UpstreamPool::markDown(size_t endpoint, const std::string& reason) {
+  Backoff& b = backoff_[endpoint];
+  b.delay = b.down ? std::min<std::chrono::milliseconds>(b.delay * 2, kBackoffMax) : kBackoffMin;
+  b.down = true;
+  b.last_error = reason;
+  b.until = std::chrono::steady_clock::now() + b.delay;
+  health_->failed(endpoint, reason);
   H2G_LOG(Debug, 0, 0,
-          "cluster " << cluster_.name << ": reconnecting in "
-                     << std::chrono::duration<double>(retry_delay_).count() << "s");
-  retry_timer_.expires_after(retry_delay_);
-  retry_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+          "cluster " << cluster_.name << ": proxy "
+                     << endpointLabel(cluster_.endpoints[endpoint].address,
+                                      cluster_.endpoints[endpoint].port_value)
+                     << " down; next attempt in " << std::chrono::duration<double>(b.delay).count()
+                     << "s");
+  // The background attempt: its outcome marks the endpoint up or down again.
+  b.retry->expires_at(b.until);
+  b.retry->async_wait([weak = weak_from_this(), endpoint](const asio::error_code& ec) {
     auto p = weak.lock();
-    if (ec || !p) return;
-    p->retry_armed_ = false;
-    if (!p->shutting_down_ && p->connectionCount() == 0) p->openConnection();
+    if (ec || !p || p->shutting_down_ || !p->backoff_[endpoint].down) return;
+    p->openConnection(endpoint);
   });
+}
+
+void UpstreamPool::markUp(size_t endpoint) {
+  Backoff& b = backoff_[endpoint];
+  b.down = false;
+  b.delay = std::chrono::milliseconds(0);
+  b.retry->cancel();
+}
+
+std::string UpstreamPool::allDownReason() const {
+  std::string out = "all " + std::to_string(cluster_.endpoints.size()) + " upstream prox" +
+                    (cluster_.endpoints.size() == 1 ? "y" : "ies") + " of cluster '" +
+                    cluster_.name + "' are down";
+  const auto now = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < backoff_.size(); ++i) {
+    const auto& e = cluster_.endpoints[i];
+    const auto left = std::chrono::duration<double>(backoff_[i].until - now).count();
+    out += (i == 0 ? ": " : "; ") + endpointLabel(e.address, e.port_value) + " " +
+           backoff_[i].last_error + " (retrying in " +
+           std::to_string(static_cast<int>(std::max(0.0, left) + 0.999)) + "s)";
+  }
+  return out;
+}
+
+void UpstreamPool::ensureConnection(std::optional<size_t> prefer) {
+  if (shutting_down_ || knownHttp1() || !connecting_.empty()) return;
+  for (const auto& e : h2_)
+    if (e.conn->acceptsStreams() || e.conn->probing()) return;
+  if (connectionCount() >= cluster_.max_connections) return;
+  if (prefer && backoff_[*prefer].down) prefer.reset();
+  openConnection(prefer);  // when every endpoint is down, their back-off timers retry
 }
 
 void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
@@ -319,17 +374,17 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
   if (!outcome.transport) {
     H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
     stats.connectFailed(outcome.result, outcome.tls_failed);
-    health_->failed(endpoint, outcome.reason);
-    // Nothing else can serve the waiting requests soon: fail them fast
+    markDown(endpoint, outcome.reason);
+    if (waiting_.empty() || !h2_.empty() || !connecting_.empty()) return;
+    // Waiting requests try the next endpoint that is not down; with none
+    // left, nothing can serve them soon: fail them now with what happened
     // rather than letting them sit until their queue timeout.
-    if (h2_.empty() && connecting_.empty())
-      failWaiting(outcome.status, outcome.result, outcome.reason);
-    scheduleRetry();
+    if (!openConnection()) failWaiting(outcome.status, outcome.result, outcome.reason);
     return;
   }
   if (tls_) stats.tls_time.observe(outcome.tls_time);
-  retry_delay_ = std::chrono::milliseconds(0);
   const std::string alpn = outcome.alpn;
+  markUp(endpoint);
   health_->connected(endpoint, alpn);
   std::optional<std::string>& known = endpoint_alpn_[endpoint];
   if (!known || *known != alpn)
@@ -386,26 +441,38 @@ void UpstreamPool::failWaiting(int status, Result result, const std::string& rea
 }
 
 void UpstreamPool::onCapacityChanged(H2Connection&) {
-  // Called from inside nghttp2 callbacks: place waiting requests later.
+  // Called from inside nghttp2 callbacks: place waiting requests later. A
+  // GOAWAY lands here too: the replacement opens before the old connection
+  // has drained.
   asio::post(io_, [weak = weak_from_this()] {
-    if (auto p = weak.lock()) p->dispatch();
+    if (auto p = weak.lock()) {
+      p->dispatch();
+      p->ensureConnection();
+    }
   });
 }
 
-void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& reason) {
+void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& reason, bool failed) {
   auto it =
       std::find_if(h2_.begin(), h2_.end(), [&](const H2Entry& e) { return e.conn.get() == &conn; });
   if (it == h2_.end()) return;
   auto keep = it->conn;  // alive until this call returns
-  health_->lost(it->endpoint, reason);
+  // A connection that died (no PING answer, an error) takes its endpoint
+  // down, so new requests go to another one at once. A plain close (EOF,
+  // the end after a GOAWAY) is left to the next attempt to judge.
+  if (failed && !shutting_down_)
+    markDown(it->endpoint, reason);
+  else
+    health_->lost(it->endpoint, reason);
+  const size_t endpoint = it->endpoint;
   h2_.erase(it);
-  asio::post(io_, [weak = weak_from_this(), keep] {
+  asio::post(io_, [weak = weak_from_this(), keep, endpoint] {
     auto p = weak.lock();
     if (!p) return;
     p->dispatch();
-    // The last connection went: have one ready before the next request (and
-    // find out whether the proxy is still there).
-    p->scheduleRetry();
+    // Have a usable connection ready before the next request, to the same
+    // proxy if it is not known down: that finds out whether it is still there.
+    p->ensureConnection(endpoint);
   });
 }
 

@@ -9,12 +9,18 @@
 // bounded queue, and get 503 when their wait times out. What ALPN gave is
 // remembered, so the next request does not guess; a reconnect re-learns it.
 //
-// Health: every attempt is reported to the cluster's ClusterHealth (shared
-// by all workers). While the pool has no connection because attempts fail,
-// or its last h2 connection was lost, it retries in the background with
-// exponential back-off (kRetryMin doubling to kRetryMax), so /ready and
-// h2gate_upstream_endpoint_up notice when the proxy returns, and the next
-// request finds a connection ready.
+// Endpoints (several per cluster): a new connection goes to the next
+// endpoint, round robin, that is not down; a new stream to the open h2
+// connection with the fewest streams (ties: the earlier endpoint). An
+// endpoint whose connect or TLS handshake fails, or whose connection dies
+// (no PING answer, an error), is down for a back-off (kBackoffMin doubling
+// to kBackoffMax) and retried in the background when it ends. Waiting
+// requests move on to the next endpoint; when every endpoint is down a new
+// request gets 503 at once, with each endpoint's last error. Every
+// outcome is reported to the cluster's ClusterHealth (shared by all
+// workers, for /ready and h2gate_upstream_endpoint_up). For h2 the pool
+// keeps one usable connection open (after a loss, or a GOAWAY, it opens a
+// replacement), so the next request does not wait for TCP and TLS.
 #pragma once
 
 #include <deque>
@@ -41,8 +47,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
  public:
   // Requests waiting for a connection beyond this get 503 at once.
   static constexpr size_t kMaxWaiting = 4096;
-  static constexpr std::chrono::milliseconds kRetryMin{500};
-  static constexpr std::chrono::seconds kRetryMax{30};
+  static constexpr std::chrono::milliseconds kBackoffMin{500};
+  static constexpr std::chrono::seconds kBackoffMax{30};
 
   // Built before the worker's thread starts or on it: `shard` is the
   // worker's.
@@ -67,7 +73,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
 
   // H2Connection::Owner
   void onCapacityChanged(H2Connection& conn) override;
-  void onConnectionClosed(H2Connection& conn, const std::string& reason) override;
+  void onConnectionClosed(H2Connection& conn, const std::string& reason, bool failed) override;
 
   // Introspection for logs and tests.
   size_t h2Connections() const { return h2_.size(); }
@@ -81,7 +87,18 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
     size_t endpoint;
     std::unique_ptr<Transport> transport;
   };
-  void openConnection();
+  // To `endpoint`, or to the next endpoint that is not down. False when
+  // every endpoint is down (or shutting down).
+  bool openConnection(std::optional<size_t> endpoint = std::nullopt);
+  std::optional<size_t> pickEndpoint();
+  void markDown(size_t endpoint, const std::string& reason);
+  void markUp(size_t endpoint);
+  // h2: make sure a usable connection exists or is being opened; to
+  // `prefer` when it is not down (after a loss: find out whether that proxy
+  // is still there).
+  void ensureConnection(std::optional<size_t> prefer = std::nullopt);
+  // "all N proxies of cluster X are down: A: why; B: why"
+  std::string allDownReason() const;
   void onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
                    ConnectOutcome outcome);
   // Hands an HTTP/1.1 connection to a waiting request.
@@ -89,8 +106,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
                 std::unique_ptr<Transport> transport, std::string peer);
   void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport);
   void closeIdleH1(H1Idle& idle);
-  // No connection left and none coming: try again after the back-off.
-  void scheduleRetry();
+
   size_t connectionCount() const;
   // The first connection with room. One idle for longer than the keepalive
   // interval is confirmed with a PING first (probe()) and skipped until the
@@ -112,9 +128,14 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::vector<std::shared_ptr<Connector>> connecting_;
   size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
   std::vector<H1Idle> h1_idle_;  // keep-alive, for absolute-form
-  asio::steady_timer retry_timer_;
-  std::chrono::milliseconds retry_delay_{0};
-  bool retry_armed_ = false;
+  struct Backoff {
+    bool down = false;
+    std::chrono::milliseconds delay{0};  // of the current (or last) down period
+    std::chrono::steady_clock::time_point until{};
+    std::string last_error;
+    std::unique_ptr<asio::steady_timer> retry;  // background attempt when `until` comes
+  };
+  std::vector<Backoff> backoff_;  // index as in cluster_.endpoints
   std::deque<std::weak_ptr<ClusterTunnel>> waiting_;
   // What ALPN gave each endpoint (index as in cluster_.endpoints) on its
   // last handshake; unset until the first. Re-learnt on every connection.

@@ -45,7 +45,7 @@ class FakeApp : public upstream::TunnelCallbacks {
 
 struct NoOwner : upstream::H2Connection::Owner {
   void onCapacityChanged(upstream::H2Connection&) override {}
-  void onConnectionClosed(upstream::H2Connection&, const std::string&) override {}
+  void onConnectionClosed(upstream::H2Connection&, const std::string&, bool) override {}
 };
 
 }  // namespace

@@ -266,7 +266,9 @@ TEST_CASE("h2: the proxy's 407 reaches the app; credentials in --upstream are se
   }
 }
 
-TEST_CASE("h2: a proxy certificate from another CA, or a proxy that is down, gives the app 502",
+// 502 when the request itself waited on the failed attempt; 503 when the
+// proxy was already known down (the start-up connection failed first).
+TEST_CASE("h2: a proxy certificate from another CA, or a proxy that is down, gives the app 502/503",
           "[upstream][h2][failure]") {
   SECTION("wrong CA") {
     H2Env env;
@@ -278,14 +280,14 @@ TEST_CASE("h2: a proxy certificate from another CA, or a proxy that is down, giv
     REQUIRE(c.send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
     auto r = c.readResponse(milliseconds(10000));
     INFO(r.raw << "\n" << gate.process().logTail(20));
-    CHECK(r.status == 502);
+    CHECK((r.status == 502 || r.status == 503));
     CHECK(r.body.find("certificate verify failed") != std::string::npos);
     CHECK(gate.process().waitForLog(
         "TLS handshake with proxy 127\\.0\\.0\\.1:" + str(env.nghttpx.port()) +
             " failed: certificate verify failed",
         milliseconds(2000)));
     auto curl = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k")});
-    CHECK(curl.out == "502");
+    CHECK((curl.out == "502" || curl.out == "503"));
     CHECK(env.nghttpx.accessLines().empty());
   }
   SECTION("proxy down") {

@@ -375,7 +375,8 @@ int establishedTo(uint16_t port) {
 
 std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
                              const std::vector<std::string>& http2_options,
-                             const std::vector<std::string>& cluster_extra) {
+                             const std::vector<std::string>& cluster_extra,
+                             const std::vector<uint16_t>& more_ports) {
   // The direct-mode config, with its forward_proxy routed to a cluster.
   std::ostringstream y;
   y << directModeYaml()
@@ -387,9 +388,11 @@ std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
        "      endpoints:\n"
        "      - lb_endpoints:\n"
        "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: "
-    << proxy_port
-    << "}}}\n"
-       "    transport_socket:\n"
+    << proxy_port << "}}}\n";
+  for (uint16_t port : more_ports)
+    y << "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: " << port
+      << "}}}\n";
+  y << "    transport_socket:\n"
        "      name: envoy.transport_sockets.tls\n"
        "      typed_config:\n"
        "        common_tls_context:\n"

@@ -158,9 +158,11 @@ int establishedTo(uint16_t port);
 // 127.0.0.1:0. `http2_options` are lines under http2_protocol_options (e.g.
 // "max_concurrent_streams: 10"); `cluster_extra` are lines added to the
 // cluster (e.g. "connect_timeout: 1s"), both without indentation.
+// `more_ports`: further endpoints 127.0.0.1:port of the same cluster.
 std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
                              const std::vector<std::string>& http2_options = {},
-                             const std::vector<std::string>& cluster_extra = {});
+                             const std::vector<std::string>& cluster_extra = {},
+                             const std::vector<uint16_t>& more_ports = {});
 
 // Number of non-overlapping occurrences of `needle` in `text`.
 size_t countOccurrences(const std::string& text, const std::string& needle);

@@ -238,7 +238,7 @@ struct Owner : H2Connection::Owner {
   int capacity_changes = 0;
   int closed = 0;
   void onCapacityChanged(H2Connection&) override { ++capacity_changes; }
-  void onConnectionClosed(H2Connection&, const std::string&) override { ++closed; }
+  void onConnectionClosed(H2Connection&, const std::string&, bool) override { ++closed; }
 };
 
 // The app side of one tunnel/request.

@@ -1,0 +1,177 @@
+// Failure behaviour with real peers: two nghttpx proxies (endpoints A and B
+// of one cluster) in front of one squid and nginx. A proxy is frozen
+// (SIGSTOP), killed (SIGKILL) or shut down gracefully (SIGQUIT, which sends
+// GOAWAY) in the middle of a transfer.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "tests/support/h2_env.h"
+#include "tests/support/scrape.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+
+namespace {
+
+struct TwoProxies {
+  TwoProxies()
+      : nginx(H2Env::nginxOptions(ca)),
+        squid(Squid::Options{}),
+        a(proxyOptions(ca, squid.httpPort())),
+        b(proxyOptions(ca, squid.httpPort())) {}
+
+  static Nghttpx::Options proxyOptions(TestCA& ca, uint16_t backend) {
+    Nghttpx::Options n;
+    n.ca = &ca;
+    n.backend_port = backend;
+    return n;
+  }
+
+  // Keepalive 1 s / 1 s so a frozen proxy is found within ~2.2 s.
+  H2gate& start() {
+    testFile("10m");  // made on first use: the origin serves them
+    testFile("1m");
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = upstreamModeYaml(a.port(), ca.caCertPath(),
+                              {"connection_keepalive: {interval: 1s, timeout: 1s}"},
+                              {"connect_timeout: 2s"}, {b.port()});
+    o.args = {"--log-level", "debug"};
+    gate = std::make_unique<H2gate>(std::move(o));
+    INFO(gate->process().logTail());
+    REQUIRE(gate->process().waitForLog("proxy 127\\.0\\.0\\.1:" + str(a.port()) + " negotiated h2",
+                                       milliseconds(10000)));
+    return *gate;
+  }
+
+  std::vector<std::string> curlArgs(const std::vector<std::string>& args) const {
+    std::vector<std::string> all{"-sS", "-x", gate->proxyUrl(), "--cacert", ca.caCertPath()};
+    all.insert(all.end(), args.begin(), args.end());
+    return all;
+  }
+  CommandResult curl(const std::vector<std::string>& args) {
+    auto all = curlArgs(args);
+    all.insert(all.end(), {"--max-time", "30"});
+    return runCurl(all, milliseconds(40000));
+  }
+  // A 10 MiB download at 1 MiB/s through h2gate, in the background.
+  std::unique_ptr<Process> slowDownload(const std::string& name) {
+    return startCurl(
+        curlArgs({"--limit-rate", "1M", "-o", out.file(name), nginx.httpsUrl("/10m?" + name)}),
+        out.path().string(), name);
+  }
+  // One 1 MiB download; true when it arrived whole.
+  bool fetch(const std::string& name) {
+    auto r = curl({"-o", out.file(name), "-w", "%{http_code}", nginx.httpsUrl("/1m?" + name)});
+    return r.exit_code == 0 && r.out == "200" &&
+           sha256File(out.file(name)) == testFile("1m").sha256;
+  }
+  std::string clusters() { return adminGet(gate->adminPort(), "/clusters").body; }
+  bool endpointState(const Nghttpx& p, const std::string& state,
+                     milliseconds timeout = milliseconds(15000)) {
+    const std::string want = "127.0.0.1:" + str(p.port()) + " state=" + state;
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (clusters().find(want) != std::string::npos) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  }
+
+  TempDir work{"failover"};
+  TestCA ca{work.path().string()};
+  Nginx nginx;
+  Squid squid;
+  Nghttpx a;
+  Nghttpx b;
+  TempDir out{"out"};
+  std::unique_ptr<H2gate> gate;  // stops first
+};
+
+// Waits for a background curl; its exit status (-1: still running after `timeout`).
+int exitCode(Process& p, milliseconds timeout) {
+  auto st = p.wait(timeout);
+  if (!st) return -1;
+  return st->exited ? st->code : 128 + st->signal;
+}
+
+}  // namespace
+
+TEST_CASE("failover: a frozen proxy is found by PING, its tunnels end, new ones use the other",
+          "[failover][upstream]") {
+  TwoProxies env;
+  H2gate& gate = env.start();
+  auto dl = env.slowDownload("frozen");
+  std::this_thread::sleep_for(milliseconds(1500));
+  INFO(dl->logTail());
+  REQUIRE(dl->running());
+
+  env.a.process().kill(SIGSTOP);
+  const auto stopped = Clock::now();
+  // interval (+15%) + timeout, plus slack: the app is told, not left hanging.
+  const int code = exitCode(*dl, milliseconds(8000));
+  const double secs = secondsSince(stopped);
+  INFO(gate.process().logTail(30));
+  CHECK(code > 0);  // curl reports the broken transfer
+  CHECK(secs < 5.0);
+  CHECK(gate.process().waitForLog("did not answer a PING", milliseconds(1000)));
+  CHECK(env.endpointState(env.a, "down", milliseconds(3000)));
+
+  // New tunnels go to B at once.
+  const size_t b_before = env.b.accessLines("CONNECT").size();
+  CHECK(env.fetch("via-b"));
+  CHECK(env.b.waitForAccessLines(b_before + 1, "CONNECT", milliseconds(5000)).size() ==
+        b_before + 1);
+  CHECK(adminGet(gate.adminPort(), "/ready").status == 200);  // B is up
+
+  env.a.process().kill(SIGCONT);
+  CHECK(env.endpointState(env.a, "up", milliseconds(20000)));
+  CHECK(gate.process().running());
+}
+
+TEST_CASE("failover: a killed proxy breaks its transfers cleanly; restarted, it is used again",
+          "[failover][upstream]") {
+  TwoProxies env;
+  H2gate& gate = env.start();
+  auto dl = env.slowDownload("killed");
+  std::this_thread::sleep_for(milliseconds(1500));
+  INFO(dl->logTail());
+  REQUIRE(dl->running());
+  env.a.process().kill(SIGKILL);
+  // The app sees a closed connection, and curl does not call the partial file complete.
+  CHECK(exitCode(*dl, milliseconds(5000)) > 0);
+  CHECK(gate.process().running());
+  CHECK(env.fetch("after-kill"));
+  CHECK(env.endpointState(env.a, "down", milliseconds(5000)));
+
+  env.a.restart();
+  CHECK(env.endpointState(env.a, "up", milliseconds(20000)));
+  // Both idle: the earlier endpoint (A) takes the next tunnel.
+  const size_t a_before = env.a.accessLines("CONNECT").size();
+  CHECK(env.fetch("back-on-a"));
+  CHECK(env.a.waitForAccessLines(a_before + 1, "CONNECT", milliseconds(5000)).size() ==
+        a_before + 1);
+}
+
+TEST_CASE("failover: GOAWAY from a proxy shutting down lets transfers finish; new ones move on",
+          "[failover][upstream][goaway]") {
+  TwoProxies env;
+  H2gate& gate = env.start();
+  const TestFile& f = testFile("10m");
+  auto transfer = startCurl(env.curlArgs({"--limit-rate", "4M", "-o", env.out.file("drained"),
+                                          env.nginx.httpsUrl("/10m?drained")}),
+                            env.out.path().string(), "drained");
+  std::this_thread::sleep_for(milliseconds(700));
+  env.a.process().signalMain(SIGQUIT);  // nghttpx: graceful shutdown, GOAWAY to clients
+  INFO(gate.process().logTail(30));
+  REQUIRE(gate.process().waitForLog("GOAWAY from proxy", milliseconds(5000)));
+  // A tunnel opened after the GOAWAY goes elsewhere and works.
+  CHECK(env.fetch("after-goaway"));
+  // The one in flight completes, byte for byte.
+  CHECK(exitCode(*transfer, milliseconds(20000)) == 0);
+  CHECK(sha256File(env.out.file("drained")) == f.sha256);
+}
