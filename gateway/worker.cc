@@ -111,4 +111,10 @@ void Worker::stop() {
   thread_.join();
 }
 
+void Worker::onNetworkChange(config::Duration timeout) {
+  asio::post(io_, [this, timeout] {
+    for (auto& [name, pool] : upstreams_) pool->onNetworkChange(timeout);
+  });
+}
+
 }  // namespace h2gate

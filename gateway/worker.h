@@ -40,6 +40,9 @@ class Worker {
   void drain(std::function<void()> on_idle);
   // Thread-safe. Cut every connection still open.
   void forceClose();
+  // Thread-safe. The network changed: every pool confirms its upstream
+  // connections (UpstreamPool::onNetworkChange) on the worker's thread.
+  void onNetworkChange(config::Duration timeout);
   // Thread-safe. Ends the event loop and joins the thread.
   void stop();
   size_t activeConnections() const { return active_.load(); }

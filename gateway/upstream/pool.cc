@@ -456,6 +456,12 @@ void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& rea
   auto it =
       std::find_if(h2_.begin(), h2_.end(), [&](const H2Entry& e) { return e.conn.get() == &conn; });
   if (it == h2_.end()) return;
+  // Lost while confirming itself after a network change: its path died,
+  // not its proxy (see onNetworkChange()).
+  if (auto probe = network_probes_.find(conn.id()); probe != network_probes_.end()) {
+    if (std::chrono::steady_clock::now() <= probe->second) failed = false;
+    network_probes_.erase(probe);
+  }
   auto keep = it->conn;  // alive until this call returns
   // A connection that died (no PING answer, an error) takes its endpoint
   // down, so new requests go to another one at once. A plain close (EOF,
@@ -474,6 +480,36 @@ void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& rea
     // proxy if it is not known down: that finds out whether it is still there.
     p->ensureConnection(endpoint);
   });
+}
+
+void UpstreamPool::onNetworkChange(config::Duration timeout) {
+  const auto now = std::chrono::steady_clock::now();
+  // The PING's own deadline is a moment later than ours: allow for that.
+  const auto deadline = now + timeout + std::chrono::seconds(1);
+  std::erase_if(network_probes_, [&](const auto& p) { return p.second < now; });
+  // Copy: a probe may close its connection, which edits h2_.
+  const std::vector<H2Entry> conns = h2_;
+  for (const H2Entry& e : conns) {
+    if (e.conn->closed()) continue;
+    network_probes_[e.conn->id()] = deadline;
+    e.conn->probe(timeout);
+  }
+  const size_t idle = h1_idle_.size();
+  for (auto& i : h1_idle_) closeIdleH1(i);
+  h1_idle_.clear();
+  size_t revived = 0;
+  for (size_t i = 0; i < backoff_.size(); ++i) {
+    if (!backoff_[i].down) continue;
+    markUp(i);
+    ++revived;
+  }
+  H2G_LOG(Debug, 0, 0,
+          "cluster " << cluster_.name << " (worker " << worker_ << "): network change: "
+                     << conns.size() << " h2 connection(s) to confirm within "
+                     << std::chrono::duration<double>(timeout).count() << "s, " << idle
+                     << " idle HTTP/1.1 connection(s) closed, " << revived
+                     << " endpoint(s) no longer considered down");
+  preconnect();
 }
 
 }  // namespace h2gate::upstream

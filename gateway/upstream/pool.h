@@ -62,6 +62,15 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void preconnect();
   // Closes idle connections; busy ones finish with their requests.
   void shutdown();
+  // The machine's network changed (or it resumed from suspend): every h2
+  // connection must answer a PING within `timeout` or is closed and
+  // replaced (H2Connection::probe); idle HTTP/1.1 keep-alive connections,
+  // which cannot be probed, are closed; endpoints down from failures on the
+  // old network get a fresh chance; and a pool left without a connection
+  // opens one, so the next request does not pay for the discovery. A
+  // connection lost within `timeout` lost its path, not its proxy: it does
+  // not take its endpoint down.
+  void onNetworkChange(config::Duration timeout);
 
   // For ClusterTunnel.
   void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
@@ -142,6 +151,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::vector<std::optional<std::string>> endpoint_alpn_;
   size_t next_endpoint_ = 0;
   bool shutting_down_ = false;
+  // h2 connections confirming themselves after a network change (by
+  // H2Connection::id()), until the PING's deadline; see onNetworkChange().
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> network_probes_;
 };
 
 // A worker's pools, by cluster name.
