@@ -50,11 +50,14 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
 
   void respond() {
     const RequestHead& r = parser_.request();
-    if (r.method != "GET" && r.method != "HEAD")
-      return send(http1::errorResponse(405, "admin endpoints take GET", true));
+    if (r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
+      Admin::Reply rep{405, "text/plain; charset=utf-8",
+                       "admin endpoints take GET (POST for /reload)\n", "GET, HEAD, POST"};
+      return send(reply(rep, false));
+    }
     std::string_view path = r.target;
     path = path.substr(0, path.find('?'));
-    const Admin::Reply rep = handler_(path);
+    const Admin::Reply rep = handler_(r.method, path);
     send(reply(rep, r.method == "HEAD"));
   }
 
@@ -62,6 +65,7 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
     std::string out = "HTTP/1.1 " + std::to_string(r.status) + " " +
                       std::string(http1::reasonPhrase(r.status)) + "\r\nContent-Type: ";
     out.append(r.content_type).append("\r\nContent-Length: ").append(std::to_string(r.body.size()));
+    if (!r.allow.empty()) out.append("\r\nAllow: ").append(r.allow);
     out.append("\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n");
     if (!head) out.append(r.body);
     return out;

@@ -63,7 +63,12 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  Server server(std::move(loaded.bootstrap));
+  // A reload builds the configuration exactly as now: the same file, with
+  // the same flags applied on top. Without -c there is nothing to re-read.
+  Server::Reloader reloader;
+  if (!opts.config_path.empty())
+    reloader = [opts, upstream_env] { return cli::buildBootstrap(opts, upstream_env); };
+  Server server(std::move(loaded.bootstrap), std::move(reloader));
   if (std::string err = server.start(); !err.empty()) {
     H2G_LOG(Error, 0, 0, err);
     return 1;

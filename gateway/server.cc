@@ -3,39 +3,48 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <cstring>
 
 #include "filters/registry.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
+#include "gateway/reload_plan.h"
 
 namespace h2gate {
-Server::Server(config::Bootstrap bootstrap)
-    : bootstrap_(std::move(bootstrap)),
+Server::Server(config::Bootstrap bootstrap, Reloader reloader)
+    : bootstraps_{std::make_shared<const config::Bootstrap>(std::move(bootstrap))},
+      bootstrap_(bootstraps_.back()),
+      reloader_(std::move(reloader)),
       started_(std::chrono::steady_clock::now()),
       started_wall_(std::chrono::system_clock::now()),
       signals_(main_io_, SIGTERM, SIGINT),
-      drain_timer_(main_io_) {}
+      drain_timer_(main_io_) {
+#ifdef SIGHUP
+  signals_.add(SIGHUP);
+#endif
+}
 
 Server::~Server() {
   if (metrics_source_) metrics::Registry::global().removeSource(metrics_source_);
   for (auto& w : workers_) w->stop();
 }
 
-std::string Server::buildListeners() {
-  for (const config::Listener& l : bootstrap_.listeners) {
-    auto ctx = std::make_unique<downstream::ListenerContext>();
+std::string Server::buildListeners(const config::Bootstrap& b, ListenerContexts& out) {
+  for (const config::Listener& l : b.listeners) {
+    auto ctx = std::make_shared<downstream::ListenerContext>();
     ctx->name = l.name;
-    ctx->bootstrap = &bootstrap_;
+    ctx->bootstrap = &b;
     ctx->limits.max_head_bytes = static_cast<size_t>(l.max_request_headers_kb) * 1024;
     ctx->limits.max_headers = l.max_request_headers_count;
     ctx->direct_connect_timeout = l.direct_connect_timeout;
     ctx->send_buffer = net::tuningOf(l.send_buffer, l.tcp_notsent_lowat);
     ctx->tunnel_half_close_timeout = l.tunnel_half_close_timeout;
-    config::Diagnostics diag(bootstrap_.source);
+    config::Diagnostics diag(b.source);
     for (const config::FilterConfig& fc : l.filters) {
       config::NodeReader reader(fc.typed_config, l.name + ".filters." + fc.name, diag);
-      filters::FilterPtr f = filters::create(fc.name, reader, {bootstrap_, l});
+      filters::FilterPtr f = filters::create(fc.name, reader, {b, l});
       if (!f) break;
       // Factories create filters non-const (make_shared<T>), so this cast is
       // well-defined; init() runs once, before any worker shares the filter.
@@ -44,16 +53,20 @@ std::string Server::buildListeners() {
       ctx->filters.push_back(std::move(f));
     }
     if (!diag.ok()) return diag.problems().front().str();
-    listeners_.push_back(std::move(ctx));
+    out.push_back(std::move(ctx));
   }
   return {};
 }
 
-std::string Server::bindListener(const config::Listener& l, downstream::ListenerContext& ctx,
-                                 const config::SocketAddress& addr, bool optional) {
+std::optional<Server::Bound> Server::bindListener(const config::Listener& l, size_t index,
+                                                  const config::SocketAddress& addr, bool optional,
+                                                  std::string* error) {
   asio::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(addr.address, ec);
-  if (ec) return "listener " + l.name + ": '" + addr.address + "' is not an IP address";
+  if (ec) {
+    *error = "listener " + l.name + ": '" + addr.address + "' is not an IP address";
+    return std::nullopt;
+  }
   const asio::ip::tcp::endpoint ep(ip, addr.port_value);
   asio::ip::tcp::acceptor acc(main_io_);
   acc.open(ep.protocol(), ec);
@@ -66,83 +79,105 @@ std::string Server::bindListener(const config::Listener& l, downstream::Listener
       H2G_LOG(Info, 0, 0,
               "listener " << l.name << ": not listening on " << net::endpointText(ep) << " ("
                           << ec.message() << ")");
-      return {};
+      return std::nullopt;
     }
-    return "listener " + l.name + ": cannot listen on " + net::endpointText(ep) + ": " +
-           ec.message();
+    *error =
+        "listener " + l.name + ": cannot listen on " + net::endpointText(ep) + ": " + ec.message();
+    return std::nullopt;
   }
-  const asio::ip::tcp::endpoint local = acc.local_endpoint(ec);
-  if (!ip.is_loopback())
+  return Bound{next_socket_id_++, reload::addressKey(addr), index, std::move(acc)};
+}
+
+void Server::logListening(const Bound& b, const config::Listener& l) {
+  asio::error_code ec;
+  const asio::ip::tcp::endpoint local = b.acceptor.local_endpoint(ec);
+  if (!local.address().is_loopback())
     H2G_LOG(Warn, 0, 0,
             "listener " << l.name << " binds non-loopback address " << net::endpointText(local)
                         << ": apps on other machines can use this proxy");
   H2G_LOG(Info, 0, 0,
           "listening on " << net::endpointText(local) << " (listener " << l.name << ")");
-  bound_.push_back(Bound{&ctx, std::move(acc)});
-  return {};
 }
 
-std::string Server::start() {
+std::shared_ptr<net::TlsContext> Server::buildTls(const config::Cluster& c, std::string* error) {
+  if (!c.tls) return nullptr;
+  auto ctx = net::TlsContext::create(*c.tls, c.name, error);
+  if (!ctx) return nullptr;
+  if (!ctx->verifies())
+    H2G_LOG(Warn, 0, 0,
+            "cluster " << c.name
+                       << ": TLS certificate verification is OFF (--insecure / "
+                          "trust_chain_verification: ACCEPT_UNTRUSTED); anyone on the path "
+                          "can impersonate the proxy");
+  return ctx;
+}
+
+void Server::logCluster(const config::Cluster& c) {
+  std::string eps;
+  for (const auto& e : c.endpoints)
+    eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
   H2G_LOG(Info, 0, 0,
-          "h2gate " << H2GATE_VERSION << " starting: config " << bootstrap_.source << ", "
-                    << bootstrap_.concurrency << " worker(s)");
-  if (std::string err = buildListeners(); !err.empty()) return err;
-  for (size_t i = 0; i < bootstrap_.listeners.size(); ++i) {
-    const config::Listener& l = bootstrap_.listeners[i];
-    if (std::string err = bindListener(l, *listeners_[i], l.address, false); !err.empty())
-      return err;
+          "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "")
+                     << (c.credentials ? ", with credentials" : ""));
+}
+
+namespace {
+
+std::shared_ptr<upstream::ClusterHealth> newHealth(const config::Cluster& c) {
+  std::vector<std::string> eps;
+  for (const auto& e : c.endpoints) eps.push_back(upstream::endpointLabel(e.address, e.port_value));
+  return std::make_shared<upstream::ClusterHealth>(c.name, std::move(eps));
+}
+
+}  // namespace
+
+std::string Server::start() {
+  const config::Bootstrap& cfg = *bootstrap_;
+  H2G_LOG(Info, 0, 0,
+          "h2gate " << H2GATE_VERSION << " starting: config " << cfg.source << ", "
+                    << cfg.concurrency << " worker(s)");
+  if (std::string err = buildListeners(cfg, listeners_); !err.empty()) return err;
+  for (size_t i = 0; i < cfg.listeners.size(); ++i) {
+    const config::Listener& l = cfg.listeners[i];
+    std::string err;
+    auto bound = bindListener(l, i, l.address, false, &err);
+    if (!bound) return err;
+    bound_.push_back(std::move(*bound));
     // Extra addresses (the default's [::1]) are skipped when the host
     // cannot bind them, e.g. no IPv6.
-    for (const auto& extra : l.additional_addresses)
-      if (std::string err = bindListener(l, *listeners_[i], extra, true); !err.empty()) return err;
-  }
-
-  for (const config::Cluster& c : bootstrap_.clusters) {
-    if (!c.tls) {
-      tls_[c.name] = nullptr;
-      continue;
+    for (const auto& extra : l.additional_addresses) {
+      bound = bindListener(l, i, extra, true, &err);
+      if (!err.empty()) return err;
+      if (bound) bound_.push_back(std::move(*bound));
     }
-    std::string err;
-    auto ctx = net::TlsContext::create(*c.tls, c.name, &err);
-    if (!ctx) return err;
-    if (!ctx->verifies())
-      H2G_LOG(Warn, 0, 0,
-              "cluster " << c.name
-                         << ": TLS certificate verification is OFF (--insecure / "
-                            "trust_chain_verification: ACCEPT_UNTRUSTED); anyone on the path "
-                            "can impersonate the proxy");
-    tls_[c.name] = std::move(ctx);
   }
-  if (bootstrap_.clusters.empty()) {
+  for (const Bound& b : bound_) logListening(b, cfg.listeners[b.listener]);
+
+  for (const config::Cluster& c : cfg.clusters) {
+    std::string err;
+    auto ctx = buildTls(c, &err);
+    if (!err.empty()) return err;
+    tls_[c.name] = std::move(ctx);
+    tls_files_[c.name] = reload::tlsFilesFingerprint(c);
+  }
+  if (cfg.clusters.empty())
     H2G_LOG(Info, 0, 0,
             "direct mode: no upstream proxy configured, h2gate connects to destinations itself");
-  } else {
-    for (const config::Cluster& c : bootstrap_.clusters) {
-      std::string eps;
-      for (const auto& e : c.endpoints)
-        eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
-      H2G_LOG(Info, 0, 0,
-              "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "")
-                         << (c.credentials ? ", with credentials" : ""));
-    }
-  }
+  for (const config::Cluster& c : cfg.clusters) logCluster(c);
 
-  for (const config::Cluster& c : bootstrap_.clusters) {
-    std::vector<std::string> eps;
-    for (const auto& e : c.endpoints)
-      eps.push_back(upstream::endpointLabel(e.address, e.port_value));
-    health_.push_back(std::make_shared<upstream::ClusterHealth>(c.name, std::move(eps)));
-  }
+  for (const config::Cluster& c : cfg.clusters) health_.push_back(newHealth(c));
   metrics_source_ = metrics::Registry::global().addSource(
       [this](std::vector<prometheus::MetricFamily>& out) { appendMetrics(out); });
 
-  if (bootstrap_.admin.enabled) {
+  if (cfg.admin.enabled) {
     asio::error_code ec;
-    const asio::ip::address ip = asio::ip::make_address(bootstrap_.admin.address.address, ec);
-    if (ec) return "admin: '" + bootstrap_.admin.address.address + "' is not an IP address";
-    admin_ = std::make_unique<Admin>(
-        main_io_, asio::ip::tcp::endpoint(ip, bootstrap_.admin.address.port_value),
-        [this](std::string_view path) { return adminReply(path); });
+    const asio::ip::address ip = asio::ip::make_address(cfg.admin.address.address, ec);
+    if (ec) return "admin: '" + cfg.admin.address.address + "' is not an IP address";
+    admin_ =
+        std::make_unique<Admin>(main_io_, asio::ip::tcp::endpoint(ip, cfg.admin.address.port_value),
+                                [this](std::string_view method, std::string_view path) {
+                                  return adminReply(method, path);
+                                });
     if (std::string err = admin_->start(); !err.empty()) return err;
     if (!ip.is_loopback())
       H2G_LOG(Warn, 0, 0,
@@ -150,25 +185,193 @@ std::string Server::start() {
     H2G_LOG(Info, 0, 0, "admin listening on " << net::endpointText(admin_->localEndpoint()));
   }
 
-  const uint32_t n = std::max<uint32_t>(1, bootstrap_.concurrency);
+  const uint32_t n = std::max<uint32_t>(1, cfg.concurrency);
   for (uint32_t i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i);
-    for (size_t c = 0; c < bootstrap_.clusters.size(); ++c)
-      w->addCluster(bootstrap_.clusters[c], tls_[bootstrap_.clusters[c].name], health_[c]);
+    for (size_t c = 0; c < cfg.clusters.size(); ++c)
+      w->addCluster(cfg.clusters[c], tls_[cfg.clusters[c].name], health_[c]);
     for (Bound& b : bound_) {
       const int fd = ::dup(b.acceptor.native_handle());
       if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);
-      w->addListener(*b.ctx, b.acceptor.local_endpoint().protocol(), fd);
+      w->addListener(listeners_[b.listener], b.id, b.acceptor.local_endpoint().protocol(), fd);
     }
     workers_.push_back(std::move(w));
   }
-  // The workers own duplicates; the originals stay open only so nothing else
-  // can take the port until shutdown.
+  // The workers own duplicates; the originals stay open so nothing else can
+  // take the port, and so a reload can hand them to the workers again.
   for (auto& w : workers_) w->start();
-  signals_.async_wait([this](const asio::error_code& ec, int sig) {
-    if (!ec) beginShutdown(sig);
-  });
+  waitForSignal();
   return {};
+}
+
+void Server::waitForSignal() {
+  signals_.async_wait([this](const asio::error_code& ec, int sig) {
+    if (ec) return;
+#ifdef SIGHUP
+    if (sig == SIGHUP) {
+      reload("SIGHUP");
+      waitForSignal();
+      return;
+    }
+#endif
+    beginShutdown(sig);
+  });
+}
+
+Server::ReloadOutcome Server::reload(std::string_view trigger) {
+  const config::Bootstrap& running = *bootstrap_;
+  if (draining_) {
+    H2G_LOG(Warn, 0, 0, trigger << ": draining, not reloading the configuration");
+    return {503, "draining: not reloading\n"};
+  }
+  if (!reloader_) {
+    H2G_LOG(Warn, 0, 0,
+            trigger << ": nothing to reload: h2gate was started without a config file (-c), "
+                       "its configuration comes from "
+                    << running.source);
+    return {409,
+            "nothing to reload: h2gate was started without a config file (-c); its "
+            "configuration comes from " +
+                running.source + "\n"};
+  }
+  H2G_LOG(Info, 0, 0, trigger << ": reloading the configuration from " << running.source);
+  auto reject = [&](const std::vector<std::string>& errors) {
+    ++reloads_failed_;
+    std::string body = "reload rejected: " + std::to_string(errors.size()) +
+                       " problem(s); the running configuration stays in effect\n";
+    for (const std::string& e : errors) {
+      H2G_LOG(Error, 0, 0, "reload: " << e);
+      body += e + "\n";
+    }
+    H2G_LOG(Error, 0, 0,
+            "reload rejected: " << errors.size()
+                                << " problem(s); the running configuration stays in effect");
+    return ReloadOutcome{400, std::move(body)};
+  };
+
+  config::LoadResult loaded = reloader_();
+  if (!loaded.ok()) {
+    std::vector<std::string> errors;
+    for (const auto& p : loaded.problems) errors.push_back(p.str());
+    return reject(errors);
+  }
+  auto next = std::make_shared<config::Bootstrap>(std::move(loaded.bootstrap));
+  for (const std::string& w : reload::keepRestartOnly(running, *next)) H2G_LOG(Warn, 0, 0, w);
+
+  // Stage everything; nothing below changes the running state until the
+  // commit, and whatever was staged is released on a rejection.
+  ListenerContexts contexts;
+  if (std::string err = buildListeners(*next, contexts); !err.empty()) return reject({err});
+
+  reload::NameDiff clusters = reload::diffClusters(running.clusters, next->clusters);
+  std::unordered_map<std::string, std::string> tls_files;
+  for (const config::Cluster& c : next->clusters)
+    tls_files[c.name] = reload::tlsFilesFingerprint(c);
+  // Same settings but other file contents (a rotated CA or client
+  // certificate): rebuilt like a changed cluster.
+  std::erase_if(clusters.unchanged, [&](const std::string& name) {
+    if (tls_files[name] == tls_files_[name]) return false;
+    clusters.changed.push_back(name);
+    return true;
+  });
+  auto unchanged = [&](const std::string& name) {
+    return std::find(clusters.unchanged.begin(), clusters.unchanged.end(), name) !=
+           clusters.unchanged.end();
+  };
+  std::unordered_map<std::string, std::shared_ptr<net::TlsContext>> tls;
+  std::vector<std::shared_ptr<upstream::ClusterHealth>> health;
+  std::vector<const config::Cluster*> fresh_clusters;  // new pools
+  std::unordered_map<std::string, std::shared_ptr<upstream::ClusterHealth>> health_by_name;
+  for (const config::Cluster& c : next->clusters) {
+    std::shared_ptr<upstream::ClusterHealth> h;
+    if (unchanged(c.name)) {
+      tls[c.name] = tls_[c.name];
+      for (const auto& old : health_)
+        if (old->name() == c.name) h = old;
+    } else {
+      std::string err;
+      tls[c.name] = buildTls(c, &err);
+      if (!err.empty()) return reject({err});
+      fresh_clusters.push_back(&c);
+    }
+    if (!h) h = newHealth(c);
+    health.push_back(h);
+    health_by_name[c.name] = std::move(h);
+  }
+
+  std::vector<std::string> open;
+  for (const Bound& b : bound_) open.push_back(b.key);
+  const reload::SocketPlan plan = reload::planSockets(open, next->listeners);
+  // Per plan entry: the socket kept (index in bound_) or the one bound now.
+  std::vector<std::optional<Bound>> fresh(plan.entries.size());
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& e = plan.entries[i];
+    if (e.reuse) continue;
+    std::string err;
+    fresh[i] = bindListener(next->listeners[e.listener], e.listener, e.address, e.optional, &err);
+    if (!err.empty()) return reject({err});
+  }
+
+  std::vector<Worker::Reconfigure> updates(workers_.size());
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& e = plan.entries[i];
+    if (!e.reuse && !fresh[i]) continue;  // an optional address that cannot be bound
+    Bound& b = e.reuse ? bound_[*e.reuse] : *fresh[i];
+    for (auto& u : updates) {
+      Worker::Reconfigure::Socket s;
+      s.socket_id = b.id;
+      s.ctx = contexts[e.listener];
+      asio::error_code ec;
+      s.protocol = b.acceptor.local_endpoint(ec).protocol();
+      if (!e.reuse) {
+        s.fd = OwnedFd(::dup(b.acceptor.native_handle()));
+        if (!s.fd)
+          return reject({std::string("dup() of a listening socket failed: ") + strerror(errno)});
+      }
+      u.sockets.push_back(std::move(s));
+    }
+  }
+  for (auto& u : updates) {
+    for (const config::Cluster* c : fresh_clusters)
+      u.pools.push_back({c, tls[c->name], health_by_name[c->name]});
+    u.removed_clusters = clusters.removed;
+  }
+
+  // Commit. From here on nothing fails.
+  std::vector<Bound> bound;
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& e = plan.entries[i];
+    if (e.reuse) {
+      bound.push_back(std::move(bound_[*e.reuse]));
+      bound.back().listener = e.listener;
+    } else if (fresh[i]) {
+      bound.push_back(std::move(*fresh[i]));
+      logListening(bound.back(), next->listeners[e.listener]);
+    }
+  }
+  for (size_t i : plan.close) {
+    asio::error_code ec;
+    const asio::ip::tcp::endpoint local = bound_[i].acceptor.local_endpoint(ec);
+    H2G_LOG(Info, 0, 0, "no longer listening on " << net::endpointText(local));
+    bound_[i].acceptor.close(ec);
+  }
+  for (const config::Cluster* c : fresh_clusters) logCluster(*c);
+  const std::string summary =
+      reload::summary(reload::diffListeners(running.listeners, next->listeners), clusters);
+  const std::string source = next->source;
+
+  bound_ = std::move(bound);
+  listeners_ = std::move(contexts);
+  tls_ = std::move(tls);
+  tls_files_ = std::move(tls_files);
+  health_ = std::move(health);
+  bootstraps_.push_back(next);
+  bootstrap_ = std::move(next);
+  for (size_t i = 0; i < workers_.size(); ++i) workers_[i]->reconfigure(std::move(updates[i]));
+
+  ++reloads_ok_;
+  H2G_LOG(Info, 0, 0, "configuration reloaded from " << source << ": " << summary);
+  return {200, "reloaded " + source + ": " + summary + "\n"};
 }
 
 void Server::beginShutdown(int sig) {
@@ -183,21 +386,19 @@ void Server::beginShutdown(int sig) {
   for (auto& w : workers_) active += w->activeConnections();
   H2G_LOG(Info, 0, 0,
           name << ": no longer accepting; draining " << active << " connection(s), timeout "
-               << std::chrono::duration<double>(bootstrap_.drain_timeout).count() << "s");
+               << std::chrono::duration<double>(bootstrap_->drain_timeout).count() << "s");
   for (Bound& b : bound_) {
     asio::error_code ec;
     b.acceptor.close(ec);
   }
   for (auto& w : workers_) w->drain([this] { asio::post(main_io_, [this] { onWorkerIdle(); }); });
-  drain_timer_.expires_after(bootstrap_.drain_timeout);
+  drain_timer_.expires_after(bootstrap_->drain_timeout);
   drain_timer_.async_wait([this](const asio::error_code& ec) {
     if (ec) return;
     H2G_LOG(Warn, 0, 0, "drain timeout reached: closing the remaining connections");
     for (auto& w : workers_) w->forceClose();
   });
-  signals_.async_wait([this](const asio::error_code& ec, int s) {
-    if (!ec) beginShutdown(s);
-  });
+  waitForSignal();  // a second SIGTERM cuts; a SIGHUP is answered "draining"
 }
 
 void Server::onWorkerIdle() {

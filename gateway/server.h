@@ -4,18 +4,29 @@
 // listener; each worker runs one loop on its own thread. SIGTERM/SIGINT:
 // stop accepting, let app connections finish up to drain_timeout, then cut
 // them; a second signal cuts at once. run() returns the exit code.
+//
+// Reload (SIGHUP, POST /reload): the Reloader builds the configuration again
+// (same file, same flags). A new config is staged completely (filters,
+// TLS contexts, listening sockets) before anything changes, so an invalid
+// one is rejected as a whole and the running one stays. A valid one takes
+// effect for new app connections and requests; each worker swaps listeners
+// and pools on its own thread, and what is open keeps what it started with.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include <asio.hpp>
 
 #include "config/config.h"
+#include "config/loader.h"
 #include "gateway/admin.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/net/tls_context.h"
@@ -26,7 +37,10 @@ namespace h2gate {
 
 class Server {
  public:
-  explicit Server(config::Bootstrap bootstrap);
+  // Builds the configuration again for a reload; empty when there is no
+  // file to re-read (flags only, the built-in default).
+  using Reloader = std::function<config::LoadResult()>;
+  explicit Server(config::Bootstrap bootstrap, Reloader reloader = nullptr);
   ~Server();
 
   // Builds filters, binds listeners and the admin endpoint, starts workers.
@@ -36,14 +50,39 @@ class Server {
   int run();
 
  private:
-  std::string buildListeners();
-  std::string bindListener(const config::Listener& l, downstream::ListenerContext& ctx,
-                           const config::SocketAddress& addr, bool optional);
+  // One listening socket, owned by the main thread; each worker accepts on
+  // its own dup() of it.
+  struct Bound {
+    uint64_t id;      // names the socket to the workers across reloads
+    std::string key;  // reload::addressKey() of the configured address
+    size_t listener;  // index in the current config's listeners (and listeners_)
+    asio::ip::tcp::acceptor acceptor;
+  };
+  using ListenerContexts = std::vector<std::shared_ptr<const downstream::ListenerContext>>;
+  // One context per listener of `b` (filters built and init()ed). Returns
+  // an error message or "".
+  std::string buildListeners(const config::Bootstrap& b, ListenerContexts& out);
+  // Binds and listens (not yet accepting). An optional address that cannot
+  // be bound is skipped (nullopt and no error); otherwise *error is set.
+  std::optional<Bound> bindListener(const config::Listener& l, size_t index,
+                                    const config::SocketAddress& addr, bool optional,
+                                    std::string* error);
+  void logListening(const Bound& b, const config::Listener& l);
+  // The cluster's TLS context; null without TLS, or null with *error set.
+  std::shared_ptr<net::TlsContext> buildTls(const config::Cluster& c, std::string* error);
+  void logCluster(const config::Cluster& c);
+  struct ReloadOutcome {
+    int status;           // as POST /reload answers: 200, 400, 409, 503
+    std::string message;  // one line on success; the errors otherwise
+  };
+  // Main thread only. `trigger` ("SIGHUP", "POST /reload") is for the log.
+  ReloadOutcome reload(std::string_view trigger);
+  void waitForSignal();
   void beginShutdown(int signal_number);
   void onWorkerIdle();
   std::string serverInfo() const;
   // The admin endpoints (server_admin.cc).
-  Admin::Reply adminReply(std::string_view path) const;
+  Admin::Reply adminReply(std::string_view method, std::string_view path);
   // 200-worthy, or why not in one line.
   std::pair<bool, std::string> readiness() const;
   std::string clustersText() const;
@@ -51,29 +90,36 @@ class Server {
   // health, reloads, process figures.
   void appendMetrics(std::vector<prometheus::MetricFamily>& out) const;
 
-  config::Bootstrap bootstrap_;
+  // Every configuration that was in effect, oldest first; the last is the
+  // current one. Kept until the Server dies (after the workers): pools,
+  // upstream connections and listener contexts refer into them and may
+  // outlive a reload by the life of a tunnel. A few KiB per reload.
+  std::vector<std::shared_ptr<const config::Bootstrap>> bootstraps_;
+  std::shared_ptr<const config::Bootstrap> bootstrap_;  // == bootstraps_.back()
+  Reloader reloader_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point started_wall_;
   asio::io_context main_io_;
   asio::signal_set signals_;
   asio::steady_timer drain_timer_;
   std::unique_ptr<Admin> admin_;
-  // Listener contexts are referenced by workers' connections: declared before
-  // workers_ so they outlive them.
-  std::vector<std::unique_ptr<downstream::ListenerContext>> listeners_;
+  // The current listener contexts (index as in bootstrap_->listeners).
+  // Workers' acceptors and connections hold them too (shared_ptr), so a
+  // context replaced by a reload lives until its last connection ends.
+  ListenerContexts listeners_;
   // One TLS context per cluster (by name), shared by the workers' pools.
   std::unordered_map<std::string, std::shared_ptr<net::TlsContext>> tls_;
-  // Endpoint health per cluster (order as in bootstrap_.clusters), shared
-  // with every worker's pool.
+  // tls_ files' contents (reload::tlsFilesFingerprint) when last built: a
+  // reload rebuilds a cluster whose files changed.
+  std::unordered_map<std::string, std::string> tls_files_;
+  // Endpoint health per cluster (order as in bootstrap_->clusters), shared
+  // with every worker's pool. Main thread only (admin, scrapes, reload).
   std::vector<std::shared_ptr<upstream::ClusterHealth>> health_;
   size_t metrics_source_ = 0;  // in metrics::Registry::global()
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};
-  struct Bound {
-    downstream::ListenerContext* ctx;
-    asio::ip::tcp::acceptor acceptor;
-  };
   std::vector<Bound> bound_;
+  uint64_t next_socket_id_ = 1;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
   std::atomic<bool> draining_{false};  // read by scrapes

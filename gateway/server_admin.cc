@@ -1,6 +1,7 @@
 // What the admin endpoints say about the server. The admin listener runs on
 // the main thread; everything here reads state shared with the workers only
 // through thread-safe objects (metrics registry, ClusterHealth, atomics).
+// POST /reload runs the reload right here, on the main thread, like SIGHUP.
 #include <map>
 
 #include "config/dump.h"
@@ -18,10 +19,11 @@ constexpr std::string_view kIndex =
     "  /healthz            200 while the process is alive and not draining\n"
     "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams\n"
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
-    "  /server_info        version, state, uptime (JSON)\n";
+    "  /server_info        version, state, uptime (JSON)\n"
+    "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n";
 
 Admin::Reply text(int status, std::string body) {
-  return Admin::Reply{status, "text/plain; charset=utf-8", std::move(body)};
+  return Admin::Reply{status, "text/plain; charset=utf-8", std::move(body), {}};
 }
 
 // Sum of a gauge family's values by (cluster, endpoint).
@@ -44,10 +46,24 @@ std::map<std::pair<std::string, std::string>, double> byEndpoint(
 
 }  // namespace
 
-Admin::Reply Server::adminReply(std::string_view path) const {
+Admin::Reply Server::adminReply(std::string_view method, std::string_view path) {
+  if (path == "/reload") {
+    if (method != "POST") {
+      Admin::Reply r = text(405, "/reload takes POST\n");
+      r.allow = "POST";
+      return r;
+    }
+    ReloadOutcome out = reload("POST /reload");
+    return text(out.status, std::move(out.message));
+  }
+  if (method == "POST") {
+    Admin::Reply r = text(405, "only /reload takes POST; " + std::string(path) + " takes GET\n");
+    r.allow = "GET, HEAD";
+    return r;
+  }
   if (path == "/metrics" || path == "/stats/prometheus")
-    return Admin::Reply{200, "text/plain; version=0.0.4; charset=utf-8",
-                        metrics::Registry::global().scrape()};
+    return Admin::Reply{
+        200, "text/plain; version=0.0.4; charset=utf-8", metrics::Registry::global().scrape(), {}};
   if (path == "/ready") {
     auto [ok, why] = readiness();
     return text(ok ? 200 : 503, why + "\n");
@@ -55,8 +71,8 @@ Admin::Reply Server::adminReply(std::string_view path) const {
   if (path == "/healthz") return draining_ ? text(503, "DRAINING\n") : text(200, "OK\n");
   if (path == "/clusters") return text(200, clustersText());
   if (path == "/config_dump")
-    return Admin::Reply{200, "application/yaml; charset=utf-8", config::dumpYaml(bootstrap_)};
-  if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo()};
+    return Admin::Reply{200, "application/yaml; charset=utf-8", config::dumpYaml(*bootstrap_), {}};
+  if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo(), {}};
   if (path == "/") return text(200, std::string(kIndex));
   return text(404, "no such admin endpoint: " + std::string(path) + " (see /)\n");
 }

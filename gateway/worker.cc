@@ -1,5 +1,7 @@
 #include "gateway/worker.h"
 
+#include <unistd.h>
+
 #include "gateway/connection_id.h"
 #include "gateway/log.h"
 
@@ -13,17 +15,22 @@ Worker::~Worker() {
   stop();
 }
 
-void Worker::addListener(const downstream::ListenerContext& ctx, const asio::ip::tcp& protocol,
-                         int fd) {
-  downstream::ListenerStats* stats = nullptr;
-  for (const auto& a : acceptors_)
-    if (a->ctx == &ctx) stats = a->stats;  // the listener's other address
-  if (!stats)
-    stats =
-        listener_stats_.emplace_back(std::make_unique<downstream::ListenerStats>(shard_, ctx.name))
-            .get();
-  auto a = std::unique_ptr<Acceptor>(
-      new Acceptor{&ctx, stats, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
+void OwnedFd::reset() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+downstream::ListenerStats& Worker::statsFor(const std::string& listener) {
+  auto& stats = listener_stats_[listener];
+  if (!stats) stats = std::make_unique<downstream::ListenerStats>(shard_, listener);
+  return *stats;
+}
+
+void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
+                         const asio::ip::tcp& protocol, int fd) {
+  downstream::ListenerStats& stats = statsFor(ctx->name);
+  auto a = std::shared_ptr<Acceptor>(new Acceptor{
+      socket_id, std::move(ctx), &stats, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
   a->acceptor.assign(protocol, fd);
   acceptors_.push_back(std::move(a));
 }
@@ -35,7 +42,7 @@ void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::Tls
 }
 
 void Worker::start() {
-  for (auto& a : acceptors_) accept(*a);
+  for (auto& a : acceptors_) accept(a);
   for (auto& [name, pool] : upstreams_) asio::post(io_, [p = pool] { p->preconnect(); });
   thread_ = std::thread([this] {
     H2G_LOG(Debug, 0, 0, "worker " << index_ << " running");
@@ -43,26 +50,103 @@ void Worker::start() {
   });
 }
 
-void Worker::accept(Acceptor& a) {
-  a.acceptor.async_accept([this, &a](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+void Worker::reconfigure(Reconfigure update) {
+  // The handler owns the update: if the loop never runs it, the fds close
+  // when the io_context destroys it.
+  asio::post(
+      io_, [this, u = std::make_shared<Reconfigure>(std::move(update))] { applyReconfigure(*u); });
+}
+
+void Worker::applyReconfigure(Reconfigure& update) {
+  // Pools first, so connections accepted below already see them. A
+  // replaced pool stays alive through the tunnels that use it (each holds
+  // a shared_ptr) and opens nothing new.
+  for (const std::string& name : update.removed_clusters) {
+    auto it = upstreams_.find(name);
+    if (it == upstreams_.end()) continue;
+    it->second->shutdown();
+    upstreams_.erase(it);
+  }
+  for (Reconfigure::Pool& p : update.pools) {
+    auto pool = std::make_shared<upstream::UpstreamPool>(io_, *p.cluster, std::move(p.tls), index_,
+                                                         shard_, std::move(p.health));
+    auto& slot = upstreams_[p.cluster->name];
+    if (slot) slot->shutdown();
+    slot = pool;
+    if (!draining_) pool->preconnect();
+  }
+  if (draining_) {
+    H2G_LOG(Debug, 0, 0, "worker " << index_ << ": draining, new listening sockets not used");
+    return;  // drain() closed every acceptor; the update's fds close with it
+  }
+
+  std::vector<std::shared_ptr<Acceptor>> next;
+  std::vector<std::shared_ptr<Acceptor>> fresh;
+  for (Reconfigure::Socket& s : update.sockets) {
+    downstream::ListenerStats& stats = statsFor(s.ctx->name);
+    if (!s.fd) {
+      for (auto& a : acceptors_) {
+        if (!a || a->socket_id != s.socket_id) continue;
+        a->ctx = std::move(s.ctx);
+        a->stats = &stats;
+        next.push_back(std::move(a));
+        break;
+      }
+      continue;
+    }
+    auto a = std::shared_ptr<Acceptor>(new Acceptor{s.socket_id, std::move(s.ctx), &stats,
+                                                    asio::ip::tcp::acceptor(io_),
+                                                    asio::steady_timer(io_)});
+    asio::error_code ec;
+    a->acceptor.assign(s.protocol, s.fd.get(), ec);
+    if (ec) {
+      H2G_LOG(Error, 0, 0,
+              "worker " << index_ << ": cannot accept on a new socket of listener " << a->ctx->name
+                        << ": " << ec.message());
+      continue;  // s.fd still owns the descriptor and closes it
+    }
+    s.fd.release();
+    next.push_back(a);
+    fresh.push_back(std::move(a));
+  }
+  // What is left was not listed: stop accepting. A completed accept still
+  // queued keeps its Acceptor alive and serves that one connection.
+  for (auto& a : acceptors_) {
+    if (!a) continue;
+    asio::error_code ec;
+    a->acceptor.close(ec);
+    a->retry.cancel();
+  }
+  acceptors_ = std::move(next);
+  for (auto& a : fresh) accept(a);
+}
+
+void Worker::accept(const std::shared_ptr<Acceptor>& a) {
+  a->acceptor.async_accept([this, a](const asio::error_code& ec, asio::ip::tcp::socket socket) {
     if (draining_ || ec == asio::error::operation_aborted) return;
     if (ec) {
+      if (!a->acceptor.is_open()) return;  // closed by a reload meanwhile
       // EMFILE and friends: back off instead of spinning.
-      H2G_LOG(Warn, 0, 0, "accept on listener " << a.ctx->name << " failed: " << ec.message());
-      a.retry.expires_after(std::chrono::milliseconds(100));
-      a.retry.async_wait([this, &a](const asio::error_code& e) {
-        if (!e && !draining_) accept(a);
+      H2G_LOG(Warn, 0, 0, "accept on listener " << a->ctx->name << " failed: " << ec.message());
+      a->retry.expires_after(std::chrono::milliseconds(100));
+      a->retry.async_wait([this, a](const asio::error_code& e) {
+        if (!e && !draining_ && a->acceptor.is_open()) accept(a);
       });
       return;
     }
     const uint64_t id = nextConnectionId();
-    auto conn = std::make_shared<downstream::DownstreamConnection>(
-        std::move(socket), *a.ctx, *a.stats, upstreams_, id,
-        [this](uint64_t closed) { onConnectionClosed(closed); });
+    // The connection refers to its listener context by reference; the
+    // deleter keeps the context (filters, limits) alive exactly as long as
+    // the connection, whatever reloads happen meanwhile.
+    auto conn = std::shared_ptr<downstream::DownstreamConnection>(
+        new downstream::DownstreamConnection(
+            std::move(socket), *a->ctx, *a->stats, upstreams_, id,
+            [this](uint64_t closed) { onConnectionClosed(closed); }),
+        [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
     conns_.emplace(id, conn);
     active_.store(conns_.size());
     conn->start();
-    accept(a);
+    if (a->acceptor.is_open()) accept(a);
   });
 }
 

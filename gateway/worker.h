@@ -1,14 +1,17 @@
 // One worker: one thread, one event loop, the app connections it accepted.
 // Workers share nothing but the read-only listener contexts; each accepts on
-// its own duplicate of every listening socket.
+// its own duplicate of every listening socket. A reload (reconfigure())
+// swaps listeners and pools on the worker's own thread.
 #pragma once
 
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <asio.hpp>
@@ -21,6 +24,32 @@
 
 namespace h2gate {
 
+// A file descriptor with one owner: closed by the destructor unless
+// release()d. Moves leave -1 behind.
+class OwnedFd {
+ public:
+  OwnedFd() = default;
+  explicit OwnedFd(int fd) : fd_(fd) {}
+  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  OwnedFd& operator=(OwnedFd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+  OwnedFd(const OwnedFd&) = delete;
+  OwnedFd& operator=(const OwnedFd&) = delete;
+  ~OwnedFd() { reset(); }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset();
+
+ private:
+  int fd_ = -1;
+};
+
 class Worker {
  public:
   explicit Worker(uint32_t index);
@@ -29,11 +58,45 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Before start(): a connection pool for this cluster, pre-connected when
-  // the worker starts.
+  // the worker starts. `cluster` MUST outlive the worker (the pool and its
+  // connections refer to it; Server keeps every loaded Bootstrap).
   void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
                   std::shared_ptr<upstream::ClusterHealth> health);
-  // Before start(): accept on `fd` (a listening socket this worker now owns).
-  void addListener(const downstream::ListenerContext& ctx, const asio::ip::tcp& protocol, int fd);
+  // Before start(): accept on `fd` (a listening socket this worker now owns)
+  // for listener `ctx`. `socket_id` names the socket across reloads (see
+  // Reconfigure); the listener's other addresses share its ListenerStats.
+  void addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
+                   const asio::ip::tcp& protocol, int fd);
+
+  // A configuration reload, as one worker applies it.
+  struct Reconfigure {
+    // The complete set of sockets to accept on from now. With an fd: a new
+    // listening socket this worker now owns (closed unused if the worker
+    // is draining or gone); without: one it accepts on already (socket_id),
+    // whose new connections get `ctx` from now. Sockets not listed stop
+    // accepting; their open connections finish with the context they
+    // started with.
+    struct Socket {
+      uint64_t socket_id = 0;
+      std::shared_ptr<const downstream::ListenerContext> ctx;
+      asio::ip::tcp protocol = asio::ip::tcp::v4();
+      OwnedFd fd;
+    };
+    // A new pool replacing (or adding) the one for cluster->name. `cluster`
+    // MUST outlive the worker, like addCluster's.
+    struct Pool {
+      const config::Cluster* cluster = nullptr;
+      std::shared_ptr<net::TlsContext> tls;
+      std::shared_ptr<upstream::ClusterHealth> health;
+    };
+    std::vector<Socket> sockets;
+    std::vector<Pool> pools;
+    std::vector<std::string> removed_clusters;  // no new requests; open ones finish
+  };
+  // Thread-safe; applied on the worker's thread, in order with drain().
+  // Replaced pools stop opening connections; tunnels and requests already
+  // on them keep them (shared_ptr) until they end.
+  void reconfigure(Reconfigure update);
   void start();
   // Thread-safe. Stop accepting, close idle app connections, let the rest
   // finish; `on_idle` runs (on the worker thread) once none is left.
@@ -49,12 +112,20 @@ class Worker {
 
  private:
   struct Acceptor {
-    const downstream::ListenerContext* ctx;
+    uint64_t socket_id;
+    // Connections accepted here keep this context alive (see accept()).
+    std::shared_ptr<const downstream::ListenerContext> ctx;
     downstream::ListenerStats* stats;
     asio::ip::tcp::acceptor acceptor;
     asio::steady_timer retry;
   };
-  void accept(Acceptor& a);
+  // The listener's cells (one ListenerStats per listener name, kept for the
+  // worker's life so connections of a removed listener can still count).
+  downstream::ListenerStats& statsFor(const std::string& listener);
+  void applyReconfigure(Reconfigure& update);
+  // Pending accepts hold the Acceptor: one closed by a reload may still
+  // complete with a connection.
+  void accept(const std::shared_ptr<Acceptor>& a);
   void onConnectionClosed(uint64_t id);
   void checkIdle();
 
@@ -65,12 +136,12 @@ class Worker {
   metrics::Shard& shard_;
   // Before io_: app connections kept alive by pending handlers use them
   // until io_ is destroyed.
-  std::vector<std::unique_ptr<downstream::ListenerStats>> listener_stats_;
+  std::unordered_map<std::string, std::unique_ptr<downstream::ListenerStats>> listener_stats_;
   asio::io_context io_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
-  std::vector<std::unique_ptr<Acceptor>> acceptors_;
+  std::vector<std::shared_ptr<Acceptor>> acceptors_;
   std::unordered_map<uint64_t, std::shared_ptr<downstream::DownstreamConnection>> conns_;
   std::atomic<size_t> active_{0};
   std::function<void()> on_idle_;

@@ -289,6 +289,10 @@ std::optional<size_t> UpstreamPool::pickEndpoint() {
     const size_t index = next_endpoint_++ % n;
     if (!backoff_[index].down) return index;
   }
+  // None is up: one whose connection died but which no attempt has failed
+  // yet may be fine (the path died); the attempt tells.
+  for (size_t index = 0; index < n; ++index)
+    if (!backoff_[index].verified) return index;
   return std::nullopt;
 }
 
@@ -313,8 +317,9 @@ bool UpstreamPool::openConnection(std::optional<size_t> endpoint) {
   return true;
 }
 
-void UpstreamPool::markDown(size_t endpoint, const std::string& reason) {
+void UpstreamPool::markDown(size_t endpoint, const std::string& reason, bool verified) {
   Backoff& b = backoff_[endpoint];
+  b.verified = verified;
   b.delay = b.down ? std::min<std::chrono::milliseconds>(b.delay * 2, kBackoffMax) : kBackoffMin;
   b.down = true;
   b.last_error = reason;
@@ -374,7 +379,7 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
   if (!outcome.transport) {
     H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
     stats.connectFailed(outcome.result, outcome.tls_failed);
-    markDown(endpoint, outcome.reason);
+    markDown(endpoint, outcome.reason, /*verified=*/true);
     if (waiting_.empty() || !h2_.empty() || !connecting_.empty()) return;
     // Waiting requests try the next endpoint that is not down; with none
     // left, nothing can serve them soon: fail them now with what happened
@@ -467,7 +472,7 @@ void UpstreamPool::onConnectionClosed(H2Connection& conn, const std::string& rea
   // down, so new requests go to another one at once. A plain close (EOF,
   // the end after a GOAWAY) is left to the next attempt to judge.
   if (failed && !shutting_down_)
-    markDown(it->endpoint, reason);
+    markDown(it->endpoint, reason, /*verified=*/false);
   else
     health_->lost(it->endpoint, reason);
   const size_t endpoint = it->endpoint;

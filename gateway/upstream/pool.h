@@ -100,7 +100,10 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // every endpoint is down (or shutting down).
   bool openConnection(std::optional<size_t> endpoint = std::nullopt);
   std::optional<size_t> pickEndpoint();
-  void markDown(size_t endpoint, const std::string& reason);
+  // `verified`: a connection attempt failed. A connection that died is down
+  // but unverified: the path may have died, not the proxy (a NAT, a
+  // network change), so when no endpoint is up a request may still try it.
+  void markDown(size_t endpoint, const std::string& reason, bool verified);
   void markUp(size_t endpoint);
   // h2: make sure a usable connection exists or is being opened; to
   // `prefer` when it is not down (after a loss: find out whether that proxy
@@ -139,6 +142,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::vector<H1Idle> h1_idle_;  // keep-alive, for absolute-form
   struct Backoff {
     bool down = false;
+    bool verified = false;               // down because an attempt failed (see markDown)
     std::chrono::milliseconds delay{0};  // of the current (or last) down period
     std::chrono::steady_clock::time_point until{};
     std::string last_error;

@@ -11,6 +11,7 @@
 
 #include "tests/support/h2_env.h"
 #include "tests/support/scrape.h"
+#include "tests/support/tcp_relay.h"
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
@@ -174,4 +175,35 @@ TEST_CASE("failover: GOAWAY from a proxy shutting down lets transfers finish; ne
   // The one in flight completes, byte for byte.
   CHECK(exitCode(*transfer, milliseconds(20000)) == 0);
   CHECK(sha256File(env.out.file("drained")) == f.sha256);
+}
+
+TEST_CASE("failover: a connection silently dropped on the path is replaced within the PING timeout",
+          "[failover][upstream][keepalive]") {
+  H2Env env;
+  TcpRelay relay(env.nghttpx.port());
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = upstreamModeYaml(relay.port(), env.ca.caCertPath(),
+                            {"connection_keepalive: {interval: 2s, timeout: 1s}"});
+  o.args = {"--log-level", "debug"};
+  env.gate = std::make_unique<H2gate>(std::move(o));
+  H2gate& gate = *env.gate;
+  const TestFile& f = testFile("1m");
+  auto fetch = [&](const std::string& name) {
+    auto r = env.curl({"-o", env.out.file(name), "-w", "%{http_code}", env.nginx.httpsUrl("/1m")},
+                      milliseconds(20000));
+    return r.out == "200" && sha256File(env.out.file(name)) == f.sha256;
+  };
+  REQUIRE(fetch("before"));
+  REQUIRE(relay.accepted() == 1);
+
+  // The path forgets the connection: nothing arrives any more, nothing closes.
+  relay.blackholeExisting();
+  std::this_thread::sleep_for(milliseconds(2500));  // idle past the interval
+  const auto start = Clock::now();
+  INFO(gate.process().logTail(30));
+  CHECK(fetch("after"));
+  // PING timeout (1 s) plus one connect, with slack; never a hang.
+  CHECK(secondsSince(start) < 4.0);
+  CHECK(relay.accepted() >= 2);  // a fresh connection carried it
 }

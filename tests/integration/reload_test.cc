@@ -1,0 +1,340 @@
+// Hot reload of the configuration (SIGHUP, POST /reload) against real peers:
+// a cluster moved to another nghttpx while a tunnel through the first one
+// is still open, broken configs rejected as a whole, listeners added and
+// removed, and a process started from flags that has nothing to reload.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/admin_post.h"
+#include "tests/support/h2_env.h"
+#include "tests/support/net.h"
+#include "tests/support/origin.h"
+#include "tests/support/scrape.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+
+namespace {
+
+double reloads(uint16_t admin, const std::string& result) {
+  return scrapeMetrics(admin).sum("h2gate_config_reloads_total", {{"result", result}});
+}
+
+// Waits until `path` has at least `bytes` bytes (a transfer is under way).
+bool waitForBytes(const std::string& path, uintmax_t bytes, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) >= bytes && !ec) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
+}
+
+bool pollUntil(const std::function<bool()>& pred, milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (pred()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(50));
+  }
+}
+
+// The port a listener bound after start (a reload), from h2gate's log.
+uint16_t reloadedPort(H2gate& gate, const std::string& listener) {
+  auto m = gate.process().waitForLog(
+      "listening on 127\\.0\\.0\\.1:([0-9]+) \\(listener " + listener + "\\)", milliseconds(5000));
+  INFO(gate.process().logTail());
+  REQUIRE(m);
+  return static_cast<uint16_t>(std::stoi((*m)[1]));
+}
+
+// Direct mode: admin on 127.0.0.1:0, one listener per entry of `listeners`
+// ("name" or "name:port"), each with access_log + forward_proxy.
+std::string directYaml(const std::vector<std::string>& listeners,
+                       const std::string& h2gate_section = "") {
+  std::string y;
+  if (!h2gate_section.empty()) y += "h2gate:\n" + h2gate_section;
+  y += "admin:\n"
+       "  address:\n"
+       "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
+       "static_resources:\n"
+       "  listeners:\n";
+  for (const std::string& l : listeners) {
+    const size_t colon = l.find(':');
+    const std::string name = l.substr(0, colon);
+    const std::string port = colon == std::string::npos ? "0" : l.substr(colon + 1);
+    y += "  - name: " + name +
+         "\n"
+         "    address:\n"
+         "      socket_address: {address: 127.0.0.1, port_value: " +
+         port +
+         "}\n"
+         "    filter_chains:\n"
+         "    - filters:\n"
+         "      - name: h2gate.filters.access_log\n"
+         "      - name: h2gate.filters.forward_proxy\n";
+  }
+  return y;
+}
+
+H2gate::Options gateOptions(std::string yaml, std::vector<std::string> listeners = {}) {
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = std::move(yaml);
+  o.args = {"--log-level", "debug"};
+  o.listeners = std::move(listeners);
+  return o;
+}
+
+CommandResult fetch(const std::string& proxy, const std::string& url) {
+  return runCurl(
+      {"-sS", "-x", proxy, "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "20", url},
+      milliseconds(25000));
+}
+
+}  // namespace
+
+TEST_CASE("reload: SIGHUP moves a cluster to another proxy; open tunnels stay on the old one",
+          "[reload][upstream]") {
+  H2Env env;
+  H2gate& gate = env.startGateYaml({});
+  const uint16_t admin = gate.adminPort();
+  Nghttpx second(H2Env::nghttpxOptions(env.options, env.ca, env.squid.httpPort()));
+
+  // 10 MiB at 2 MiB/s: about 5 s through the first proxy.
+  const TestFile& f = testFile("10m");
+  const std::string long_out = env.out.file("long");
+  auto slow = startCurl({"-sS", "-x", gate.proxyUrl(), "--cacert", env.ca.caCertPath(),
+                         "--limit-rate", "2M", "-o", long_out, env.nginx.httpsUrl("/10m")},
+                        env.out.path().string(), "long");
+  REQUIRE(waitForBytes(long_out, 512 * 1024, milliseconds(10000)));
+
+  gate.writeFile("h2gate.yaml", upstreamModeYaml(second.port(), env.ca.caCertPath()));
+  gate.process().signalMain(SIGHUP);
+  INFO(gate.process().logTail(30));
+  REQUIRE(gate.process().waitForLog("configuration reloaded from .*clusters: 1 changed \\(proxy\\)",
+                                    milliseconds(5000)));
+  REQUIRE(gate.process().waitForLog(
+      "proxy 127\\.0\\.0\\.1:" + str(second.port()) + " negotiated h2", milliseconds(10000)));
+  CHECK(slow->running());  // the reload did not cut it
+
+  // New tunnels go to the second proxy.
+  for (int i = 0; i < 3; ++i) {
+    auto r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
+    INFO(r.err);
+    CHECK(r.out == "200");
+  }
+  CHECK(second.waitForAccessLines(3, "CONNECT", milliseconds(5000)).size() == 3);
+
+  // The old tunnel finishes, byte-identical, through the first proxy.
+  const auto st = slow->wait(milliseconds(60000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  CHECK(sha256File(long_out) == f.sha256);
+  const auto first_lines = env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000));
+  REQUIRE(first_lines.size() == 1);
+  CHECK(first_lines[0].find(" 200") != std::string::npos);
+  CHECK(second.accessLines("CONNECT").size() == 3);
+
+  // /clusters and endpoint health describe the new proxy only.
+  const AdminReply clusters = adminGet(admin, "/clusters");
+  CHECK(clusters.body.find(":" + str(second.port()) + " state=up") != std::string::npos);
+  CHECK(clusters.body.find(":" + str(env.nghttpx.port()) + " ") == std::string::npos);
+  const Scrape s = scrapeMetrics(admin);
+  CHECK(s.sum("h2gate_upstream_endpoint_up",
+              {{"cluster", "proxy"}, {"endpoint", "127.0.0.1:" + str(second.port())}}) == 1);
+  CHECK(s.count("h2gate_upstream_endpoint_up",
+                {{"endpoint", "127.0.0.1:" + str(env.nghttpx.port())}}) == 0);
+  CHECK(s.sum("h2gate_config_reloads_total", {{"result", "success"}}) == 1);
+  CHECK(s.sum("h2gate_config_reloads_total", {{"result", "failure"}}) == 0);
+  CHECK(adminGet(admin, "/config_dump").body.find("port_value: " + str(second.port())) !=
+        std::string::npos);
+
+  // Drain after a reload still exits 0.
+  const ExitStatus exit = gate.terminate();
+  CHECK(exit.exited);
+  CHECK(exit.code == 0);
+}
+
+TEST_CASE("reload: a broken config is rejected as a whole and the old one keeps serving",
+          "[reload][upstream]") {
+  H2Env env;
+  H2gate& gate = env.startGateYaml({});
+  const uint16_t admin = gate.adminPort();
+  const std::string good = upstreamModeYaml(env.nghttpx.port(), env.ca.caCertPath());
+
+  // An unknown field, by SIGHUP: logged with file:line:col, counted.
+  gate.writeFile("h2gate.yaml", good + "  bogus_field: 1\n");
+  gate.process().signalMain(SIGHUP);
+  {
+    INFO(gate.process().logTail(20));
+    CHECK(gate.process().waitForLog(
+        "error reload: [^ ]*h2gate\\.yaml:[0-9]+:[0-9]+: static_resources\\.bogus_field: unknown "
+        "field",
+        milliseconds(5000)));
+    CHECK(gate.process().waitForLog("reload rejected: 1 problem", milliseconds(5000)));
+  }
+  CHECK(reloads(admin, "failure") == 1);
+  CHECK(reloads(admin, "success") == 0);
+  auto r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
+  CHECK(r.out == "200");  // still through the old config
+
+  // A YAML syntax error, by POST: 400 with the error in the body.
+  gate.writeFile("h2gate.yaml", good + "  listeners: [\n");
+  AdminReply post = adminPost(admin, "/reload");
+  CHECK(post.status == 400);
+  CHECK(post.body.find("reload rejected") != std::string::npos);
+  CHECK(post.body.find("h2gate.yaml:") != std::string::npos);
+  CHECK(reloads(admin, "failure") == 2);
+
+  // A TLS context that cannot be built (the CA file is not PEM).
+  const std::string bad_ca = gate.writeFile("bad-ca.pem", "not a certificate\n");
+  gate.writeFile("h2gate.yaml", upstreamModeYaml(env.nghttpx.port(), bad_ca));
+  post = adminPost(admin, "/reload");
+  CHECK(post.status == 400);
+  CHECK(post.body.find("bad-ca.pem") != std::string::npos);
+
+  // A listener that cannot bind (the admin port is taken, by h2gate itself).
+  std::string taken = good;
+  const std::string from =
+      "socket_address: {address: 127.0.0.1, port_value: 0}\n"
+      "    filter_chains:";
+  const size_t at = taken.find(from);
+  REQUIRE(at != std::string::npos);
+  taken.replace(
+      at, from.size(),
+      "socket_address: {address: 127.0.0.1, port_value: " + str(admin) + "}\n    filter_chains:");
+  gate.writeFile("h2gate.yaml", taken);
+  post = adminPost(admin, "/reload");
+  CHECK(post.status == 400);
+  CHECK(post.body.find("cannot listen on 127.0.0.1:" + str(admin)) != std::string::npos);
+  CHECK(reloads(admin, "failure") == 4);
+
+  // Nothing of the rejected configs took effect.
+  r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
+  CHECK(r.out == "200");
+  CHECK(adminGet(admin, "/ready").status == 200);
+  CHECK(adminGet(admin, "/config_dump").body.find("bogus") == std::string::npos);
+
+  // Fixed: 200 and a one-line summary.
+  gate.writeFile("h2gate.yaml", good);
+  post = adminPost(admin, "/reload");
+  CHECK(post.status == 200);
+  CHECK(post.body.find("reloaded ") == 0);
+  CHECK(post.body.find("listeners: 1 unchanged; clusters: 1 unchanged") != std::string::npos);
+  CHECK(reloads(admin, "success") == 1);
+  CHECK(reloads(admin, "failure") == 4);
+  r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
+  CHECK(r.out == "200");
+  // An unchanged cluster keeps its pool: still the one h2 connection.
+  CHECK(env.gateConnections() == 1);
+
+  // Other methods on /reload, POST elsewhere.
+  CHECK(adminGet(admin, "/reload").status == 405);
+  CHECK(adminPost(admin, "/metrics").status == 405);
+}
+
+TEST_CASE("reload: POST /reload adds a listener on a new port", "[reload][listener]") {
+  Nginx nginx;
+  H2gate gate(gateOptions(directYaml({"local_proxy"})));
+  const uint16_t admin = gate.adminPort();
+
+  // concurrency cannot change at runtime: a warning, not an error.
+  gate.writeFile("h2gate.yaml", directYaml({"local_proxy", "extra"}, "  concurrency: 3\n"));
+  const AdminReply post = adminPost(admin, "/reload");
+  INFO(gate.process().logTail(20));
+  REQUIRE(post.status == 200);
+  CHECK(post.body.find("listeners: 1 added (extra), 1 unchanged") != std::string::npos);
+  CHECK(gate.process().waitForLog("concurrency 1 -> 3 needs a restart; keeping 1",
+                                  milliseconds(1000)));
+  const uint16_t extra = reloadedPort(gate, "extra");
+  CHECK(extra != gate.port("local_proxy"));
+
+  auto r = fetch("http://127.0.0.1:" + str(extra), nginx.httpUrl("/1k"));
+  INFO(r.err);
+  CHECK(r.out == "200");
+  r = fetch(gate.proxyUrl(), nginx.httpUrl("/1k"));
+  CHECK(r.out == "200");
+  const auto log = gate.waitForAccessLog(2);
+  REQUIRE(log.size() == 2);
+  CHECK(log[0].get("listener") == "extra");
+  CHECK(log[1].get("listener") == "local_proxy");
+  // The unchanged listener kept its socket: the same port as before.
+  CHECK(gate.process().stderrText().find("(listener local_proxy)") ==
+        gate.process().stderrText().rfind("(listener local_proxy)"));
+  CHECK(adminGet(admin, "/config_dump").body.find("concurrency: 1") != std::string::npos);
+}
+
+TEST_CASE("reload: a removed listener stops accepting; its open connection finishes",
+          "[reload][listener]") {
+  Nginx nginx;
+  H2gate gate(gateOptions(directYaml({"local_proxy", "old"}), {"local_proxy", "old"}));
+  const uint16_t admin = gate.adminPort();
+  const uint16_t old_port = gate.port("old");
+  TempDir out("reload-out");
+
+  // 64 MiB at 8 MiB/s: more than socket buffers hold, so h2gate's side of
+  // the connection stays open for seconds.
+  const TestFile& f = testFile("64m");
+  const std::string long_out = out.file("long");
+  auto slow = startCurl({"-sS", "-x", gate.proxyUrl("old"), "--limit-rate", "8M", "-o", long_out,
+                         nginx.httpUrl("/64m")},
+                        out.path().string(), "long");
+  REQUIRE(waitForBytes(long_out, 512 * 1024, milliseconds(10000)));
+
+  gate.writeFile("h2gate.yaml", directYaml({"local_proxy"}));
+  const AdminReply post = adminPost(admin, "/reload");
+  INFO(gate.process().logTail(20));
+  REQUIRE(post.status == 200);
+  CHECK(post.body.find("listeners: 1 removed (old), 1 unchanged") != std::string::npos);
+  CHECK(gate.accessLog().empty());  // the download is still open on h2gate's side
+
+  // New connections to the old port are refused (curl: 7, couldn't connect).
+  CHECK(pollUntil(
+      [&] {
+        return fetch("http://127.0.0.1:" + str(old_port), nginx.httpUrl("/1k")).exit_code == 7;
+      },
+      milliseconds(3000)));
+  CHECK(fetch(gate.proxyUrl(), nginx.httpUrl("/1k")).out == "200");
+  CHECK(slow->running());
+
+  const auto st = slow->wait(milliseconds(60000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  CHECK(sha256File(long_out) == f.sha256);
+  CHECK(reloads(admin, "success") == 1);
+
+  // Back again: a new socket (the old one is closed), announced like at start.
+  gate.writeFile("h2gate.yaml", directYaml({"local_proxy", "old"}));
+  const AdminReply again = adminPost(admin, "/reload");
+  CHECK(again.status == 200);
+  CHECK(again.body.find("listeners: 1 added (old), 1 unchanged") != std::string::npos);
+  CHECK(countOccurrences(gate.process().stderrText(), "(listener old)") == 2);
+  CHECK(reloads(admin, "success") == 2);
+}
+
+TEST_CASE("reload: started without -c there is nothing to reload", "[reload][admin]") {
+  H2gate::Options o;  // flags only: --listen, --admin, --log-level
+  o.binary = H2GATE_BINARY;
+  H2gate gate(std::move(o));
+  const uint16_t admin = gate.adminPort();
+  const AdminReply post = adminPost(admin, "/reload");
+  CHECK(post.status == 409);
+  CHECK(post.body.find("nothing to reload") != std::string::npos);
+
+  gate.process().signalMain(SIGHUP);
+  CHECK(gate.process().waitForLog("SIGHUP: nothing to reload", milliseconds(5000)));
+  CHECK(gate.process().running());
+  CHECK(adminGet(admin, "/healthz").status == 200);
+  CHECK(reloads(admin, "success") == 0);
+  CHECK(reloads(admin, "failure") == 0);
+}
