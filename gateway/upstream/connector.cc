@@ -3,17 +3,20 @@
 
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
+#include "gateway/net/tcp_keepalive.h"
 
 namespace h2gate::upstream {
 Connector::Connector(asio::io_context& io, const config::SocketAddress& endpoint,
                      std::shared_ptr<net::TlsContext> tls, config::Duration timeout,
-                     uint64_t conn_id, net::SendBufferConfig tuning)
+                     uint64_t conn_id, net::SendBufferConfig tuning,
+                     std::optional<config::Http2ProtocolOptions::Keepalive> keepalive)
     : io_(io),
       endpoint_(endpoint),
       tls_(std::move(tls)),
       timeout_(timeout),
       conn_id_(conn_id),
       tuning_(tuning),
+      keepalive_(keepalive),
       resolver_(io),
       timer_(io) {}
 
@@ -66,6 +69,10 @@ void Connector::connectNext() {
     asio::error_code ignored;
     self->socket_->set_option(asio::ip::tcp::no_delay(true), ignored);
     self->tuner_ = net::tuneSocket(*self->socket_, self->tuning_, self->conn_id_);
+    // HTTP/1.1 connections have no PING: the kernel watches them instead.
+    if (self->keepalive_)
+      net::enableTcpKeepalive(*self->socket_, self->keepalive_->interval, self->keepalive_->timeout,
+                              3);
     self->peer_ = net::endpointText(ep);
     self->tls_started_ = std::chrono::steady_clock::now();
     self->connect_time_ = self->tls_started_ - self->started_;

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
   using Done = std::function<void(ConnectOutcome)>;
   Connector(asio::io_context& io, const config::SocketAddress& endpoint,
             std::shared_ptr<net::TlsContext> tls, config::Duration timeout, uint64_t conn_id,
-            net::SendBufferConfig tuning = {});
+            net::SendBufferConfig tuning = {},
+            std::optional<config::Http2ProtocolOptions::Keepalive> keepalive = std::nullopt);
   // `done` runs exactly once, unless cancel() is called first.
   void start(Done done);
   void cancel();
@@ -55,6 +57,8 @@ class Connector : public std::enable_shared_from_this<Connector> {
   config::Duration timeout_;
   uint64_t conn_id_;
   net::SendBufferConfig tuning_;
+  // TCP keepalive on the socket (idle = interval, probes every timeout, 3 of them).
+  std::optional<config::Http2ProtocolOptions::Keepalive> keepalive_;
   std::unique_ptr<net::SendBufferTuner> tuner_;  // from TCP connect on; goes to the Transport
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer timer_;

@@ -308,7 +308,8 @@ bool UpstreamPool::openConnection(std::optional<size_t> endpoint) {
                                  << cluster_.name << ", worker " << worker_ << ")");
   auto connector =
       std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id,
-                                  net::tuningOf(cluster_.send_buffer, cluster_.tcp_notsent_lowat));
+                                  net::tuningOf(cluster_.send_buffer, cluster_.tcp_notsent_lowat),
+                                  cluster_.http2.connection_keepalive);
   connecting_.push_back(connector);
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
   connector->start([weak, connector, index](ConnectOutcome outcome) {
