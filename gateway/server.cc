@@ -200,6 +200,7 @@ std::string Server::start() {
   // The workers own duplicates; the originals stay open so nothing else can
   // take the port, and so a reload can hand them to the workers again.
   for (auto& w : workers_) w->start();
+  startNetworkMonitor();
   waitForSignal();
   return {};
 }

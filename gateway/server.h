@@ -29,6 +29,7 @@
 #include "config/loader.h"
 #include "gateway/admin.h"
 #include "gateway/downstream/listener_context.h"
+#include "gateway/net/network_monitor.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/health.h"
 #include "gateway/worker.h"
@@ -80,6 +81,11 @@ class Server {
   void waitForSignal();
   void beginShutdown(int signal_number);
   void onWorkerIdle();
+  // Network changes and resumes (server_network.cc): started by start()
+  // unless h2gate.network_change_timeout is 0s; each change makes every
+  // worker's pools confirm their upstream connections.
+  void startNetworkMonitor();
+  void onNetworkChange(const std::string& reason);
   std::string serverInfo() const;
   // The admin endpoints (server_admin.cc).
   Admin::Reply adminReply(std::string_view method, std::string_view path);
@@ -118,11 +124,15 @@ class Server {
   size_t metrics_source_ = 0;  // in metrics::Registry::global()
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};
+  std::atomic<uint64_t> network_changes_{0};
   std::vector<Bound> bound_;
   uint64_t next_socket_id_ = 1;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
   std::atomic<bool> draining_{false};  // read by scrapes
+  // Last: destroyed first, while workers_ (its callback's) and main_io_
+  // (its timers' and socket's) still exist.
+  std::unique_ptr<net::NetworkMonitor> network_monitor_;
 };
 
 }  // namespace h2gate

@@ -153,6 +153,14 @@ void Server::appendMetrics(std::vector<prometheus::MetricFamily>& out) const {
   metrics::addGauge(reloads, static_cast<double>(reloads_failed_.load()), {{"result", "failure"}});
   out.push_back(std::move(reloads));
 
+  auto changes = metrics::gaugeFamily(
+      "h2gate_network_changes_total",
+      "Network changes and resumes from suspend noticed (each makes every upstream h2 "
+      "connection answer a PING within network_change_timeout).");
+  changes.type = prometheus::MetricType::Counter;
+  metrics::addGauge(changes, static_cast<double>(network_changes_.load()), {});
+  out.push_back(std::move(changes));
+
   metrics::appendProcessFamilies(out);
 }
 

@@ -1,0 +1,210 @@
+// Network changes (gateway/net/network_monitor.h): when an address appears,
+// h2gate has every upstream h2 connection prove itself with a PING; one that
+// cannot answer (its path went silent) is replaced, and the next request
+// succeeds within network_change_timeout plus one connect.
+//
+// Needs root: the test's main thread moves into a fresh network namespace
+// (setns) before starting anything, so nginx, squid, nghttpx, h2gate and curl
+// all run there on its own loopback, and `ip addr add` changes only that
+// namespace. Skipped (with a warning) without root or `ip netns`.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "tests/support/h2_env.h"
+#include "tests/support/h2gate.h"
+#include "tests/support/tcp_relay.h"
+#include "tests/support/upstream_proxies.h"
+#include "tests/support/util.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+
+namespace {
+
+bool haveNetns(std::string* why) {
+  if (::geteuid() != 0) {
+    *why = "needs root (network namespaces)";
+    return false;
+  }
+  if (findProgram("ip").empty() || runCommand({"ip", "netns", "list"}).exit_code != 0) {
+    *why = "`ip netns` is unavailable";
+    return false;
+  }
+  return true;
+}
+
+// The calling thread (the test's main thread) in a fresh network namespace
+// with loopback up, for the life of this object; back in the original one
+// afterwards, and the namespace deleted. Declare it before any fixture that
+// starts processes or threads: they inherit the thread's namespace.
+class InNetns {
+ public:
+  InNetns() : name_("h2g-netchange-" + std::to_string(::getpid())) {
+    runCommand({"ip", "netns", "del", name_});
+    if (runCommand({"ip", "netns", "add", name_}).exit_code != 0) {
+      error_ = "ip netns add " + name_ + " failed";
+      return;
+    }
+    runCommand({"ip", "-n", name_, "link", "set", "lo", "up"});
+    original_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
+    if (original_ < 0 || fd < 0 || ::setns(fd, CLONE_NEWNET) != 0)
+      error_ = std::string("setns: ") + std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+  }
+  ~InNetns() {
+    if (original_ >= 0) {
+      ::setns(original_, CLONE_NEWNET);
+      ::close(original_);
+    }
+    runCommand({"ip", "netns", "del", name_});
+  }
+  InNetns(const InNetns&) = delete;
+  InNetns& operator=(const InNetns&) = delete;
+
+  const std::string& name() const { return name_; }
+  const std::string& error() const { return error_; }
+  // `ip -n NS args...`
+  bool ip(std::vector<std::string> args) const {
+    args.insert(args.begin(), {"ip", "-n", name_});
+    return runCommand(args).exit_code == 0;
+  }
+
+ private:
+  std::string name_;
+  std::string error_;
+  int original_ = -1;
+};
+
+// h2gate (debug log) for the chain's cluster at `proxy_port`, with
+// h2gate.network_change_timeout = `timeout`.
+std::unique_ptr<H2gate> startGate(H2Env& env, uint16_t proxy_port, const std::string& timeout) {
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = upstreamModeYaml(proxy_port, env.ca.caCertPath()) +
+           "h2gate:\n  network_change_timeout: " + timeout + "\n";
+  o.args = {"--log-level", "debug"};
+  auto gate = std::make_unique<H2gate>(std::move(o));
+  INFO(gate->process().logTail());
+  REQUIRE(gate->process().waitForLog("proxy 127\\.0\\.0\\.1:" + str(proxy_port) + " negotiated h2",
+                                     milliseconds(10000)));
+  return gate;
+}
+
+// One HTTPS download through h2gate (a CONNECT tunnel = one h2 stream).
+CommandResult fetch(H2Env& env, H2gate& gate, const std::string& tag) {
+  return runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", gate.proxyUrl(), "--cacert",
+                  env.ca.caCertPath(), "--max-time", "20", env.nginx.httpsUrl("/1k?" + tag)},
+                 milliseconds(25000));
+}
+
+}  // namespace
+
+TEST_CASE("network change: the upstream h2 connection answers a PING and is kept", "[netchange]") {
+  std::string why;
+  if (!haveNetns(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  InNetns ns;
+  REQUIRE(ns.error() == "");
+  H2Env env;
+  auto gate = startGate(env, env.nghttpx.port(), "2s");
+  Process& p = gate->process();
+  CHECK(fetch(env, *gate, "before").out == "200");
+  const size_t connects = countOccurrences(gate->stderrText(), "connecting to proxy");
+
+  REQUIRE(ns.ip({"addr", "add", "10.203.0.1/24", "dev", "lo"}));
+  INFO(p.logTail(30));
+  REQUIRE(
+      p.waitForLog("network change: address 10\\.203\\.0\\.1/24 added on lo; confirming "
+                   "upstream connections",
+                   milliseconds(3000)));
+  REQUIRE(p.waitForLog(
+      "confirming the connection to 127\\.0\\.0\\.1:" + str(env.nghttpx.port()) + " with a PING",
+      milliseconds(2000)));
+  CHECK(fetch(env, *gate, "after").out == "200");
+  // Answered: kept, nothing reconnected.
+  std::this_thread::sleep_for(milliseconds(2500));  // past the PING deadline
+  CHECK(gate->stderrText().find("did not answer a PING") == std::string::npos);
+  CHECK(countOccurrences(gate->stderrText(), "connecting to proxy") == connects);
+  CHECK(fetch(env, *gate, "later").out == "200");
+
+  // Removing it is a change too.
+  REQUIRE(ns.ip({"addr", "del", "10.203.0.1/24", "dev", "lo"}));
+  CHECK(p.waitForLog("network change: address 10\\.203\\.0\\.1/24 removed from lo",
+                     milliseconds(3000)));
+}
+
+TEST_CASE("network change: a connection whose path went silent is replaced in time",
+          "[netchange]") {
+  std::string why;
+  if (!haveNetns(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  InNetns ns;
+  REQUIRE(ns.error() == "");
+  H2Env env;
+  TcpRelay relay(env.nghttpx.port());
+  auto gate = startGate(env, relay.port(), "1s");
+  Process& p = gate->process();
+  CHECK(fetch(env, *gate, "before").out == "200");
+  REQUIRE(relay.accepted() == 1);
+
+  // The old path dies silently at the moment the network changes.
+  relay.blackholeExisting();
+  REQUIRE(ns.ip({"addr", "add", "10.203.0.1/24", "dev", "lo"}));
+  INFO(p.logTail(40));
+  REQUIRE(p.waitForLog("network change: .*; confirming upstream connections", milliseconds(3000)));
+  // The next request waits for the PING's verdict (1 s), then goes out on a
+  // fresh connection: within the timeout plus one connect and handshake.
+  const auto start = Clock::now();
+  const CommandResult r = fetch(env, *gate, "after");
+  const double secs = secondsSince(start);
+  INFO("curl: " << r.err);
+  CHECK(r.out == "200");
+  CHECK(secs < 1.0 + 2.0);
+  CHECK(p.waitForLog("did not answer a PING within 1", milliseconds(1000)));
+  CHECK(relay.accepted() == 2);
+  // A path lost to a network change says nothing about the proxy: it was
+  // not taken down (no back-off, no 503 for the waiting request).
+  CHECK(gate->stderrText().find("are down") == std::string::npos);
+  CHECK(fetch(env, *gate, "later").out == "200");
+}
+
+TEST_CASE("network change: direct mode says so; 0s turns the monitor off", "[netchange]") {
+  std::string why;
+  if (!haveNetns(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  InNetns ns;
+  REQUIRE(ns.error() == "");
+  H2gate::Options on;
+  on.binary = H2GATE_BINARY;
+  on.yaml = directModeYaml();
+  on.args = {"--log-level", "debug"};
+  H2gate direct(on);
+  H2gate::Options off = on;
+  off.yaml = directModeYaml("  network_change_timeout: 0s\n");
+  H2gate disabled(off);
+  REQUIRE(disabled.process().waitForLog("network monitor off", milliseconds(3000)));
+
+  REQUIRE(ns.ip({"addr", "add", "10.203.0.7/24", "dev", "lo"}));
+  INFO(direct.process().logTail(20));
+  CHECK(direct.process().waitForLog(
+      "network change: address 10\\.203\\.0\\.7/24 added on lo \\(direct mode",
+      milliseconds(3000)));
+  std::this_thread::sleep_for(milliseconds(1000));
+  CHECK(disabled.stderrText().find("network change") == std::string::npos);
+}
