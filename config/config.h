@@ -70,6 +70,15 @@ struct Listener {
   // A tunnel with one direction finished is closed when the other stays
   // silent this long (see ListenerContext).
   Duration tunnel_half_close_timeout{std::chrono::seconds(1)};
+  // App-side limits and timeouts (see ListenerContext for their contracts).
+  // Envoy names where Envoy has the concept: request_headers_timeout and
+  // idle_timeout (HTTP connection manager), tunnel_idle_timeout (tcp_proxy's
+  // idle_timeout), max_connections (listener connection limit).
+  Duration request_headers_timeout{std::chrono::seconds(10)};
+  Duration idle_timeout{std::chrono::seconds(60)};
+  Duration tunnel_idle_timeout{std::chrono::hours(1)};
+  Duration connect_response_timeout{std::chrono::seconds(60)};
+  uint32_t max_connections = 4096;
   // App-facing sockets (downloads to apps). TCP_NOTSENT_LOWAT 0: unset.
   SendBuffer send_buffer;
   uint32_t tcp_notsent_lowat = 0;

@@ -113,6 +113,11 @@ class Writer {
     field("max_request_headers_count", l.max_request_headers_count);
     field("direct_connect_timeout", formatDuration(l.direct_connect_timeout));
     field("tunnel_half_close_timeout", formatDuration(l.tunnel_half_close_timeout));
+    field("request_headers_timeout", formatDuration(l.request_headers_timeout));
+    field("idle_timeout", formatDuration(l.idle_timeout));
+    field("tunnel_idle_timeout", formatDuration(l.tunnel_idle_timeout));
+    field("connect_response_timeout", formatDuration(l.connect_response_timeout));
+    field("max_connections", l.max_connections);
     socketTuning(l.send_buffer, l.tcp_notsent_lowat);
 
     out_ << YAML::Key << "filter_chains" << YAML::Value;

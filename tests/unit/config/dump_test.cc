@@ -73,6 +73,11 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     CHECK(x.max_request_headers_count == y.max_request_headers_count);
     CHECK(x.direct_connect_timeout == y.direct_connect_timeout);
     CHECK(x.tunnel_half_close_timeout == y.tunnel_half_close_timeout);
+    CHECK(x.request_headers_timeout == y.request_headers_timeout);
+    CHECK(x.idle_timeout == y.idle_timeout);
+    CHECK(x.tunnel_idle_timeout == y.tunnel_idle_timeout);
+    CHECK(x.connect_response_timeout == y.connect_response_timeout);
+    CHECK(x.max_connections == y.max_connections);
     CHECK(x.send_buffer.mode == y.send_buffer.mode);
     CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
     CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
@@ -281,6 +286,11 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "max_request_headers_count: 100",
            "direct_connect_timeout: 10s",
            "tunnel_half_close_timeout: 1s",
+           "request_headers_timeout: 10s",
+           "idle_timeout: 60s",
+           "tunnel_idle_timeout: 3600s",
+           "connect_response_timeout: 60s",
+           "max_connections: 4096",
            "connect_timeout: 5s",
            "cluster_name: c",
            "max_concurrent_streams: 100",
@@ -311,6 +321,11 @@ static_resources:
     address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
     direct_connect_timeout: 1500us
     tunnel_half_close_timeout: 0.000000007s
+    request_headers_timeout: 2.5s
+    idle_timeout: 90s
+    tunnel_idle_timeout: 2h
+    connect_response_timeout: 1500ms
+    max_connections: 7
     filter_chains:
     - filters:
       - name: h2gate.filters.forward_proxy
@@ -344,6 +359,11 @@ static_resources:
   CHECK(contains(dump, "network_change_timeout: 0.250s"));
   CHECK(contains(dump, "direct_connect_timeout: 0.001500s"));
   CHECK(contains(dump, "tunnel_half_close_timeout: 0.000000007s"));
+  CHECK(contains(dump, "request_headers_timeout: 2.500s"));
+  CHECK(contains(dump, "idle_timeout: 90s"));
+  CHECK(contains(dump, "tunnel_idle_timeout: 7200s"));
+  CHECK(contains(dump, "connect_response_timeout: 1.500s"));
+  CHECK(contains(dump, "max_connections: 7"));
   CHECK(contains(dump, "connection_keepalive: {interval: 2.500s, timeout: 1.000000005s}"));
   const YAML::Node clusters = YAML::Load(dump)["static_resources"]["clusters"];
   CHECK(clusters[0]["connect_timeout"].as<std::string>() == "0.250s");

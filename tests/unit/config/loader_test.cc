@@ -251,8 +251,9 @@ TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
                    "cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
                    "unknown field (expected one of: name, address, additional_addresses, "
                    "filter_chains, max_request_headers_kb, max_request_headers_count, "
-                   "direct_connect_timeout, tunnel_half_close_timeout, send_buffer, "
-                   "tcp_notsent_lowat)"));
+                   "direct_connect_timeout, tunnel_half_close_timeout, request_headers_timeout, "
+                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, max_connections, "
+                   "send_buffer, tcp_notsent_lowat)"));
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
                    "static_resources, h2gate)"));
@@ -770,6 +771,58 @@ TEST_CASE("listener timeouts: durations, positive") {
   CHECK(r.problems[0].str() ==
         "cfg.yaml:6:32: static_resources.listeners[0].tunnel_half_close_timeout: must be "
         "greater than 0s");
+}
+
+TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
+  SECTION("defaults") {
+    const LoadResult r = load(kMinimal);
+    REQUIRE(r.ok());
+    const Listener& l = r.bootstrap.listeners[0];
+    CHECK(l.request_headers_timeout == seconds(10));
+    CHECK(l.idle_timeout == seconds(60));
+    CHECK(l.tunnel_idle_timeout == std::chrono::hours(1));
+    CHECK(l.connect_response_timeout == seconds(60));
+    CHECK(l.max_connections == 4096);
+    // The built-in default listener has them too.
+    const Listener& d = defaultBootstrap().listeners.at(0);
+    CHECK(d.request_headers_timeout == seconds(10));
+    CHECK(d.max_connections == 4096);
+  }
+  SECTION("values") {
+    const LoadResult r = load(std::string(kMinimal) +
+                              "    request_headers_timeout: 2s\n"
+                              "    idle_timeout: 5m\n"
+                              "    tunnel_idle_timeout: 1500ms\n"
+                              "    connect_response_timeout: {seconds: 3}\n"
+                              "    max_connections: 5\n");
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Listener& l = r.bootstrap.listeners[0];
+    CHECK(l.request_headers_timeout == seconds(2));
+    CHECK(l.idle_timeout == std::chrono::minutes(5));
+    CHECK(l.tunnel_idle_timeout == std::chrono::milliseconds(1500));
+    CHECK(l.connect_response_timeout == seconds(3));
+    CHECK(l.max_connections == 5);
+  }
+  SECTION("errors, all reported at their values") {
+    const LoadResult r = load(std::string(kMinimal) +
+                              "    request_headers_timeout: 0s\n"
+                              "    idle_timeout: -1s\n"
+                              "    tunnel_idle_timeout: soon\n"
+                              "    connect_response_timeout: 0ms\n"
+                              "    max_connections: 0\n");
+    INFO(allProblems(r.problems));
+    CHECK(r.problems.size() == 5);
+    auto at = [](int line, int col) {
+      return "cfg.yaml:" + std::to_string(line) + ":" + std::to_string(col) +
+             ": static_resources.listeners[0].";
+    };
+    CHECK(hasProblem(r.problems, at(8, 30) + "request_headers_timeout: must be greater than 0s"));
+    CHECK(hasProblem(r.problems, at(9, 19) + "idle_timeout: expected a duration like 5s"));
+    CHECK(hasProblem(r.problems, at(10, 26) + "tunnel_idle_timeout: expected a duration like 5s"));
+    CHECK(hasProblem(r.problems, at(11, 31) + "connect_response_timeout: must be greater than 0s"));
+    CHECK(hasProblem(r.problems, at(12, 22) + "max_connections: must be in 1..1000000, got 0"));
+  }
 }
 
 TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[config][loader]") {
