@@ -11,6 +11,7 @@
 
 #include "gateway/cli.h"
 #include "gateway/log.h"
+#include "gateway/net/fd_limit.h"
 #include "gateway/server.h"
 
 int main(int argc, char** argv) {
@@ -63,6 +64,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  net::raiseFdLimitAndLog(loaded.bootstrap);
   // A reload builds the configuration exactly as now: the same file, with
   // the same flags applied on top. Without -c there is nothing to re-read.
   Server::Reloader reloader;
