@@ -41,6 +41,15 @@ std::string Server::buildListeners(const config::Bootstrap& b, ListenerContexts&
     ctx->direct_connect_timeout = l.direct_connect_timeout;
     ctx->send_buffer = net::tuningOf(l.send_buffer, l.tcp_notsent_lowat);
     ctx->tunnel_half_close_timeout = l.tunnel_half_close_timeout;
+    ctx->request_headers_timeout = l.request_headers_timeout;
+    ctx->idle_timeout = l.idle_timeout;
+    ctx->tunnel_idle_timeout = l.tunnel_idle_timeout;
+    ctx->connect_response_timeout = l.connect_response_timeout;
+    ctx->max_connections = l.max_connections;
+    // On a reload, a listener keeps its open-connection count: connections
+    // accepted before count against the new max_connections too.
+    for (const auto& running : listeners_)
+      if (running->name == l.name) ctx->open_connections = running->open_connections;
     config::Diagnostics diag(b.source);
     for (const config::FilterConfig& fc : l.filters) {
       config::NodeReader reader(fc.typed_config, l.name + ".filters." + fc.name, diag);

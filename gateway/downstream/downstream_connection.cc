@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "config/dump.h"
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
@@ -15,6 +16,8 @@ constexpr size_t kReadSize = 64 * 1024;
 // After an error reply, how long we keep reading (and discarding) what the app
 // still sends, so closing does not turn into a RST that eats our reply.
 constexpr auto kLingerTime = std::chrono::seconds(2);
+// At most one "listener is at max_connections" line per listener this often.
+constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
 const char* stateName(int s) {
   static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
@@ -34,11 +37,11 @@ DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
       upstreams_(upstreams),
       id_(id),
       on_close_(std::move(on_close)),
-      idle_timer_(socket_.get_executor()),
-      half_close_timer_(socket_.get_executor()) {}
+      timer_(socket_.get_executor()) {}
 
 DownstreamConnection::~DownstreamConnection() {
   if (connection_counted_) stats_.connections_active.sub();
+  releaseSlot();
   H2G_LOG(Trace, id_, 0, "connection object destroyed");
 }
 
@@ -91,21 +94,166 @@ void DownstreamConnection::start() {
   in_.resize(kReadSize);
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
-  armIdleTimer();
+  ConnectionLimit& limit = *listener_.open_connections;
+  if (!limit.tryAcquire(listener_.max_connections)) {
+    // Refuse politely: an answer the app can show, then close. Accepting
+    // goes on; each refused connection lives only for the lingering close.
+    if (const uint64_t n = limit.noteRefusal(Clock::now(), kRefusalLogInterval))
+      H2G_LOG(Warn, id_, 0,
+              "listener " << listener_.name << " is at max_connections ("
+                          << listener_.max_connections << "): new app connections get 503 (" << n
+                          << " refused since the last report)");
+    replyError(503, Result::Rejected,
+               "too many connections to listener " + listener_.name + " (max_connections " +
+                   std::to_string(listener_.max_connections) + "); try again later",
+               log::Level::Debug);
+    return;
+  }
+  slot_ = listener_.open_connections;
+  // The first request's head is timed from the accept (request_headers_timeout).
+  head_started_ = true;
+  head_since_ = Clock::now();
+  armTimer();
   readMore();
 }
 
-void DownstreamConnection::armIdleTimer() {
-  idle_timer_.expires_after(listener_.idle_timeout);
-  idle_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (ec || self->state_ != State::ReadingHead) return;
-    if (self->parser_->inHead() || self->in_begin_ < self->in_end_) {
-      self->replyError(408, Result::BadRequest, "request head not received in time");
-    } else {
-      H2G_LOG(Debug, self->id_, 0, "idle keep-alive connection closed");
-      self->close(false);
+void DownstreamConnection::releaseSlot() {
+  if (!slot_) return;
+  slot_->release();
+  slot_.reset();
+}
+
+std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::deadline() const {
+  switch (state_) {
+    case State::ReadingHead:
+      if (close_after_write_) return std::nullopt;  // an error reply is on its way out
+      if (head_started_) return head_since_ + listener_.request_headers_timeout;
+      return idle_since_ + listener_.idle_timeout;
+    case State::RequestBody:
+      if (!sending_up_) return std::nullopt;  // waiting for the app
+      [[fallthrough]];
+    case State::Connecting:
+    case State::AwaitResponse:
+      if (response_started_) return std::nullopt;
+      return response_wait_since_ + listener_.connect_response_timeout;
+    case State::Tunnel: {
+      Clock::time_point d = last_tunnel_activity_ + listener_.tunnel_idle_timeout;
+      // Once closing (half-close timeout reached), only the idle limit is left:
+      // it cuts a close that waits for an app that reads nothing.
+      if (half_close_armed_ && !close_after_write_)
+        d = std::min(d, last_tunnel_activity_ + listener_.tunnel_half_close_timeout);
+      return d;
     }
-  });
+    case State::Closed:
+      if (closed_for_good_) return std::nullopt;
+      return linger_until_;
+  }
+  return std::nullopt;
+}
+
+void DownstreamConnection::armTimer() {
+  const std::optional<Clock::time_point> d = deadline();
+  // No deadline: a live wait, if any, fires, finds nothing due and stops.
+  // A live wait due no later than `d`: it re-arms when it fires.
+  if (!d || timer_expiry_ <= *d) return;
+  timer_expiry_ = *d;
+  timer_.expires_at(*d);  // cancels the previous wait; its handler sees a stale generation
+  timer_.async_wait(
+      [self = shared_from_this(), gen = ++timer_generation_](const asio::error_code& ec) {
+        if (ec || gen != self->timer_generation_) return;
+        self->timer_expiry_ = Clock::time_point::max();
+        self->onTimer();
+      });
+}
+
+void DownstreamConnection::onTimer() {
+  const std::optional<Clock::time_point> d = deadline();
+  if (!d) return;
+  if (Clock::now() < *d) return armTimer();  // moved on since the wait began
+  switch (state_) {
+    case State::ReadingHead:
+      return onHeadTimeout();
+    case State::Connecting:
+    case State::RequestBody:
+    case State::AwaitResponse:
+      return onResponseTimeout();
+    case State::Tunnel:
+      return onTunnelTimeout();
+    case State::Closed:
+      return finalClose();
+  }
+}
+
+void DownstreamConnection::onHeadTimeout() {
+  if (!head_started_) {
+    H2G_LOG(Debug, id_, 0,
+            "idle keep-alive connection closed after "
+                << config::formatDuration(listener_.idle_timeout) << " (idle_timeout)");
+    return close(false);
+  }
+  if (head_bytes_ || parser_->inHead()) {
+    return replyError(408, Result::BadRequest,
+                      "request head not complete within " +
+                          config::formatDuration(listener_.request_headers_timeout) +
+                          " (request_headers_timeout)");
+  }
+  // The first request, and nothing at all since the accept: an unused
+  // pre-connect, not an error.
+  H2G_LOG(Debug, id_, 0,
+          "no request within " << config::formatDuration(listener_.request_headers_timeout)
+                               << " of the accept (request_headers_timeout): closing");
+  close(false);
+}
+
+void DownstreamConnection::onResponseTimeout() {
+  const std::string limit = config::formatDuration(listener_.connect_response_timeout);
+  const std::string via = info_.cluster.empty()
+                              ? std::string()
+                              : " through the upstream proxy of cluster '" + info_.cluster + "'";
+  std::string reason;
+  if (head_.is_connect && info_.cluster.empty())
+    reason = "could not connect to " + head_.authority() + " within " + limit;
+  else if (head_.is_connect)
+    reason = "no answer to CONNECT " + head_.authority() + via + " within " + limit;
+  else
+    reason = "no response from " + head_.authority() + via + " within " + limit;
+  replyError(504, Result::ConnectTimeout, reason + " (connect_response_timeout)");
+}
+
+void DownstreamConnection::onTunnelTimeout() {
+  const Clock::time_point now = Clock::now();
+  const auto idle = now - last_tunnel_activity_;
+  const std::string idle_text =
+      config::formatDuration(std::chrono::duration_cast<config::Duration>(idle));
+  if (close_after_write_) {
+    // Closing already, but the app has taken nothing for tunnel_idle_timeout.
+    H2G_LOG(Info, id_, requests_,
+            "tunnel to " << head_.authority() << ": the app took no bytes for " << idle_text
+                         << " while closing: dropping what it did not read");
+    return close(false);
+  }
+  if (half_close_armed_ && idle < listener_.tunnel_idle_timeout) {
+    H2G_LOG(Debug, id_, requests_,
+            "tunnel half-closed and silent for "
+                << config::formatDuration(listener_.tunnel_half_close_timeout) << ": closing it");
+    // Not a failure: one side said it was done, the other had nothing more.
+    // Marking both directions done keeps close() from calling it a reset;
+    // the upstream side still sees a cancel, since its stream never ended.
+    info_.reason = "closed after the half-close timeout";
+    request_done_ = response_done_ = true;
+    closeAfterWrites();
+    if (state_ == State::Tunnel) armTimer();  // bytes for the app still queued
+    return;
+  }
+  H2G_LOG(Info, id_, requests_,
+          "tunnel to " << head_.authority() << " idle for " << idle_text << " (tunnel_idle_timeout "
+                       << config::formatDuration(listener_.tunnel_idle_timeout)
+                       << "): closing both sides");
+  // A normal end, like the destination closing an idle connection itself.
+  info_.reason = "closed after " + idle_text + " without traffic (tunnel_idle_timeout)";
+  request_done_ = response_done_ = true;
+  if (writing_ || !out_.empty()) return close(false);  // the app read nothing meanwhile
+  closeAfterWrites();
 }
 
 void DownstreamConnection::readMore() {
@@ -136,6 +284,15 @@ void DownstreamConnection::onRead(const asio::error_code& ec, size_t n) {
     return;
   }
   in_end_ += n;
+  if (state_ == State::ReadingHead) {
+    head_bytes_ = true;
+    if (!head_started_) {
+      // The first byte of the next head: request_headers_timeout from now.
+      head_started_ = true;
+      head_since_ = Clock::now();
+      armTimer();
+    }
+  }
   process();
 }
 
@@ -189,7 +346,7 @@ void DownstreamConnection::beginRequest(RequestHead head) {
 }
 
 void DownstreamConnection::handleHead() {
-  idle_timer_.cancel();
+  head_started_ = head_bytes_ = false;
   beginRequest(std::move(parser_->request()));
   body_out_.clear();
   sending_up_ = false;
@@ -237,13 +394,16 @@ void DownstreamConnection::handleHead() {
 
 void DownstreamConnection::startRequest(std::shared_ptr<upstream::Tunnel> tunnel) {
   tunnel_ = std::move(tunnel);
+  response_wait_since_ = Clock::now();  // connect_response_timeout from here
   if (head_.is_connect) {
     setState(State::Connecting);
+    armTimer();
     tunnel_->open(head_, info_, *this);
     return;
   }
   const bool has_body = head_.framing != BodyFraming::None;
   setState(has_body ? State::RequestBody : State::AwaitResponse);
+  armTimer();
   tunnel_->open(head_, info_, *this);
   if (!tunnel_) return;  // failed at once
   if (has_body) {
@@ -288,11 +448,16 @@ void DownstreamConnection::processBody() {
     if (self->state_ != State::RequestBody) return;
     if (!last) return self->processBody();
     self->request_done_ = true;
+    self->response_wait_since_ = Clock::now();  // the whole request is up: a full wait
     self->setState(State::AwaitResponse);
+    self->armTimer();
     self->tunnel_->endOfRequest();
   };
   if (body_out_.empty()) return after();
   sending_up_ = true;
+  // The upstream has connect_response_timeout to take this chunk.
+  response_wait_since_ = Clock::now();
+  armTimer();
   countUp(body_out_.size());
   tunnel_->send(body_out_, std::move(after));
 }
@@ -352,6 +517,8 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
     H2G_LOG(Debug, id_, requests_, "tunnel to " << head_.authority() << " established");
     write({"HTTP/1.1 200 Connection established\r\n\r\n"}, nullptr);
     setState(State::Tunnel);
+    touchTunnel();
+    armTimer();  // tunnel_idle_timeout
     pumpTunnel();
     return;
   }
@@ -429,7 +596,6 @@ void DownstreamConnection::onReset(Result result, std::string reason) {
 void DownstreamConnection::maybeFinishTunnel() {
   if (state_ != State::Tunnel) return;
   if (request_done_ && response_done_) {
-    half_close_timer_.cancel();
     closeAfterWrites();
   } else if (request_done_ || response_done_) {
     armHalfCloseTimer();
@@ -440,33 +606,20 @@ void DownstreamConnection::armHalfCloseTimer() {
   if (half_close_armed_) return;
   half_close_armed_ = true;
   touchTunnel();
-  waitHalfClose(listener_.tunnel_half_close_timeout);
-}
-
-void DownstreamConnection::waitHalfClose(config::Duration wait) {
-  half_close_timer_.expires_after(wait);
-  half_close_timer_.async_wait([self = shared_from_this()](const asio::error_code& ec) {
-    if (ec || self->state_ != State::Tunnel) return;
-    const config::Duration limit = self->listener_.tunnel_half_close_timeout;
-    const auto idle = std::chrono::steady_clock::now() - self->last_tunnel_activity_;
-    if (idle < limit) return self->waitHalfClose(limit - idle);  // bytes still flow
-    H2G_LOG(Debug, self->id_, self->requests_,
-            "tunnel half-closed and silent for " << std::chrono::duration<double>(limit).count()
-                                                 << "s: closing it");
-    // Not a failure: one side said it was done, the other had nothing more.
-    // Marking both directions done keeps close() from calling it a reset;
-    // the upstream side still sees a cancel, since its stream never ended.
-    self->info_.reason = "closed after the half-close timeout";
-    self->request_done_ = self->response_done_ = true;
-    self->closeAfterWrites();
-  });
+  armTimer();
 }
 
 void DownstreamConnection::nextRequest() {
   finishRequest();
   tunnel_.reset();
+  // No current request: an error reply before the next head completes (408)
+  // must not take the last request's response for its own.
+  request_done_ = response_started_ = response_done_ = false;
   setState(State::ReadingHead);
-  armIdleTimer();
+  // A pipelined head already in in_ is timed as a head; else the wait is idle.
+  idle_since_ = head_since_ = Clock::now();
+  head_started_ = head_bytes_ = in_begin_ < in_end_;
+  armTimer();
   process();  // a pipelined request may already be in in_
 }
 
@@ -487,15 +640,19 @@ void DownstreamConnection::finishRequest() {
   for (const auto& f : listener_.filters) f->onComplete(head_, info_);
 }
 
-void DownstreamConnection::replyError(int status, Result result, std::string reason) {
+void DownstreamConnection::replyError(int status, Result result, std::string reason,
+                                      log::Level level) {
   if (state_ == State::Closed) return;
   if (!request_open_) {
     // The head never completed: account the failure as a request of its own.
     beginRequest(RequestHead{});
   }
-  H2G_LOG(Info, id_, requests_,
-          status << " for " << (head_.method.empty() ? "-" : head_.method) << " "
-                 << (head_.target.empty() ? "-" : head_.target) << ": " << reason);
+  if (log::enabled(level)) {
+    std::ostringstream os;
+    os << status << " for " << (head_.method.empty() ? "-" : head_.method) << " "
+       << (head_.target.empty() ? "-" : head_.target) << ": " << reason;
+    log::write(level, id_, requests_, os.str());
+  }
   info_.status = status;
   info_.result = result;
   info_.reason = reason;
@@ -606,6 +763,7 @@ void DownstreamConnection::startAsyncWrite() {
         }
         self->out_flushed_ += n;
         self->in_flight_.clear();
+        if (self->state_ == State::Tunnel) self->touchTunnel();  // the app took bytes
         self->tuner_->afterSend();
         // Waiters are in queue order: run those now satisfied.
         size_t k = 0;
@@ -638,8 +796,6 @@ void DownstreamConnection::close(bool abortive) {
   }
   finishRequest();
   setState(State::Closed);
-  idle_timer_.cancel();
-  half_close_timer_.cancel();
   if (tunnel_) {
     tunnel_->abort();
     tunnel_.reset();
@@ -655,10 +811,8 @@ void DownstreamConnection::close(bool abortive) {
   // for a moment, so the kernel does not answer it with a RST that could
   // destroy the reply we just wrote.
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-  idle_timer_.expires_after(kLingerTime);
-  idle_timer_.async_wait([self = shared_from_this()](const asio::error_code& e) {
-    if (!e) self->finalClose();
-  });
+  linger_until_ = Clock::now() + kLingerTime;
+  armTimer();
   lingerRead();
 }
 
@@ -681,8 +835,11 @@ void DownstreamConnection::finalClose() {
     connection_counted_ = false;
     stats_.connections_active.sub();
   }
+  releaseSlot();
   asio::error_code ec;
-  idle_timer_.cancel();
+  ++timer_generation_;  // a wait already completed must not act
+  timer_expiry_ = Clock::time_point::max();
+  timer_.cancel();
   socket_.close(ec);
   asio::post(socket_.get_executor(), [self = shared_from_this()] { self->on_close_(self->id_); });
 }

@@ -8,8 +8,10 @@
 // reach a dead connection.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,7 @@
 #include "gateway/downstream/listener_context.h"
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
+#include "gateway/log.h"
 #include "gateway/upstream/pool.h"
 #include "gateway/upstream/tunnel.h"
 
@@ -33,6 +36,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
                        CloseHook on_close);
   ~DownstreamConnection() override;
 
+  // Sets the socket up and starts reading, or, when the listener is at
+  // max_connections, answers 503 and closes.
   void start();
   // Shutdown: close now if idle between requests, else after the current
   // request/tunnel (no further keep-alive).
@@ -57,6 +62,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
     Tunnel,         // CONNECT established: raw bytes both ways
     Closed,
   };
+  using Clock = std::chrono::steady_clock;
   void setState(State s);
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
@@ -71,13 +77,35 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void finishRequest();
   void nextRequest();
   // Replies with an error of our own and closes after writing it.
-  void replyError(int status, Result result, std::string reason);
+  void replyError(int status, Result result, std::string reason,
+                  log::Level level = log::Level::Info);
   void maybeFinishTunnel();
   // One direction of a tunnel ended: watch the other for silence.
   void armHalfCloseTimer();
-  void waitHalfClose(config::Duration wait);
-  void touchTunnel() { last_tunnel_activity_ = std::chrono::steady_clock::now(); }
-  void armIdleTimer();
+  // Tunnel bytes moved (either way). Only stamps the time: the timer picks
+  // it up lazily when it fires, so no per-chunk re-arm.
+  void touchTunnel() { last_tunnel_activity_ = Clock::now(); }
+
+  // The connection's one timer. What it measures follows the state:
+  //   ReadingHead    request_headers_timeout (a head is under way, or the
+  //                  connection's first request) or idle_timeout (between
+  //                  keep-alive requests)
+  //   Connecting,    connect_response_timeout, until a response head
+  //   RequestBody,   (RequestBody: only while a body chunk waits for the
+  //   AwaitResponse  upstream to take it; a slow app is not the upstream's fault)
+  //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
+  //                  one direction has ended, both since the last tunnel byte
+  //   Closed         the lingering close
+  // deadline() computes the current deadline from timestamps; armTimer()
+  // MUST be called after anything that can bring it forward (a state change,
+  // a new phase). Later deadlines need no call: the pending wait fires early,
+  // and onTimer() finds nothing due and waits again.
+  std::optional<Clock::time_point> deadline() const;
+  void armTimer();
+  void onTimer();
+  void onHeadTimeout();
+  void onResponseTimeout();
+  void onTunnelTimeout();
   void close(bool abortive);
   // Metrics: the current request's route cells once its protocol is known
   // (null before), and byte accounting that uses them.
@@ -93,6 +121,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void closeAfterWrites();
   void lingerRead();
   void finalClose();
+  // Gives back this connection's max_connections slot (idempotent).
+  void releaseSlot();
 
   asio::ip::tcp::socket socket_;
   std::unique_ptr<net::SendBufferTuner> tuner_;  // set in start()
@@ -106,9 +136,19 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   upstream::Upstreams& upstreams_;   // the worker's pools; outlive its connections
   const uint64_t id_;
   CloseHook on_close_;
-  asio::steady_timer idle_timer_;
-  asio::steady_timer half_close_timer_;
-  std::chrono::steady_clock::time_point last_tunnel_activity_{};
+  // Taken in start(), given back when the socket is closed; null when the
+  // connection was refused (or the slot is back).
+  std::shared_ptr<ConnectionLimit> slot_;
+  asio::steady_timer timer_;
+  Clock::time_point timer_expiry_ = Clock::time_point::max();  // of the live wait; max: none
+  uint64_t timer_generation_ = 0;                              // only the live wait's handler acts
+  bool head_started_ = false;  // ReadingHead: request_headers_timeout runs since head_since_
+  bool head_bytes_ = false;    // ReadingHead: bytes of the next head arrived
+  Clock::time_point head_since_{};
+  Clock::time_point idle_since_{};           // ReadingHead between requests
+  Clock::time_point response_wait_since_{};  // hand-off, or a body chunk handed upstream
+  Clock::time_point last_tunnel_activity_{};
+  Clock::time_point linger_until_{};  // Closed: lingering until then
   bool half_close_armed_ = false;
   State state_ = State::ReadingHead;
   std::string peer_;

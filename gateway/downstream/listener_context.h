@@ -2,11 +2,13 @@
 // the limits. Built once per listener at start; shared read-only by workers.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "filters/filter.h"
+#include "gateway/downstream/connection_limit.h"
 #include "gateway/http1/parser.h"
 #include "gateway/net/send_buffer.h"
 
@@ -20,9 +22,34 @@ struct ListenerContext {
   // Direct mode: one deadline for DNS and all connect attempts
   // (config: the listener's direct_connect_timeout).
   config::Duration direct_connect_timeout{std::chrono::seconds(10)};
-  // An app connection that sends nothing for this long between requests is
-  // closed; one stuck in the middle of a request head gets 408.
+  // Slowloris guard: a request head MUST be complete this long after its
+  // first byte, or, for a connection's first request, after the connection
+  // was accepted. On expiry a partial head gets 408 and the connection is
+  // closed; a connection that sent nothing at all is closed without a reply
+  // (an unused pre-connect is not an error). Bytes still trickling in do not
+  // extend it. Config: the listener's request_headers_timeout.
+  config::Duration request_headers_timeout{std::chrono::seconds(10)};
+  // A keep-alive connection that sends nothing for this long between
+  // requests is closed (no reply). Config: the listener's idle_timeout.
   config::Duration idle_timeout{std::chrono::seconds(60)};
+  // A CONNECT tunnel with no byte in either direction for this long is
+  // closed, both sides; counted as a normal end (result ok) with a reason.
+  // Config: the listener's tunnel_idle_timeout (Envoy tcp_proxy idle_timeout).
+  config::Duration tunnel_idle_timeout{std::chrono::hours(1)};
+  // From handing a request to its tunnel until the response head arrives
+  // (pool wait, TCP, TLS, the proxy's or origin's answer). While an
+  // absolute-form request body is still going up, each chunk taken restarts
+  // it. On expiry the app gets 504 and the tunnel is aborted.
+  // Config: the listener's connect_response_timeout.
+  config::Duration connect_response_timeout{std::chrono::seconds(60)};
+  // Open app connections of this listener, across all workers. Beyond it a
+  // new connection gets 503 + Connection: close and is closed (accepting
+  // goes on). Config: the listener's max_connections.
+  uint32_t max_connections = 4096;
+  // The count max_connections is checked against. Shared (not copied) by
+  // every worker; each connection holds a reference until it is released,
+  // so the counter outlives the context if need be.
+  std::shared_ptr<ConnectionLimit> open_connections = std::make_shared<ConnectionLimit>();
   // A tunnel one side of which has finished (FIN / END_STREAM) is closed
   // when the other side stays silent this long (HAProxy's client-fin /
   // server-fin). Needed because proxies such as nghttpx do not pass an
