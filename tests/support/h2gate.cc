@@ -231,7 +231,7 @@ ExitStatus H2gate::terminate(milliseconds timeout) {
   return process_->stop(milliseconds(100));
 }
 
-std::string directModeYaml(const std::string& h2gate_section) {
+std::string directModeYaml(const std::string& h2gate_section, const std::string& listener_fields) {
   std::string y;
   if (!h2gate_section.empty()) y += "h2gate:\n" + h2gate_section;
   y += "admin:\n"
@@ -241,8 +241,9 @@ std::string directModeYaml(const std::string& h2gate_section) {
        "  listeners:\n"
        "  - name: local_proxy\n"
        "    address:\n"
-       "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-       "    filter_chains:\n"
+       "      socket_address: {address: 127.0.0.1, port_value: 0}\n";
+  y += listener_fields;
+  y += "    filter_chains:\n"
        "    - filters:\n"
        "      - name: h2gate.filters.access_log\n"
        "      - name: h2gate.filters.forward_proxy\n";

@@ -98,7 +98,10 @@ class H2gate {
 
 // A direct-mode config: admin and one listener "local_proxy" on 127.0.0.1:0
 // with the access_log + forward_proxy filters. `h2gate_section` is inserted
-// under the top-level `h2gate:` key (e.g. "  drain_timeout: 2s\n").
-std::string directModeYaml(const std::string& h2gate_section = "");
+// under the top-level `h2gate:` key (e.g. "  drain_timeout: 2s\n");
+// `listener_fields` under the listener, indented 4 (e.g.
+// "    max_connections: 5\n").
+std::string directModeYaml(const std::string& h2gate_section = "",
+                           const std::string& listener_fields = "");
 
 }  // namespace h2gate::test
