@@ -19,6 +19,14 @@ constexpr auto kLingerTime = std::chrono::seconds(2);
 // At most one "listener is at max_connections" line per listener this often.
 constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
+// t + d, saturating: a huge configured timeout means "never", not an
+// overflow into the past.
+std::chrono::steady_clock::time_point plus(std::chrono::steady_clock::time_point t,
+                                           config::Duration d) {
+  const auto room = std::chrono::steady_clock::time_point::max() - t;
+  return d >= room ? std::chrono::steady_clock::time_point::max() : t + d;
+}
+
 const char* stateName(int s) {
   static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
                                            "await_response", "tunnel",     "closed"};
@@ -127,21 +135,21 @@ std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::dea
   switch (state_) {
     case State::ReadingHead:
       if (close_after_write_) return std::nullopt;  // an error reply is on its way out
-      if (head_started_) return head_since_ + listener_.request_headers_timeout;
-      return idle_since_ + listener_.idle_timeout;
+      if (head_started_) return plus(head_since_, listener_.request_headers_timeout);
+      return plus(idle_since_, listener_.idle_timeout);
     case State::RequestBody:
       if (!sending_up_) return std::nullopt;  // waiting for the app
       [[fallthrough]];
     case State::Connecting:
     case State::AwaitResponse:
       if (response_started_) return std::nullopt;
-      return response_wait_since_ + listener_.connect_response_timeout;
+      return plus(response_wait_since_, listener_.connect_response_timeout);
     case State::Tunnel: {
-      Clock::time_point d = last_tunnel_activity_ + listener_.tunnel_idle_timeout;
+      Clock::time_point d = plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
       // Once closing (half-close timeout reached), only the idle limit is left:
       // it cuts a close that waits for an app that reads nothing.
       if (half_close_armed_ && !close_after_write_)
-        d = std::min(d, last_tunnel_activity_ + listener_.tunnel_half_close_timeout);
+        d = std::min(d, plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
       return d;
     }
     case State::Closed:

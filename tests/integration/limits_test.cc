@@ -249,6 +249,20 @@ TEST_CASE("tunnel_idle_timeout: a silent tunnel is closed, a busy one stays open
   }
 }
 
+TEST_CASE("timeouts near the largest duration mean never, not an overflow into the past",
+          "[limits][tunnel]") {
+  const std::string huge = "9223372035s";  // ~292 years: now + it overflows steady_clock
+  H2gate gate(gateOptions("    request_headers_timeout: " + huge + "\n    tunnel_idle_timeout: " +
+                          huge + "\n    connect_response_timeout: " + huge + "\n"));
+  TcpServer server(TcpServer::echo());
+  RawConnection silent(gate.port());
+  auto tunnel = openTunnel(gate, server.port());
+  CHECK_FALSE(tunnel->waitForClose(milliseconds(1500)));
+  CHECK_FALSE(silent.waitForClose(milliseconds(100)));
+  REQUIRE(tunnel->send("still here"));
+  CHECK(tunnel->readExactly(10, milliseconds(3000)) == "still here");
+}
+
 TEST_CASE("connect_response_timeout: no answer in time gives 504 and aborts the tunnel",
           "[limits]") {
   SECTION("an upstream proxy that accepts and never answers the CONNECT") {
