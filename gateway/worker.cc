@@ -64,14 +64,14 @@ void Worker::applyReconfigure(Reconfigure& update) {
   for (const std::string& name : update.removed_clusters) {
     auto it = upstreams_.find(name);
     if (it == upstreams_.end()) continue;
-    it->second->shutdown();
+    retire(std::move(it->second));
     upstreams_.erase(it);
   }
   for (Reconfigure::Pool& p : update.pools) {
     auto pool = std::make_shared<upstream::UpstreamPool>(io_, *p.cluster, std::move(p.tls), index_,
                                                          shard_, std::move(p.health));
     auto& slot = upstreams_[p.cluster->name];
-    if (slot) slot->shutdown();
+    if (slot) retire(std::move(slot));
     slot = pool;
     if (!draining_) pool->preconnect();
   }
@@ -119,6 +119,23 @@ void Worker::applyReconfigure(Reconfigure& update) {
   }
   acceptors_ = std::move(next);
   for (auto& a : fresh) accept(a);
+}
+
+void Worker::retire(std::shared_ptr<upstream::UpstreamPool> pool) {
+  pool->shutdown();
+  retired_.push_back(std::move(pool));
+  if (retired_.size() == 1) sweepRetired();
+}
+
+void Worker::sweepRetired() {
+  std::erase_if(retired_, [](const std::shared_ptr<upstream::UpstreamPool>& p) {
+    return p.use_count() == 1 && p->h2Connections() == 0;
+  });
+  if (retired_.empty()) return;
+  retired_timer_.expires_after(std::chrono::seconds(1));
+  retired_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) sweepRetired();
+  });
 }
 
 void Worker::accept(const std::shared_ptr<Acceptor>& a) {

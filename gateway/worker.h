@@ -123,6 +123,11 @@ class Worker {
   // worker's life so connections of a removed listener can still count).
   downstream::ListenerStats& statsFor(const std::string& listener);
   void applyReconfigure(Reconfigure& update);
+  // A pool no longer used for new requests: shut down (its h2 connections
+  // close as their last streams end) and kept in retired_ until nothing
+  // uses it and its connections are gone, so it is there to close them.
+  void retire(std::shared_ptr<upstream::UpstreamPool> pool);
+  void sweepRetired();
   // Pending accepts hold the Acceptor: one closed by a reload may still
   // complete with a connection.
   void accept(const std::shared_ptr<Acceptor>& a);
@@ -141,6 +146,8 @@ class Worker {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
+  std::vector<std::shared_ptr<upstream::UpstreamPool>> retired_;
+  asio::steady_timer retired_timer_{io_};
   std::vector<std::shared_ptr<Acceptor>> acceptors_;
   std::unordered_map<uint64_t, std::shared_ptr<downstream::DownstreamConnection>> conns_;
   std::atomic<size_t> active_{0};

@@ -180,6 +180,15 @@ void UpstreamPool::shutdown() {
   for (auto& b : backoff_) b.retry->cancel();
   for (auto& idle : h1_idle_) closeIdleH1(idle);
   h1_idle_.clear();
+  closeIdleH2();
+}
+
+void UpstreamPool::closeIdleH2() {
+  // close() calls back into onConnectionClosed, which edits h2_.
+  std::vector<std::shared_ptr<H2Connection>> idle;
+  for (const auto& e : h2_)
+    if (e.conn->activeStreams() == 0) idle.push_back(e.conn);
+  for (auto& c : idle) c->close("no longer needed (shutting down or replaced by a reload)", false);
 }
 
 void UpstreamPool::closeIdleH1(H1Idle& idle) {
@@ -454,6 +463,7 @@ void UpstreamPool::onCapacityChanged(H2Connection&) {
     if (auto p = weak.lock()) {
       p->dispatch();
       p->ensureConnection();
+      if (p->shutting_down_) p->closeIdleH2();
     }
   });
 }

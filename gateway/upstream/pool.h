@@ -60,7 +60,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
   // Opens one connection ahead of the first request (learns ALPN too).
   void preconnect();
-  // Closes idle connections; busy ones finish with their requests.
+  // Opens nothing new; closes idle connections. Busy ones finish with their
+  // requests; an h2 connection closes when its last stream ends (a pool
+  // replaced by a reload must not keep its proxy connection open forever).
   void shutdown();
   // The machine's network changed (or it resumed from suspend): every h2
   // connection must answer a PING within `timeout` or is closed and
@@ -118,6 +120,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
                 std::unique_ptr<Transport> transport, std::string peer);
   void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport);
   void closeIdleH1(H1Idle& idle);
+  // Shutting down: closes the h2 connections that carry no stream.
+  void closeIdleH2();
 
   size_t connectionCount() const;
   // The first connection with room. One idle for longer than the keepalive

@@ -143,6 +143,10 @@ TEST_CASE("reload: SIGHUP moves a cluster to another proxy; open tunnels stay on
   REQUIRE(first_lines.size() == 1);
   CHECK(first_lines[0].find(" 200") != std::string::npos);
   CHECK(second.accessLines("CONNECT").size() == 3);
+  // With its last stream gone, the replaced pool closes its connection to
+  // the old proxy; the new one stays.
+  CHECK(pollUntil([&] { return establishedTo(env.nghttpx.port()) == 0; }, milliseconds(5000)));
+  CHECK(establishedTo(second.port()) == 1);
 
   // /clusters and endpoint health describe the new proxy only.
   const AdminReply clusters = adminGet(admin, "/clusters");
