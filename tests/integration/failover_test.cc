@@ -207,3 +207,44 @@ TEST_CASE("failover: a connection silently dropped on the path is replaced withi
   CHECK(secondsSince(start) < 4.0);
   CHECK(relay.accepted() >= 2);  // a fresh connection carried it
 }
+
+TEST_CASE("drain: SIGTERM during 20 transfers through the h2 proxy lets all of them finish",
+          "[drain][upstream]") {
+  H2Env env;
+  H2gate& gate = env.startGate();  // default drain_timeout: 30 s
+  const TestFile& f = testFile("10m");
+  std::vector<std::string> args{"-sS",
+                                "-x",
+                                gate.proxyUrl(),
+                                "--cacert",
+                                env.ca.caCertPath(),
+                                "--parallel",
+                                "--parallel-max",
+                                "20",
+                                "--parallel-immediate",
+                                "--limit-rate",
+                                "4M",
+                                "-w",
+                                "%{http_code}\\n"};
+  for (int i = 0; i < 20; ++i)
+    args.insert(args.end(),
+                {"-o", env.out.file("d" + str(i)), env.nginx.httpsUrl("/10m?d" + str(i))});
+  auto transfers = startCurl(args, env.out.path().string(), "drain20");
+  // Wait until all 20 tunnels are open, then ask h2gate to stop.
+  const auto deadline = Clock::now() + milliseconds(10000);
+  while (Clock::now() < deadline &&
+         scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") < 20)
+    std::this_thread::sleep_for(milliseconds(100));
+  gate.process().signalMain(SIGTERM);
+  INFO(gate.process().logTail(20));
+  CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
+  const auto st = transfers->wait(milliseconds(60000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  for (int i = 0; i < 20; ++i) CHECK(sha256File(env.out.file("d" + str(i))) == f.sha256);
+  const auto exit = gate.process().wait(milliseconds(15000));
+  REQUIRE(exit);
+  CHECK(exit->exited);
+  CHECK(exit->code == 0);
+}
