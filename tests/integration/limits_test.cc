@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/admin_post.h"
 #include "tests/support/h2gate.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"

@@ -11,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "tests/support/admin_post.h"
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"

@@ -9,10 +9,13 @@
 
 namespace h2gate::test {
 
-AdminReply adminGet(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+namespace {
+
+AdminReply adminRequest(const std::string& method, uint16_t port, const std::string& path,
+                        std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
   CommandResult r =
-      runCurl({"-sS", "--max-time", std::to_string(timeout.count() / 1000 + 1), "-w",
+      runCurl({"-sS", "-X", method, "--max-time", std::to_string(timeout.count() / 1000 + 1), "-w",
                "\n%{http_code} %{content_type}", "http://127.0.0.1:" + std::to_string(port) + path},
               timeout + std::chrono::milliseconds(5000));
   AdminReply out;
@@ -25,6 +28,16 @@ AdminReply adminGet(uint16_t port, const std::string& path, std::chrono::millise
   if (const size_t sp = tail.find(' '); sp != std::string::npos)
     out.content_type = tail.substr(sp + 1);
   return out;
+}
+
+}  // namespace
+
+AdminReply adminGet(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+  return adminRequest("GET", port, path, timeout);
+}
+
+AdminReply adminPost(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
+  return adminRequest("POST", port, path, timeout);
 }
 
 Scrape::Scrape(const std::string& text) : text_(text) {

@@ -18,6 +18,9 @@ struct AdminReply {
 };
 AdminReply adminGet(uint16_t port, const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+// The same with POST (e.g. POST /reload).
+AdminReply adminPost(uint16_t port, const std::string& path,
+                     std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 
 struct Sample {
   std::string name;  // with _bucket/_sum/_count for histograms
