@@ -784,7 +784,8 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.connect_response_timeout == seconds(60));
     CHECK(l.max_connections == 4096);
     // The built-in default listener has them too.
-    const Listener& d = defaultBootstrap().listeners.at(0);
+    const Bootstrap defaults = defaultBootstrap();
+    const Listener& d = defaults.listeners.at(0);
     CHECK(d.request_headers_timeout == seconds(10));
     CHECK(d.max_connections == 4096);
   }
