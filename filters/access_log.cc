@@ -177,6 +177,7 @@ std::string AccessLogFilter::formatLine(const RequestHead& head, const StreamInf
   std::snprintf(buf, sizeof buf, "%.3f", ms > 0 ? ms : 0.0);
   line += ",\"duration_ms\":";
   line += buf;
+  appendField(line, "cluster", info.cluster);  // "": DIRECT (or no route)
   appendField(line, "upstream", info.upstream);
   appendField(line, "protocol", info.protocol);
   appendField(line, "result", resultName(info.result));

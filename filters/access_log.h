@@ -9,7 +9,10 @@
 // {"time":"2026-11-22T00:15:28.123Z","listener":"local_proxy","connection_id":7,
 //  "stream_id":1,"client":"127.0.0.1:50312","method":"CONNECT","target":"example.com:443",
 //  "status":200,"bytes_up":123,"bytes_down":456,"duration_ms":12.3,
-//  "upstream":"93.184.215.14:443","protocol":"direct","result":"ok","reason":""}
+//  "cluster":"","upstream":"93.184.215.14:443","protocol":"direct","result":"ok","reason":""}
+//
+// "cluster" is the cluster that carried the request ("" for DIRECT): after a
+// route fallback, the one it fell back to.
 //
 // Headers are never logged (Proxy-Authorization, cookies), and user:password@
 // in an absolute-form target is replaced by "***@". Every line is valid JSON

@@ -76,6 +76,9 @@ struct StreamInfo {
 
   // Route chosen by the filter chain.
   std::string cluster;  // empty: direct
+  // Where the request goes, in order, when no proxy of `cluster` can be
+  // reached ("" = direct). The downstream side takes them one by one.
+  std::vector<std::string> fallbacks;
   bool route_set = false;
 
   int status = 0;           // status returned to the app (200 for an established tunnel)

@@ -73,7 +73,15 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void processBody();
   void pumpTunnel();
   void onAppEof();
+  // The tunnel for the current route (info_.cluster), or null after replying
+  // with an error.
+  std::shared_ptr<upstream::Tunnel> makeTunnel();
   void startRequest(std::shared_ptr<upstream::Tunnel> tunnel);
+  // Route fallback (forward_proxy's fallback_clusters / direct_fallback):
+  // whether a failure of the current route may go to the next one, and going.
+  bool canFallBack(Result result) const;
+  void fallBack(int status, std::string reason);
+  static std::string routeName(const std::string& cluster);
   void finishRequest();
   void nextRequest();
   // Replies with an error of our own and closes after writing it.
@@ -164,6 +172,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // the tunnel is aborted or finished before they are reset.
   RequestHead head_;
   StreamInfo info_;
+  std::string tried_;  // routes that failed before the current one, with why
   uint64_t requests_ = 0;
   std::shared_ptr<upstream::Tunnel> tunnel_;
   std::string body_out_;           // decoded request body on its way upstream

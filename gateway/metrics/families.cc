@@ -45,6 +45,11 @@ const std::array<FamilyDef, kFamilyCount> kDefs{{
      "direction) written to the app.",
      Type::Histogram,
      {"listener", "cluster", "protocol", "kind"}},
+    {"h2gate_route_fallbacks_total",
+     "Requests that went on to the route's next cluster (fallback=direct: DIRECT) because no "
+     "proxy of `cluster` could be reached.",
+     Type::Counter,
+     {"listener", "cluster", "fallback"}},
     {"h2gate_upstream_connections_active",
      "Connections open to upstream proxies, by negotiated protocol.",
      Type::Gauge,

@@ -24,6 +24,7 @@ enum class Family {
   RelayedBytes,                 // counter {listener, cluster, protocol, direction}
   TunnelSetupDuration,          // histogram {listener, cluster, protocol}
   TimeToFirstByte,              // histogram {listener, cluster, protocol, kind}
+  RouteFallbacks,               // counter {listener, cluster, fallback}
   // Upstream: proxies, connections, streams.
   UpstreamConnectionsActive,     // gauge {cluster, endpoint, protocol}
   UpstreamConnectionsOpened,     // counter {cluster, endpoint, protocol}

@@ -373,23 +373,16 @@ int establishedTo(uint16_t port) {
   return static_cast<int>(splitLines(r.out).size());
 }
 
-std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
-                             const std::vector<std::string>& http2_options,
-                             const std::vector<std::string>& cluster_extra,
-                             const std::vector<uint16_t>& more_ports) {
-  // The direct-mode config, with its forward_proxy routed to a cluster.
+std::string clusterYaml(const std::string& name, const std::vector<uint16_t>& ports,
+                        const std::string& ca_path, const std::vector<std::string>& http2_options,
+                        const std::vector<std::string>& cluster_extra) {
   std::ostringstream y;
-  y << directModeYaml()
-    << "        typed_config: {cluster: proxy}\n"
-       "  clusters:\n"
-       "  - name: proxy\n";
+  y << "  - name: " << name << "\n";
   for (const auto& line : cluster_extra) y << "    " << line << "\n";
   y << "    load_assignment:\n"
        "      endpoints:\n"
-       "      - lb_endpoints:\n"
-       "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: "
-    << proxy_port << "}}}\n";
-  for (uint16_t port : more_ports)
+       "      - lb_endpoints:\n";
+  for (uint16_t port : ports)
     y << "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: " << port
       << "}}}\n";
   y << "    transport_socket:\n"
@@ -408,6 +401,19 @@ std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
     for (const auto& line : http2_options) y << "            " << line << "\n";
   }
   return y.str();
+}
+
+std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
+                             const std::vector<std::string>& http2_options,
+                             const std::vector<std::string>& cluster_extra,
+                             const std::vector<uint16_t>& more_ports) {
+  // The direct-mode config, with its forward_proxy routed to a cluster.
+  std::vector<uint16_t> ports{proxy_port};
+  ports.insert(ports.end(), more_ports.begin(), more_ports.end());
+  return directModeYaml() +
+         "        typed_config: {cluster: proxy}\n"
+         "  clusters:\n" +
+         clusterYaml("proxy", ports, ca_path, http2_options, cluster_extra);
 }
 
 size_t countOccurrences(const std::string& text, const std::string& needle) {

@@ -164,6 +164,14 @@ std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
                              const std::vector<std::string>& cluster_extra = {},
                              const std::vector<uint16_t>& more_ports = {});
 
+// One entry of static_resources.clusters (indented for upstreamModeYaml's
+// layout): TLS endpoints 127.0.0.1:port verified with `ca_path`, ALPN
+// h2,http/1.1; `http2_options` and `cluster_extra` as for upstreamModeYaml.
+std::string clusterYaml(const std::string& name, const std::vector<uint16_t>& ports,
+                        const std::string& ca_path,
+                        const std::vector<std::string>& http2_options = {},
+                        const std::vector<std::string>& cluster_extra = {});
+
 // Number of non-overlapping occurrences of `needle` in `text`.
 size_t countOccurrences(const std::string& text, const std::string& needle);
 

@@ -538,7 +538,8 @@ TEST_CASE("filter chain shape is checked", "[config][loader][errors]") {
           "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
           "@type: expected type.googleapis.com/h2gate.filters.forward_proxy.v1.Config, got 'x.y'\n"
           "cfg.yaml:8:38: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
-          "route: unknown field (expected one of: @type, cluster)\n");
+          "route: unknown field (expected one of: @type, cluster, fallback_clusters, "
+          "direct_fallback)\n");
   }
 }
 

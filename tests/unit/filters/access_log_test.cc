@@ -59,7 +59,8 @@ TEST_CASE("access_log writes the documented JSON line", "[filters][access_log]")
         "{\"time\":\"2026-11-22T00:15:28.123Z\",\"listener\":\"local_proxy\",\"connection_id\":7,"
         "\"stream_id\":1,\"client\":\"127.0.0.1:50312\",\"method\":\"CONNECT\",\"target\":"
         "\"example.com:443\",\"status\":200,\"bytes_up\":123,\"bytes_down\":456,\"duration_ms\":"
-        "12.300,\"upstream\":\"93.184.215.14:443\",\"protocol\":\"direct\",\"result\":\"ok\","
+        "12.300,\"cluster\":\"\",\"upstream\":\"93.184.215.14:443\",\"protocol\":\"direct\","
+        "\"result\":\"ok\","
         "\"reason\":\"\"}");
   CHECK(s.line().find("c2VjcmV0") == std::string::npos);  // headers are never logged
 }
@@ -84,7 +85,7 @@ TEST_CASE("access_log output is valid JSON whatever the target holds", "[filters
   CHECK((*parsed)["result"] == "connect_failed");
   CHECK((*parsed)["reason"] == s.info.reason);
   CHECK((*parsed)["status"] == "200");
-  CHECK(parsed->size() == 15);
+  CHECK(parsed->size() == 16);
 
   std::mt19937 rng(42);
   for (int i = 0; i < 2000; ++i) {

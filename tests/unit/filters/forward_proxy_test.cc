@@ -18,6 +18,10 @@ struct Env {
     c.name = "corp";
     c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
     bootstrap.clusters.push_back(c);
+    c.name = "backup";
+    bootstrap.clusters.push_back(c);
+    c.name = "third";
+    bootstrap.clusters.push_back(c);
     listener.name = "l";
   }
   FilterPtr make(const char* yaml) {
@@ -68,9 +72,62 @@ TEST_CASE("forward_proxy config errors", "[filters][forward_proxy]") {
   CHECK_FALSE(env.make("{cluster: corp, rules: []}"));
   CHECK_FALSE(env.make("[corp]"));
   CHECK(allProblems(env.diag.problems()) ==
-        "fp.yaml:1:11: typed_config.cluster: unknown cluster 'other' (known: corp)\n"
-        "fp.yaml:1:17: typed_config.rules: unknown field (expected one of: @type, cluster)\n"
+        "fp.yaml:1:11: typed_config.cluster: unknown cluster 'other' (known: corp, backup, "
+        "third)\n"
+        "fp.yaml:1:17: typed_config.rules: unknown field (expected one of: @type, cluster, "
+        "fallback_clusters, direct_fallback)\n"
         "fp.yaml:1:1: typed_config: expected a mapping\n");
+}
+
+TEST_CASE("forward_proxy fallback: clusters in order, then DIRECT when allowed",
+          "[filters][forward_proxy]") {
+  Env env;
+  SECTION("a list and direct_fallback") {
+    const FilterPtr f =
+        env.make("{cluster: corp, fallback_clusters: [backup, third], direct_fallback: true}");
+    INFO(allProblems(env.diag.problems()));
+    REQUIRE(f);
+    StreamInfo info;
+    CHECK(f->onRequestHead(RequestHead{}, info) == FilterStatus::Stop);
+    CHECK(info.cluster == "corp");
+    CHECK(info.fallbacks == std::vector<std::string>{"backup", "third", ""});
+  }
+  SECTION("no fallback by default: the route is the cluster alone") {
+    const FilterPtr f = env.make("{cluster: corp}");
+    REQUIRE(f);
+    StreamInfo info;
+    info.fallbacks = {"stale"};
+    f->onRequestHead(RequestHead{}, info);
+    CHECK(info.fallbacks.empty());
+  }
+  SECTION("direct_fallback alone") {
+    const FilterPtr f = env.make("{cluster: corp, direct_fallback: true}");
+    REQUIRE(f);
+    StreamInfo info;
+    f->onRequestHead(RequestHead{}, info);
+    CHECK(info.fallbacks == std::vector<std::string>{""});
+  }
+  SECTION("errors, each at its place") {
+    CHECK_FALSE(env.make("{cluster: corp, fallback_clusters: [backup, nope, corp, backup, ~]}"));
+    CHECK_FALSE(env.make("{fallback_clusters: [backup]}"));
+    CHECK_FALSE(env.make("{direct_fallback: true}"));
+    CHECK_FALSE(env.make("{cluster: corp, fallback_clusters: backup}"));
+    CHECK_FALSE(env.make("{cluster: corp, direct_fallback: maybe}"));
+    CHECK(allProblems(env.diag.problems()) ==
+          "fp.yaml:1:45: typed_config.fallback_clusters[1]: unknown cluster 'nope' (known: corp, "
+          "backup, third)\n"
+          "fp.yaml:1:51: typed_config.fallback_clusters[2]: cluster 'corp' is already in the "
+          "route\n"
+          "fp.yaml:1:57: typed_config.fallback_clusters[3]: cluster 'backup' is already in the "
+          "route\n"
+          "fp.yaml:1:17: typed_config.fallback_clusters[4]: expected a cluster name\n"
+          "fp.yaml:1:21: typed_config.fallback_clusters: needs a cluster to fall back from "
+          "(without `cluster` requests go DIRECT)\n"
+          "fp.yaml:1:19: typed_config.direct_fallback: needs a cluster to fall back from "
+          "(without `cluster` requests go DIRECT)\n"
+          "fp.yaml:1:36: typed_config.fallback_clusters: expected a list\n"
+          "fp.yaml:1:34: typed_config.direct_fallback: expected true or false\n");
+  }
 }
 
 TEST_CASE("the registry knows both filters and nothing else", "[filters][registry]") {
