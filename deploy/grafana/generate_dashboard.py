@@ -384,6 +384,14 @@ def build_panels():
          target("min by (endpoint) (%s)" % sel("h2gate_upstream_connection_send_buffer_bytes", IC),
                 "min {{endpoint}}")],
         "bytes"), 8, 8)
+    g.add(timeseries(
+        "Route fallbacks",
+        "Requests per second that left a cluster none of whose proxies could be reached for "
+        "the route's next cluster (fallback=direct: DIRECT), from forward_proxy's "
+        "fallback_clusters / direct_fallback (h2gate_route_fallbacks_total).",
+        [target("sum by (cluster, fallback) (%s)" % rate("h2gate_route_fallbacks_total", IC),
+                "{{cluster}} -> {{fallback}}")],
+        "reqps"), 24, 8)
 
     # ----------------------------------------------------------------- process
     g.row("Process")
