@@ -4,7 +4,9 @@
 #   deploy/install-deps.sh          build + runtime dependencies
 #   deploy/install-deps.sh --test   also the test tools (clang/libFuzzer, clang-format,
 #                                   nginx, squid, nghttpx, curl, ...) and curl 8 from
-#                                   bookworm-backports unpacked into /opt/h2gate-test/curl8
+#                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
+#                                   the clients of the compatibility tests (wget, git, Python
+#                                   requests/httpx, Go, Node.js + undici in /opt/h2gate-test/node)
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -20,7 +22,14 @@ TEST_PKGS=(
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
+  wget git python3-requests python3-httpx
 )
+# Client-compatibility tests (tests/integration/clients_test.cc): Go and Node.js
+# from Debian unless the machine already has them (a newer toolchain in PATH is
+# fine, and nodesource's nodejs conflicts with Debian's npm). undici, the HTTP
+# client Node apps use for proxies, comes from npm into $NODE_DIR.
+NODE_DIR=/opt/h2gate-test/node
+UNDICI_VERSION=6.21.3
 # Test peers that Debian would start as system services (squid on 3128 clashes with
 # h2gate's default port): the tests start their own instances, so these are not
 # started while installing, and their services are disabled when we installed them.
@@ -211,9 +220,25 @@ EOF
   log "curl 8 ready: $CURL8_DIR/curl ($("$CURL8_DIR/curl" --version | head -n1 | cut -d' ' -f1-2))"
 }
 
+# undici from npm into $NODE_DIR/node_modules (tests set NODE_PATH), once.
+install_undici() {
+  if [[ -f $NODE_DIR/node_modules/undici/package.json ]] &&
+    grep -q "\"version\": \"$UNDICI_VERSION\"" "$NODE_DIR/node_modules/undici/package.json"; then
+    log "undici $UNDICI_VERSION already in $NODE_DIR"
+    return 0
+  fi
+  log "installing undici $UNDICI_VERSION from npm into $NODE_DIR"
+  "${SUDO[@]}" mkdir -p "$NODE_DIR"
+  "${SUDO[@]}" npm install --silent --no-audit --no-fund --prefix "$NODE_DIR" "undici@$UNDICI_VERSION" ||
+    die "npm could not install undici@$UNDICI_VERSION"
+}
+
 pkgs=("${RUNTIME_PKGS[@]}")
 if ((with_test)); then
   pkgs+=("${TEST_PKGS[@]}")
+  command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
+  command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   enable_backports
 fi
 
@@ -231,5 +256,6 @@ fi
 
 if ((with_test)); then
   install_curl8
+  install_undici
 fi
 log "done"

@@ -1,0 +1,296 @@
+// Real clients through h2gate, each configured the way its users configure
+// it: app -> h2gate -> nghttpx (h2) -> squid -> nginx. The origin is
+// addressed as origin.test, a name only squid resolves (its hosts_file), so
+// a client that skipped the proxy (Go never proxies loopback addresses)
+// fails instead of passing by accident. Every client downloads 1 MiB over
+// HTTPS (CONNECT) and plain HTTP (absolute-form) byte-identical and, where it
+// can, uploads 1 MiB that the origin's sink hashes. [clients]
+//
+// The client programs are in tests/clients/; deploy/install-deps.sh --test
+// installs the tools (wget, git, python3-requests, python3-httpx, golang-go,
+// nodejs, undici from npm in /opt/h2gate-test/node).
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/h2_env.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+
+namespace {
+
+const std::string kClientsDir = std::string(H2GATE_SOURCE_DIR) + "/tests/clients";
+const std::string kNodeModules = "/opt/h2gate-test/node/node_modules";
+// Debian's interpreter, where python3-requests / python3-httpx live (a
+// pyenv or venv python3 earlier in PATH may lack them).
+const std::string kPython = "/usr/bin/python3";
+
+bool haveProgram(const std::string& name) {
+  return runCommand({"sh", "-c", "command -v " + name}, milliseconds(5000)).exit_code == 0;
+}
+
+struct ClientsEnv {
+  ClientsEnv()
+      : nginx(nginxOptions(ca, work.path().string())),
+        squid(squidOptions()),
+        nghttpx(H2Env::nghttpxOptions(H2Env::Options{}, ca, squid.httpPort())) {
+    testFile("1m");
+    upload = work.path().string() + "/upload.bin";
+    upload_sha = makeRandomFile(upload, 1 << 20);
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = upstreamModeYaml(nghttpx.port(), ca.caCertPath());
+    o.args = {"--log-level", "debug"};
+    gate = std::make_unique<H2gate>(std::move(o));
+    INFO(gate->process().logTail());
+    REQUIRE(gate->process().waitForLog(
+        "proxy 127\\.0\\.0\\.1:" + str(nghttpx.port()) + " negotiated h2", milliseconds(10000)));
+  }
+
+  static Nginx::Options nginxOptions(TestCA& ca, const std::string& work) {
+    Nginx::Options n;
+    n.ca = &ca;
+    n.dns_names = {"origin.test"};
+    // A git repository served over git's dumb HTTP protocol (static files).
+    n.extra_server_config = "    location /git/ { alias " + work + "/git/; }\n";
+    return n;
+  }
+  static Squid::Options squidOptions() {
+    Squid::Options s;
+    s.hosts = {"origin.test"};
+    return s;
+  }
+
+  std::string httpsUrl(const std::string& path) const {
+    return "https://origin.test:" + str(nginx.tlsPort()) + path;
+  }
+  std::string httpUrl(const std::string& path) const {
+    return "http://origin.test:" + str(nginx.httpPort()) + path;
+  }
+  std::string proxy() const { return gate->proxyUrl(); }
+  // The 1 MiB file arrived whole.
+  bool same(const std::string& file) const {
+    return std::filesystem::exists(file) && sha256File(file) == testFile("1m").sha256;
+  }
+  // The sink's answer to the upload: "<sha256> <length>".
+  std::string uploadAnswer() const { return upload_sha + " " + str(1 << 20) + "\n"; }
+
+  // Runs argv with the environment variables `env` (NAME=value) set; the
+  // proxy variables of the test's own environment are cleared by runCommand.
+  CommandResult run(const std::vector<std::string>& env, const std::vector<std::string>& argv,
+                    milliseconds timeout = milliseconds(90000)) {
+    std::vector<std::string> all{"env"};
+    all.insert(all.end(), env.begin(), env.end());
+    all.insert(all.end(), argv.begin(), argv.end());
+    CommandResult r = runCommand(all, timeout);
+    UNSCOPED_INFO("ran: " << join(argv) << "\nexit " << r.exit_code << "\nstdout: " << r.out
+                          << "\nstderr: " << r.err);
+    return r;
+  }
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& x : v) s += (s.empty() ? "" : " ") + x;
+    return s;
+  }
+
+  // Both downloads and, when `put` is given, the upload, for one client.
+  // `get(url, out)` / `put(url, in)` build the client's command.
+  template <typename Get, typename Put>
+  void check(const std::string& tag, Get get, Put put, bool can_upload = true) {
+    const std::string a = out.file(tag + "-https"), b = out.file(tag + "-http");
+    const size_t before = nghttpx.accessLines().size();
+    {
+      auto r = get(httpsUrl("/1m?" + tag), a);
+      CHECK(r.exit_code == 0);
+      CHECK(same(a));
+    }
+    {
+      auto r = get(httpUrl("/1m?" + tag), b);
+      CHECK(r.exit_code == 0);
+      CHECK(same(b));
+    }
+    if (can_upload) {
+      auto r = put(httpsUrl("/upload?" + tag), upload);
+      CHECK(r.exit_code == 0);
+      CHECK(r.out == uploadAnswer());
+    }
+    // Everything went through h2gate and the h2 proxy (which logs a stream
+    // when it ends).
+    const size_t want = before + (can_upload ? 3 : 2);
+    CHECK(nghttpx.waitForAccessLines(want, "", milliseconds(5000)).size() >= want);
+  }
+
+  TempDir work{"clients"};
+  TestCA ca{work.path().string()};
+  Nginx nginx;
+  Squid squid;
+  Nghttpx nghttpx;
+  TempDir out{"out"};
+  std::string upload;
+  std::string upload_sha;
+  std::unique_ptr<H2gate> gate;  // stops first
+};
+
+}  // namespace
+
+TEST_CASE("clients: curl 7.88 and curl 8 with -x and with HTTPS_PROXY", "[clients]") {
+  ClientsEnv env;
+  std::vector<std::pair<std::string, std::string>> curls{{"curl7", "curl"}};
+  const std::string curl8 = "/opt/h2gate-test/curl8/curl";
+  if (std::filesystem::exists(curl8))
+    curls.emplace_back("curl8", curl8);
+  else
+    WARN("curl 8 not installed in /opt/h2gate-test/curl8: run deploy/install-deps.sh --test");
+  for (const auto& [name, bin] : curls) {
+    INFO(name);
+    // -x on the command line.
+    env.check(
+        name + "x",
+        [&](const std::string& url, const std::string& file) {
+          return env.run({}, {bin, "-q", "-sS", "-f", "-x", env.proxy(), "--cacert",
+                              env.ca.caCertPath(), "-o", file, url});
+        },
+        [&](const std::string& url, const std::string& file) {
+          return env.run({}, {bin, "-q", "-sS", "-f", "-x", env.proxy(), "--cacert",
+                              env.ca.caCertPath(), "-T", file, url});
+        });
+    // The environment: curl reads https_proxy / HTTPS_PROXY and http_proxy
+    // (lower case only: it ignores HTTP_PROXY, a CGI hazard).
+    env.check(
+        name + "env",
+        [&](const std::string& url, const std::string& file) {
+          return env.run(
+              {"HTTPS_PROXY=" + env.proxy(), "http_proxy=" + env.proxy()},
+              {bin, "-q", "-sS", "-f", "--cacert", env.ca.caCertPath(), "-o", file, url});
+        },
+        [&](const std::string& url, const std::string& file) {
+          return env.run({"HTTPS_PROXY=" + env.proxy()}, {bin, "-q", "-sS", "-f", "--cacert",
+                                                          env.ca.caCertPath(), "-T", file, url});
+        });
+  }
+}
+
+TEST_CASE("clients: wget with https_proxy/http_proxy", "[clients]") {
+  if (!haveProgram("wget")) FAIL("wget not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // wget reads the lower-case variables; use_proxy is on by default (-e makes
+  // it explicit, as a wgetrc would).
+  const std::vector<std::string> vars{"https_proxy=" + env.proxy(), "http_proxy=" + env.proxy()};
+  env.check(
+      "wget",
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars, {"wget", "-q", "-e", "use_proxy=on", "--ca-certificate",
+                              env.ca.caCertPath(), "-O", file, url});
+      },
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars,
+                       {"wget", "-q", "-e", "use_proxy=on", "--ca-certificate", env.ca.caCertPath(),
+                        "--method=PUT", "--body-file=" + file, "-O", "-", url});
+      });
+}
+
+TEST_CASE("clients: Python requests and httpx with HTTPS_PROXY", "[clients]") {
+  ClientsEnv env;
+  const std::string script = kClientsDir + "/python_client.py";
+  for (const std::string lib : {"requests", "httpx"}) {
+    INFO(lib);
+    if (runCommand({kPython, "-c", "import " + lib}).exit_code != 0)
+      FAIL("python3-" + lib + " not installed: run deploy/install-deps.sh --test");
+    const std::vector<std::string> vars{"HTTPS_PROXY=" + env.proxy(), "HTTP_PROXY=" + env.proxy()};
+    env.check(
+        lib,
+        [&](const std::string& url, const std::string& file) {
+          return env.run(vars, {kPython, script, lib, "get", url, file, env.ca.caCertPath()});
+        },
+        [&](const std::string& url, const std::string& file) {
+          return env.run(vars, {kPython, script, lib, "put", url, file, env.ca.caCertPath()});
+        });
+  }
+}
+
+TEST_CASE("clients: Go net/http with HTTPS_PROXY", "[clients]") {
+  if (!haveProgram("go")) FAIL("go not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // Built from source at test time; its caches stay in the test's folder.
+  const std::string bin = env.work.path().string() + "/go-client";
+  const std::string cache = env.work.path().string() + "/go-cache";
+  auto built = env.run(
+      {"GOCACHE=" + cache, "GOPATH=" + cache + "/path", "GOTOOLCHAIN=local", "CGO_ENABLED=0"},
+      {"go", "build", "-o", bin, kClientsDir + "/go/main.go"}, milliseconds(180000));
+  REQUIRE(built.exit_code == 0);
+  const std::vector<std::string> vars{"HTTPS_PROXY=" + env.proxy(), "HTTP_PROXY=" + env.proxy()};
+  env.check(
+      "golang",
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars, {bin, "get", url, file, env.ca.caCertPath()});
+      },
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars, {bin, "put", url, file, env.ca.caCertPath()});
+      });
+  // Go never proxies loopback destinations: with the origin's IP address the
+  // request bypasses h2gate (documented in the README). Nothing new reaches
+  // the proxy for it.
+  const size_t before = env.nghttpx.accessLines().size();
+  auto direct =
+      env.run(vars, {bin, "get", "http://127.0.0.1:" + str(env.nginx.httpPort()) + "/1m?loopback",
+                     env.out.file("loopback"), env.ca.caCertPath()});
+  CHECK(direct.exit_code == 0);
+  CHECK(env.nghttpx.accessLines().size() == before);
+}
+
+TEST_CASE("clients: Node.js undici ProxyAgent", "[clients]") {
+  if (!haveProgram("node")) FAIL("node not installed: run deploy/install-deps.sh --test");
+  if (!std::filesystem::exists(kNodeModules + "/undici"))
+    FAIL("undici not installed in " + kNodeModules + ": run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  const std::string script = kClientsDir + "/node/client.js";
+  const std::vector<std::string> vars{"NODE_PATH=" + kNodeModules};
+  env.check(
+      "undici",
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars, {"node", script, "get", url, file, env.ca.caCertPath(), env.proxy()});
+      },
+      [&](const std::string& url, const std::string& file) {
+        return env.run(vars, {"node", script, "put", url, file, env.ca.caCertPath(), env.proxy()});
+      });
+}
+
+TEST_CASE("clients: git clone over HTTPS with http.proxy", "[clients]") {
+  if (!haveProgram("git")) FAIL("git not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // A repository with one commit, published for git's dumb HTTP protocol
+  // (nginx serves its files) as <work>/git/repo.git.
+  const std::string src = env.work.path().string() + "/src";
+  const std::string bare = env.work.path().string() + "/git/repo.git";
+  const std::vector<std::string> id{"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.test",
+                                    "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.test",
+                                    "HOME=" + env.work.path().string()};
+  std::filesystem::create_directories(src);
+  std::filesystem::copy_file(env.upload, src + "/blob.bin");
+  REQUIRE(env.run(id, {"git", "-C", src, "init", "-q", "-b", "main"}).exit_code == 0);
+  REQUIRE(env.run(id, {"git", "-C", src, "add", "blob.bin"}).exit_code == 0);
+  REQUIRE(env.run(id, {"git", "-C", src, "commit", "-q", "-m", "one"}).exit_code == 0);
+  REQUIRE(env.run(id, {"git", "clone", "-q", "--bare", src, bare}).exit_code == 0);
+  REQUIRE(env.run(id, {"git", "-C", bare, "update-server-info"}).exit_code == 0);
+
+  const std::string clone = env.out.file("clone");
+  // The proxy as git's own config (http.proxy, as `git config --global` sets
+  // it); the origin's CA through GIT_SSL_CAINFO: Debian's git 2.39 (GnuTLS)
+  // ignored `-c http.sslCAInfo=` in our runs, with or without a proxy.
+  std::vector<std::string> git_env = id;
+  git_env.push_back("GIT_SSL_CAINFO=" + env.ca.caCertPath());
+  auto r = env.run(git_env, {"git", "-c", "http.proxy=" + env.proxy(), "clone", "-q",
+                             env.httpsUrl("/git/repo.git"), clone});
+  CHECK(r.exit_code == 0);
+  CHECK(sha256File(clone + "/blob.bin") == env.upload_sha);
+  auto ls = env.run(git_env, {"git", "-c", "http.proxy=" + env.proxy(), "ls-remote",
+                              env.httpsUrl("/git/repo.git")});
+  CHECK(ls.exit_code == 0);
+  CHECK(ls.out.find("refs/heads/main") != std::string::npos);
+  // Both went through h2gate and the h2 proxy (which logs a tunnel when it ends).
+  CHECK(env.nghttpx.waitForAccessLines(2, "CONNECT", milliseconds(5000)).size() >= 2);
+}
