@@ -151,9 +151,17 @@ void parseProtocolOptions(NodeReader& options, Cluster& c) {
   options.allowOnly({kHttpProtocolOptionsKey});
   NodeReader http = options.child(kHttpProtocolOptionsKey);
   if (!http.expectMap()) return;
-  // Only auto_config: ALPN picks h2 or HTTP/1.1 per connection.
-  http.allowOnly({"@type", "auto_config"});
+  // Only auto_config: ALPN picks h2 or HTTP/1.1 per connection. Envoy v3
+  // keeps the upstream idle_timeout here too (Cluster's own
+  // common_http_protocol_options is deprecated there).
+  http.allowOnly({"@type", "common_http_protocol_options", "auto_config"});
   http.expectType(kHttpProtocolOptionsType);
+  NodeReader common = http.child("common_http_protocol_options");
+  if (common.expectMap()) {
+    common.allowOnly({"idle_timeout"});
+    // 0s: never (as in Envoy); a negative duration is refused by duration().
+    if (auto d = common.duration("idle_timeout")) c.idle_timeout = *d;
+  }
   NodeReader automatic = http.child("auto_config");
   if (!automatic.expectMap()) return;
   automatic.allowOnly({"http2_protocol_options"});
@@ -238,9 +246,12 @@ Cluster parseCluster(NodeReader& r) {
       thresholds[i].error("only one threshold (the default priority) is supported");
     }
     if (!thresholds.empty() && thresholds[0].expectMap()) {
-      thresholds[0].allowOnly({"max_connections"});
+      thresholds[0].allowOnly({"max_connections", "max_requests"});
       if (auto n = thresholds[0].uint("max_connections", 1, 10000)) {
         c.max_connections = static_cast<uint32_t>(*n);
+      }
+      if (auto n = thresholds[0].uint("max_requests", 1, 1000000)) {
+        c.max_requests = static_cast<uint32_t>(*n);
       }
     }
   }

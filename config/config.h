@@ -124,6 +124,16 @@ struct Cluster {
   Http2ProtocolOptions http2;
   std::optional<ProxyCredentials> credentials;
   uint32_t max_connections = 8;  // circuit_breakers.thresholds[0].max_connections
+  // Requests and tunnels in progress on the cluster (waiting for a
+  // connection or on one), across all workers; beyond it a new one gets 503
+  // at once. circuit_breakers.thresholds[0].max_requests (Envoy's default).
+  uint32_t max_requests = 1024;
+  // An idle HTTP/1.1 keep-alive connection to a proxy unused this long is
+  // closed (0: never). HTTP/1.1 only: an idle h2 connection is kept open and
+  // proven alive by its keepalive PING (http2.connection_keepalive).
+  // HttpProtocolOptions.common_http_protocol_options.idle_timeout; 50 s is
+  // below squid's 2 min and nginx's 75 s, so h2gate closes first.
+  Duration idle_timeout{std::chrono::seconds(50)};
   SendBuffer send_buffer;
   uint32_t tcp_notsent_lowat = kDefaultUpstreamNotsentLowat;  // 0: unset
   Mark mark;

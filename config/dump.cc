@@ -165,7 +165,7 @@ class Writer {
     out_ << YAML::EndMap;
 
     if (c.tls) tls(*c.tls);
-    http2(c.http2);
+    protocolOptions(c);
 
     if (c.credentials) {
       out_ << YAML::Key << "proxy_credentials" << YAML::Value << YAML::BeginMap;
@@ -177,6 +177,7 @@ class Writer {
     out_ << YAML::Key << "circuit_breakers" << YAML::Value << YAML::BeginMap;
     out_ << YAML::Key << "thresholds" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
     field("max_connections", c.max_connections);
+    field("max_requests", c.max_requests);
     out_ << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
     socketTuning(c.send_buffer, c.tcp_notsent_lowat);
 
@@ -232,10 +233,15 @@ class Writer {
     out_ << YAML::EndMap << YAML::EndMap;  // typed_config, transport_socket
   }
 
-  void http2(const Http2ProtocolOptions& h2) {
+  void protocolOptions(const Cluster& c) {
+    const Http2ProtocolOptions& h2 = c.http2;
     out_ << YAML::Key << "typed_extension_protocol_options" << YAML::Value << YAML::BeginMap;
     out_ << YAML::Key << detail::kHttpProtocolOptionsKey << YAML::Value << YAML::BeginMap;
     field("@type", detail::kHttpProtocolOptionsType);
+    out_ << YAML::Key << "common_http_protocol_options" << YAML::Value << YAML::Flow
+         << YAML::BeginMap;
+    field("idle_timeout", formatDuration(c.idle_timeout));
+    out_ << YAML::EndMap;
     out_ << YAML::Key << "auto_config" << YAML::Value << YAML::BeginMap;
     out_ << YAML::Key << "http2_protocol_options" << YAML::Value << YAML::BeginMap;
     field("max_concurrent_streams", h2.max_concurrent_streams);

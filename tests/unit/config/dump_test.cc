@@ -123,6 +123,8 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
       CHECK(y.credentials->password == kRedacted);
     }
     CHECK(x.max_connections == y.max_connections);
+    CHECK(x.max_requests == y.max_requests);
+    CHECK(x.idle_timeout == y.idle_timeout);
     CHECK(x.send_buffer.mode == y.send_buffer.mode);
     CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
     CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
@@ -297,6 +299,8 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "initial_stream_window_size: 1048576",
            "initial_connection_window_size: 16777216",
            "max_connections: 8",
+           "max_requests: 1024",
+           "common_http_protocol_options: {idle_timeout: 50s}",
        }) {
     CHECK(contains(dump, line));
   }
@@ -338,15 +342,20 @@ static_resources:
         - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
     typed_extension_protocol_options:
       envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        common_http_protocol_options: {idle_timeout: 1.5s}
         auto_config:
           http2_protocol_options:
             connection_keepalive: {interval: 2.5s, timeout: {seconds: 1, nanos: 5}}
   - name: b
     connect_timeout: 250ms
+    circuit_breakers: {thresholds: [{max_requests: 3}]}
     load_assignment:
       endpoints:
       - lb_endpoints:
         - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        common_http_protocol_options: {idle_timeout: 0s}
 )");
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
@@ -368,6 +377,15 @@ static_resources:
   const YAML::Node clusters = YAML::Load(dump)["static_resources"]["clusters"];
   CHECK(clusters[0]["connect_timeout"].as<std::string>() == "0.250s");
   CHECK(clusters[1]["connect_timeout"].as<std::string>() == "0.250s");
+  const char* const options = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions";
+  CHECK(clusters[0]["typed_extension_protocol_options"][options]["common_http_protocol_options"]
+                ["idle_timeout"]
+                    .as<std::string>() == "1.500s");
+  CHECK(clusters[1]["typed_extension_protocol_options"][options]["common_http_protocol_options"]
+                ["idle_timeout"]
+                    .as<std::string>() == "0s");
+  CHECK(clusters[0]["circuit_breakers"]["thresholds"][0]["max_requests"].as<int>() == 1024);
+  CHECK(clusters[1]["circuit_breakers"]["thresholds"][0]["max_requests"].as<int>() == 3);
 }
 
 TEST_CASE("formatDuration writes Envoy's form", "[config][dump]") {

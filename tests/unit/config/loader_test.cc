@@ -931,3 +931,77 @@ TEST_CASE("network_change_timeout: 5s by default, 0s turns the monitor off", "[c
         "cfg.yaml:1:10: h2gate.network_changed_timeout: unknown field (expected one of: "
         "concurrency, drain_timeout, network_change_timeout)\n");
 }
+
+TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values, errors",
+          "[config][loader]") {
+  const std::string options_key =
+      "    typed_extension_protocol_options:\n"
+      "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n";
+  SECTION("defaults") {
+    const LoadResult r = load(withCluster(kEndpoint));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters.at(0);
+    CHECK(c.max_requests == 1024);
+    CHECK(c.idle_timeout == seconds(50));
+    // A cluster made in code (from --upstream) has the same defaults.
+    const Cluster made;
+    CHECK(made.max_requests == 1024);
+    CHECK(made.idle_timeout == seconds(50));
+  }
+  SECTION("values") {
+    const LoadResult r = load(withCluster(std::string(kEndpoint) +
+                                          "    circuit_breakers: {thresholds: [{max_connections: "
+                                          "3, max_requests: 2}]}\n" +
+                                          options_key +
+                                          "        common_http_protocol_options: {idle_timeout: "
+                                          "1500ms}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters.at(0);
+    CHECK(c.max_connections == 3);
+    CHECK(c.max_requests == 2);
+    CHECK(c.idle_timeout == std::chrono::milliseconds(1500));
+  }
+  SECTION("idle_timeout 0s means never") {
+    const LoadResult r = load(withCluster(std::string(kEndpoint) + options_key +
+                                          "        common_http_protocol_options:\n"
+                                          "          idle_timeout: 0s\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters.at(0).idle_timeout == seconds(0));
+  }
+  SECTION("errors, all reported at their values") {
+    const LoadResult r = load(withCluster(std::string(kEndpoint) +
+                                          "    circuit_breakers: {thresholds: [{max_requests: "
+                                          "0}]}\n" +
+                                          options_key +
+                                          "        common_http_protocol_options: {idle_timeout: "
+                                          "-1s, max_headers_count: 5}\n"));
+    const std::string all = allProblems(r.problems);
+    INFO(all);
+    CHECK(r.problems.size() == 3);
+    CHECK(hasProblem(r.problems,
+                     "cfg.yaml:14:52: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+                     "max_requests: must be in 1..1000000, got 0"));
+    const std::string common =
+        "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions."
+        "upstreams.http.v3.HttpProtocolOptions\"].common_http_protocol_options.";
+    CHECK(hasProblem(r.problems,
+                     "cfg.yaml:17:54: " + common + "idle_timeout: expected a duration like 5s"));
+    CHECK(hasProblem(r.problems,
+                     "cfg.yaml:17:59: " + common +
+                         "max_headers_count: unknown field (expected one of: idle_timeout)"));
+  }
+  SECTION("max_requests above the range") {
+    const LoadResult r =
+        load(withCluster(std::string(kEndpoint) + "    circuit_breakers:\n"
+                                                  "      thresholds:\n"
+                                                  "      - max_requests: 1000001\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].str() ==
+          "cfg.yaml:16:23: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+          "max_requests: must be in 1..1000000, got 1000001");
+  }
+}
