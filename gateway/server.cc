@@ -174,7 +174,10 @@ std::string Server::start() {
             "direct mode: no upstream proxy configured, h2gate connects to destinations itself");
   for (const config::Cluster& c : cfg.clusters) logCluster(c);
 
-  for (const config::Cluster& c : cfg.clusters) health_.push_back(newHealth(c));
+  for (const config::Cluster& c : cfg.clusters) {
+    health_.push_back(newHealth(c));
+    cluster_requests_[c.name] = std::make_shared<downstream::ConnectionLimit>();
+  }
   metrics_source_ = metrics::Registry::global().addSource(
       [this](std::vector<prometheus::MetricFamily>& out) { appendMetrics(out); });
 
@@ -198,7 +201,8 @@ std::string Server::start() {
   for (uint32_t i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i);
     for (size_t c = 0; c < cfg.clusters.size(); ++c)
-      w->addCluster(cfg.clusters[c], tls_[cfg.clusters[c].name], health_[c]);
+      w->addCluster(cfg.clusters[c], tls_[cfg.clusters[c].name], health_[c],
+                    cluster_requests_[cfg.clusters[c].name]);
     for (Bound& b : bound_) {
       const int fd = ::dup(b.acceptor.native_handle());
       if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);
@@ -292,6 +296,7 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
   std::vector<std::shared_ptr<upstream::ClusterHealth>> health;
   std::vector<const config::Cluster*> fresh_clusters;  // new pools
   std::unordered_map<std::string, std::shared_ptr<upstream::ClusterHealth>> health_by_name;
+  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests;
   for (const config::Cluster& c : next->clusters) {
     std::shared_ptr<upstream::ClusterHealth> h;
     if (unchanged(c.name)) {
@@ -307,6 +312,10 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     if (!h) h = newHealth(c);
     health.push_back(h);
     health_by_name[c.name] = std::move(h);
+    auto running = cluster_requests_.find(c.name);
+    cluster_requests[c.name] = running != cluster_requests_.end()
+                                   ? running->second
+                                   : std::make_shared<downstream::ConnectionLimit>();
   }
 
   std::vector<std::string> open;
@@ -343,7 +352,7 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
   }
   for (auto& u : updates) {
     for (const config::Cluster* c : fresh_clusters)
-      u.pools.push_back({c, tls[c->name], health_by_name[c->name]});
+      u.pools.push_back({c, tls[c->name], health_by_name[c->name], cluster_requests[c->name]});
     u.removed_clusters = clusters.removed;
   }
 
@@ -375,6 +384,7 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
   tls_ = std::move(tls);
   tls_files_ = std::move(tls_files);
   health_ = std::move(health);
+  cluster_requests_ = std::move(cluster_requests);
   bootstraps_.push_back(next);
   bootstrap_ = std::move(next);
   for (size_t i = 0; i < workers_.size(); ++i) workers_[i]->reconfigure(std::move(updates[i]));

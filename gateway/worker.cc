@@ -36,9 +36,10 @@ void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx,
 }
 
 void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
-                        std::shared_ptr<upstream::ClusterHealth> health) {
+                        std::shared_ptr<upstream::ClusterHealth> health,
+                        std::shared_ptr<downstream::ConnectionLimit> requests) {
   upstreams_[cluster.name] = std::make_shared<upstream::UpstreamPool>(
-      io_, cluster, std::move(tls), index_, shard_, std::move(health));
+      io_, cluster, std::move(tls), index_, shard_, std::move(health), std::move(requests));
 }
 
 void Worker::start() {
@@ -68,8 +69,9 @@ void Worker::applyReconfigure(Reconfigure& update) {
     upstreams_.erase(it);
   }
   for (Reconfigure::Pool& p : update.pools) {
-    auto pool = std::make_shared<upstream::UpstreamPool>(io_, *p.cluster, std::move(p.tls), index_,
-                                                         shard_, std::move(p.health));
+    auto pool =
+        std::make_shared<upstream::UpstreamPool>(io_, *p.cluster, std::move(p.tls), index_, shard_,
+                                                 std::move(p.health), std::move(p.requests));
     auto& slot = upstreams_[p.cluster->name];
     if (slot) retire(std::move(slot));
     slot = pool;

@@ -60,8 +60,10 @@ class Worker {
   // Before start(): a connection pool for this cluster, pre-connected when
   // the worker starts. `cluster` MUST outlive the worker (the pool and its
   // connections refer to it; Server keeps every loaded Bootstrap).
+  // `requests` is the cluster's max_requests count, shared by every worker.
   void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
-                  std::shared_ptr<upstream::ClusterHealth> health);
+                  std::shared_ptr<upstream::ClusterHealth> health,
+                  std::shared_ptr<downstream::ConnectionLimit> requests);
   // Before start(): accept on `fd` (a listening socket this worker now owns)
   // for listener `ctx`. `socket_id` names the socket across reloads (see
   // Reconfigure); the listener's other addresses share its ListenerStats.
@@ -88,6 +90,7 @@ class Worker {
       const config::Cluster* cluster = nullptr;
       std::shared_ptr<net::TlsContext> tls;
       std::shared_ptr<upstream::ClusterHealth> health;
+      std::shared_ptr<downstream::ConnectionLimit> requests;  // as addCluster's
     };
     std::vector<Socket> sockets;
     std::vector<Pool> pools;

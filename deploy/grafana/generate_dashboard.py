@@ -368,12 +368,13 @@ def build_panels():
         "none"), 8, 8)
     g.add(timeseries(
         "Pool: requests refused (503)",
-        "Requests answered 503 per second because their wait for a connection timed out "
-        "or the wait queue was full.",
+        "Requests answered 503 per second because their wait for a connection timed out, "
+        "or, refused at once, the wait queue was full or the cluster's max_requests were "
+        "in progress.",
         [target("sum by (cluster) (%s)" % rate("h2gate_upstream_pool_queue_timeouts_total", IC),
                 "{{cluster}} queue timeout"),
          target("sum by (cluster) (%s)" % rate("h2gate_upstream_pool_overflows_total", IC),
-                "{{cluster}} queue full")],
+                "{{cluster}} queue full / max_requests")],
         "reqps"), 8, 8)
     g.add(timeseries(
         "Upstream socket send buffer",

@@ -1,5 +1,6 @@
-// The open-connection count of one listener, shared by every worker thread,
-// and the rate limiting of the "limit reached" log line.
+// A count of slots shared by every worker thread, and the rate limiting of
+// the "limit reached" log line: a listener's open app connections
+// (max_connections), a cluster's requests in progress (max_requests).
 #pragma once
 
 #include <atomic>

@@ -93,7 +93,8 @@ const std::array<FamilyDef, kFamilyCount> kDefs{{
      Type::Counter,
      {"cluster"}},
     {"h2gate_upstream_pool_overflows_total",
-     "Requests refused at once because too many were already waiting.",
+     "Requests refused at once with 503: too many were already waiting for a connection, or "
+     "the cluster's max_requests were in progress.",
      Type::Counter,
      {"cluster"}},
     {"h2gate_upstream_goaways_total",

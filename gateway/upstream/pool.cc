@@ -9,7 +9,11 @@
 namespace h2gate::upstream {
 
 // A request routed to a cluster: waits in the pool until a connection can
-// take it, then becomes an H2Stream or an Http1Exchange.
+// take it, then becomes an H2Stream or an Http1Exchange. It holds a slot of
+// the cluster's max_requests from open() until it ends: it fails (the slot
+// goes back before the app is told), is aborted, or is dropped by the app
+// connection when the request is over (destructor). The app connection holds
+// the only owning reference, so the destructor runs when the request ends.
 class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<ClusterTunnel> {
  public:
   ClusterTunnel(std::shared_ptr<UpstreamPool> pool, uint64_t conn_id, uint64_t stream_id)
@@ -17,16 +21,27 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
         timer_(pool_->executorContext()),
         conn_id_(conn_id),
         stream_id_(stream_id) {}
-  ~ClusterTunnel() override { setWaiting(false); }
+  ~ClusterTunnel() override {
+    setWaiting(false);
+    releaseSlot();
+  }
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
     save(head, info, callbacks);
+    slot_ = pool_->acquireRequest(conn_id_, stream_id_);
+    if (!slot_) {
+      auto self = shared_from_this();  // the app may drop its reference in onFailed
+      pool_->stats().overflows.add();
+      fail(503, Result::Rejected, pool_->maxRequestsReason());
+      return;
+    }
     wait();
   }
 
   void abort() override {
     setWaiting(false);
     timer_.cancel();
+    releaseSlot();
     PendingTunnel::abort();
   }
 
@@ -82,10 +97,18 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   void poolFailed(int status, Result result, const std::string& reason) {
     setWaiting(false);
     timer_.cancel();
+    releaseSlot();
     fail(status, result, reason);
   }
 
  private:
+  // Gives the max_requests slot back; only the first call does.
+  void releaseSlot() {
+    if (!slot_) return;
+    slot_->release();
+    slot_.reset();
+  }
+
   void setWaiting(bool w) {
     if (w == waiting_) return;
     waiting_ = w;
@@ -103,6 +126,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
       auto self = weak.lock();
       if (ec || !self || !self->waiting_) return;
       self->setWaiting(false);
+      self->releaseSlot();
       self->pool_->stats().queue_timeouts.add();
       H2G_LOG(Info, self->conn_id_, self->stream_id_,
               "no connection to cluster " << self->pool_->cluster().name
@@ -125,6 +149,8 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   uint64_t conn_id_;
   uint64_t stream_id_;
   bool waiting_ = false;
+  // The cluster's max_requests count while this holds a slot of it.
+  std::shared_ptr<downstream::ConnectionLimit> slot_;
   // A request the proxy refused, or whose connection died before anything
   // was sent either way, goes to another connection at most this often.
   static constexpr int kMaxRetries = 2;
@@ -133,13 +159,15 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                            std::shared_ptr<net::TlsContext> tls, uint32_t worker,
-                           metrics::Shard& shard, std::shared_ptr<ClusterHealth> health)
+                           metrics::Shard& shard, std::shared_ptr<ClusterHealth> health,
+                           std::shared_ptr<downstream::ConnectionLimit> requests)
     : io_(io),
       cluster_(cluster),
       tls_(std::move(tls)),
       worker_(worker),
       cluster_stats_(std::make_shared<ClusterStats>(shard, cluster.name)),
       health_(std::move(health)),
+      requests_(std::move(requests)),
       endpoint_alpn_(cluster.endpoints.size()) {
   backoff_.resize(cluster.endpoints.size());
   for (auto& b : backoff_) b.retry = std::make_unique<asio::steady_timer>(io);
@@ -221,6 +249,23 @@ std::shared_ptr<H2Connection> UpstreamPool::pickH2() {
 
 bool UpstreamPool::anyProbing() const {
   return std::any_of(h2_.begin(), h2_.end(), [](const H2Entry& e) { return e.conn->probing(); });
+}
+
+std::shared_ptr<downstream::ConnectionLimit> UpstreamPool::acquireRequest(uint64_t conn_id,
+                                                                          uint64_t stream_id) {
+  if (requests_->tryAcquire(cluster_.max_requests)) return requests_;
+  if (const uint64_t n =
+          requests_->noteRefusal(std::chrono::steady_clock::now(), kRefusalLogInterval))
+    H2G_LOG(Warn, conn_id, stream_id,
+            "cluster " << cluster_.name << " is at max_requests (" << cluster_.max_requests
+                       << " requests and tunnels in progress): new ones get 503 (" << n
+                       << " refused since the last report)");
+  return nullptr;
+}
+
+std::string UpstreamPool::maxRequestsReason() const {
+  return "too many requests in progress on upstream cluster '" + cluster_.name +
+         "' (max_requests " + std::to_string(cluster_.max_requests) + "); try again later";
 }
 
 void UpstreamPool::enqueue(const std::shared_ptr<ClusterTunnel>& tunnel) {

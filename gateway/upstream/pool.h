@@ -9,6 +9,13 @@
 // bounded queue, and get 503 when their wait times out. What ALPN gave is
 // remembered, so the next request does not guess; a reconnect re-learns it.
 //
+// max_requests (circuit breaker) bounds the requests and tunnels in progress
+// on the cluster, waiting or on a connection, across every worker's pool:
+// one count shared by all (downstream::ConnectionLimit). A request beyond it
+// gets 503 at once, before it queues. Its slot is taken when the request is
+// opened and given back exactly once when it ends, however it ends (see
+// ClusterTunnel); a retry onto another connection keeps the slot it has.
+//
 // Endpoints (several per cluster): a new connection goes to the next
 // endpoint, round robin, that is not down; a new stream to the open h2
 // connection with the fewest streams (ties: the earlier endpoint). An
@@ -33,6 +40,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
+#include "gateway/downstream/connection_limit.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/connector.h"
 #include "gateway/upstream/h2_connection.h"
@@ -49,12 +57,17 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   static constexpr size_t kMaxWaiting = 4096;
   static constexpr std::chrono::milliseconds kBackoffMin{500};
   static constexpr std::chrono::seconds kBackoffMax{30};
+  // "cluster X is at max_requests" is logged at most this often (per
+  // cluster, across workers).
+  static constexpr std::chrono::seconds kRefusalLogInterval{10};
 
   // Built before the worker's thread starts or on it: `shard` is the
-  // worker's.
+  // worker's. `requests` counts the cluster's requests in progress against
+  // max_requests; every worker's pool of the cluster shares it.
   UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                std::shared_ptr<net::TlsContext> tls, uint32_t worker, metrics::Shard& shard,
-               std::shared_ptr<ClusterHealth> health);
+               std::shared_ptr<ClusterHealth> health,
+               std::shared_ptr<downstream::ConnectionLimit> requests);
   ~UpstreamPool() override;
 
   std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
@@ -75,6 +88,13 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void onNetworkChange(config::Duration timeout);
 
   // For ClusterTunnel.
+  // A slot of max_requests: the shared count, which the caller MUST
+  // release() exactly once when the request ends; null when the cluster is
+  // at max_requests (counted in overflows, logged at most every
+  // kRefusalLogInterval).
+  std::shared_ptr<downstream::ConnectionLimit> acquireRequest(uint64_t conn_id, uint64_t stream_id);
+  // What a request refused by acquireRequest() is told.
+  std::string maxRequestsReason() const;
   void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
   void dispatch();
   config::Duration queueTimeout() const;
@@ -140,6 +160,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::shared_ptr<ClusterStats> cluster_stats_;
   std::vector<std::shared_ptr<EndpointStats>> endpoint_stats_;  // index as in cluster_.endpoints
   std::shared_ptr<ClusterHealth> health_;
+  std::shared_ptr<downstream::ConnectionLimit> requests_;  // max_requests, all workers
   std::vector<H2Entry> h2_;
   std::vector<std::shared_ptr<Connector>> connecting_;
   size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
