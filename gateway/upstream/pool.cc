@@ -1,5 +1,8 @@
 #include "gateway/upstream/pool.h"
 
+#include <array>
+
+#include "config/dump.h"
 #include "gateway/connection_id.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
@@ -168,6 +171,7 @@ UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
       cluster_stats_(std::make_shared<ClusterStats>(shard, cluster.name)),
       health_(std::move(health)),
       requests_(std::move(requests)),
+      idle_timer_(io),
       endpoint_alpn_(cluster.endpoints.size()) {
   backoff_.resize(cluster.endpoints.size());
   for (auto& b : backoff_) b.retry = std::make_unique<asio::steady_timer>(io);
@@ -208,6 +212,7 @@ void UpstreamPool::shutdown() {
   for (auto& b : backoff_) b.retry->cancel();
   for (auto& idle : h1_idle_) closeIdleH1(idle);
   h1_idle_.clear();
+  idle_timer_.cancel();
   closeIdleH2();
 }
 
@@ -221,9 +226,98 @@ void UpstreamPool::closeIdleH2() {
 
 void UpstreamPool::closeIdleH1(H1Idle& idle) {
   if (!idle.transport) return;
-  idle.transport->close();
+  idle.transport->close();  // cancels its watch too
   idle.transport.reset();
   endpoint_stats_[idle.endpoint]->h1_active.sub();
+}
+
+void UpstreamPool::addIdleH1(size_t endpoint, std::unique_ptr<Transport> transport) {
+  h1_idle_.push_back(
+      H1Idle{endpoint, std::move(transport), next_idle_id_++, std::chrono::steady_clock::now()});
+  watchIdleH1(h1_idle_.back());
+  if (h1_idle_.size() == 1) armIdleTimer();  // else armed for an older one already
+}
+
+UpstreamPool::H1Idle UpstreamPool::takeIdleH1() {
+  H1Idle idle = std::move(h1_idle_.back());
+  h1_idle_.pop_back();
+  // The watch's handler may still run (cancelled, or completed just
+  // before): it finds idle.id gone and leaves the connection alone.
+  asio::error_code ec;
+  idle.transport->socket().cancel(ec);
+  return idle;
+}
+
+void UpstreamPool::watchIdleH1(H1Idle& idle) {
+  // A readiness wait, not a read: nothing is consumed (see pool.h).
+  idle.transport->socket().async_wait(
+      asio::ip::tcp::socket::wait_read,
+      [weak = weak_from_this(), id = idle.id](const asio::error_code& ec) {
+        if (auto p = weak.lock()) p->onIdleH1Readable(id, ec);
+      });
+}
+
+void UpstreamPool::onIdleH1Readable(uint64_t id, const asio::error_code& ec) {
+  if (ec == asio::error::operation_aborted) return;  // taken or closed
+  auto it =
+      std::find_if(h1_idle_.begin(), h1_idle_.end(), [id](const H1Idle& i) { return i.id == id; });
+  if (it == h1_idle_.end()) return;  // taken for a request meanwhile: not ours to read
+  std::string why;
+  if (ec) {
+    why = "failed while idle: " + ec.message();
+  } else {
+    // Nobody else reads this connection while it is idle.
+    std::array<char, 512> buf;
+    asio::error_code rec;
+    const size_t n = it->transport->readAvailable(asio::buffer(buf), rec);
+    if (rec == asio::error::would_block || rec == asio::error::try_again) {
+      watchIdleH1(*it);  // e.g. a TLS session ticket: nothing for us; still fine
+      return;
+    }
+    if (rec == asio::error::eof || rec == asio::ssl::error::stream_truncated)
+      why = "closed by the proxy while idle";
+    else if (rec)
+      why = "failed while idle: " + rec.message();
+    else
+      why = "sent " + std::to_string(n) + " unexpected byte(s) while idle";
+  }
+  const auto& ep = cluster_.endpoints[it->endpoint];
+  H2G_LOG(Debug, 0, 0,
+          "cluster " << cluster_.name << ": idle HTTP/1.1 connection to proxy "
+                     << endpointLabel(ep.address, ep.port_value) << " " << why
+                     << ": closed and dropped from the pool");
+  closeIdleH1(*it);
+  h1_idle_.erase(it);
+}
+
+void UpstreamPool::armIdleTimer() {
+  if (h1_idle_.empty() || cluster_.idle_timeout.count() <= 0) return;
+  // Durations near the largest are "never", not an overflow into the past.
+  const auto since = h1_idle_.front().since;
+  const auto left = std::chrono::steady_clock::time_point::max() - since;
+  if (cluster_.idle_timeout >= left) return;
+  idle_timer_.expires_at(since + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                     cluster_.idle_timeout));
+  idle_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
+    if (ec) return;  // re-armed, shut down, or the pool is going
+    if (auto p = weak.lock()) p->onIdleTimer();
+  });
+}
+
+void UpstreamPool::onIdleTimer() {
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(h1_idle_, [&](H1Idle& idle) {
+    if (now - idle.since < cluster_.idle_timeout) return false;
+    const auto& ep = cluster_.endpoints[idle.endpoint];
+    H2G_LOG(Debug, 0, 0,
+            "cluster " << cluster_.name << ": HTTP/1.1 connection to proxy "
+                       << endpointLabel(ep.address, ep.port_value) << " unused for "
+                       << config::formatDuration(cluster_.idle_timeout)
+                       << " (idle_timeout): closed");
+    closeIdleH1(idle);
+    return true;
+  });
+  armIdleTimer();
 }
 
 size_t UpstreamPool::connectionCount() const {
@@ -303,8 +397,7 @@ void UpstreamPool::dispatch() {
       continue;
     }
     if (knownHttp1() && !t->isConnect() && !h1_idle_.empty()) {
-      H1Idle idle = std::move(h1_idle_.back());
-      h1_idle_.pop_back();
+      H1Idle idle = takeIdleH1();
       it = waiting_.erase(it);
       attachH1(t, idle.endpoint, std::move(idle.transport), "");
       continue;
@@ -479,13 +572,13 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
     dispatch();
     return;
   }
-  h1_idle_.push_back(H1Idle{endpoint, std::move(outcome.transport)});
+  addIdleH1(endpoint, std::move(outcome.transport));
 }
 
 void UpstreamPool::onH1Released(size_t endpoint, std::unique_ptr<Transport> transport) {
   --h1_busy_;
   if (transport && !shutting_down_)
-    h1_idle_.push_back(H1Idle{endpoint, std::move(transport)});
+    addIdleH1(endpoint, std::move(transport));
   else
     endpoint_stats_[endpoint]->h1_active.sub();
   asio::post(io_, [weak = weak_from_this()] {

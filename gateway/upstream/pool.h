@@ -16,6 +16,21 @@
 // opened and given back exactly once when it ends, however it ends (see
 // ClusterTunnel); a retry onto another connection keeps the slot it has.
 //
+// Idle HTTP/1.1 keep-alive connections (h1_idle_) are looked after while
+// they wait: one unused for the cluster's idle_timeout is closed (before the
+// proxy's own timeout closes it under a request: squid 2 min, nginx 75 s),
+// and each is watched for readability, so a proxy closing it (FIN, reset,
+// close_notify) or sending bytes nobody asked for gets it closed and dropped
+// at once instead of handed to the next request. The watch is a readiness
+// wait on the TCP socket, which consumes nothing; only when it fires while
+// the connection is still idle does the pool read (without blocking) to see
+// what came. A connection taken for a request has its wait cancelled first,
+// and a wait that completed meanwhile finds its connection gone from the
+// pool and does nothing: no byte of the next response is ever taken by it.
+// h2 connections are not timed out when idle: the pool keeps one open on
+// purpose, and the keepalive PING (http2.connection_keepalive) proves it
+// alive or closes it.
+//
 // Endpoints (several per cluster): a new connection goes to the next
 // endpoint, round robin, that is not down; a new stream to the open h2
 // connection with the fewest streams (ties: the earlier endpoint). An
@@ -117,6 +132,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   struct H1Idle {
     size_t endpoint;
     std::unique_ptr<Transport> transport;
+    uint64_t id;  // of this idle period: the watch and the timer find it by this
+    std::chrono::steady_clock::time_point since;
   };
   // To `endpoint`, or to the next endpoint that is not down. False when
   // every endpoint is down (or shutting down).
@@ -139,6 +156,16 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endpoint,
                 std::unique_ptr<Transport> transport, std::string peer);
   void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport);
+  // Puts a keep-alive connection in h1_idle_, watched and timed (see above).
+  void addIdleH1(size_t endpoint, std::unique_ptr<Transport> transport);
+  // Takes the most recently used idle connection for a request; its watch
+  // is cancelled. h1_idle_ MUST NOT be empty.
+  H1Idle takeIdleH1();
+  void watchIdleH1(H1Idle& idle);
+  void onIdleH1Readable(uint64_t id, const asio::error_code& ec);
+  // idle_timer_ for the oldest idle connection's deadline (none when 0s).
+  void armIdleTimer();
+  void onIdleTimer();
   void closeIdleH1(H1Idle& idle);
   // Shutting down: closes the h2 connections that carry no stream.
   void closeIdleH2();
@@ -164,7 +191,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::vector<H2Entry> h2_;
   std::vector<std::shared_ptr<Connector>> connecting_;
   size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
-  std::vector<H1Idle> h1_idle_;  // keep-alive, for absolute-form
+  std::vector<H1Idle> h1_idle_;  // keep-alive, for absolute-form; oldest first
+  uint64_t next_idle_id_ = 1;
+  asio::steady_timer idle_timer_;  // idle_timeout of h1_idle_.front()
   struct Backoff {
     bool down = false;
     bool verified = false;               // down because an attempt failed (see markDown)

@@ -36,6 +36,23 @@ class Transport {
     else
       plain_->async_read_some(b, std::forward<Handler>(h));
   }
+  // Reads what has already arrived, without waiting: returns 0 with
+  // asio::error::would_block when no application data is there (TLS
+  // records such as a TLS 1.3 session ticket are processed and give none).
+  // EOF (TLS: close_notify, or a TCP FIN without one) is an error as with
+  // any read. MUST NOT be called while an asynchronous read is pending. For
+  // idle pooled connections: see UpstreamPool.
+  template <typename Buffers>
+  size_t readAvailable(const Buffers& b, asio::error_code& ec) {
+    asio::ip::tcp::socket& s = socket();
+    const bool was_non_blocking = s.non_blocking();
+    s.non_blocking(true, ec);
+    if (ec) return 0;
+    const size_t n = tls_ ? tls_->read_some(b, ec) : plain_->read_some(b, ec);
+    asio::error_code ignored;
+    s.non_blocking(was_non_blocking, ignored);
+    return n;
+  }
   // The Transport MUST stay at its address until the handler ran (it is
   // always held by unique_ptr).
   template <typename Buffers, typename Handler>

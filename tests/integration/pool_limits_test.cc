@@ -4,6 +4,7 @@
 // closes one while it sits in the pool).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -148,4 +149,136 @@ TEST_CASE(
   // The config dump shows it.
   const AdminReply dump = adminGet(gate.adminPort(), "/config_dump");
   CHECK(contains(dump.body, "max_requests: 2"));
+}
+
+namespace {
+
+// nginx ← squid https_port (HTTP/1.1 only) ← h2gate with a YAML cluster
+// "proxy" whose common_http_protocol_options are `common` (a flow mapping).
+struct IdleEnv {
+  IdleEnv(const std::string& common, const std::string& squid_config)
+      : nginx(nginxOptions(ca)), squid(squidOptions(ca, squid_config)) {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = upstreamModeYaml(squid.httpsPort(), ca.caCertPath(), {},
+                              {"typed_extension_protocol_options: "
+                               "{envoy.extensions.upstreams.http.v3.HttpProtocolOptions: "
+                               "{common_http_protocol_options: " +
+                               common + "}}"});
+    o.args = {"--log-level", "debug"};
+    gate = std::make_unique<H2gate>(std::move(o));
+    INFO(gate->process().logTail());
+    REQUIRE(gate->process().waitForLog(
+        "proxy 127\\.0\\.0\\.1:" + str(squid.httpsPort()) + " negotiated (http/1\\.1|no ALPN)",
+        milliseconds(10000)));
+  }
+  static Nginx::Options nginxOptions(TestCA& ca) {
+    Nginx::Options n;
+    n.ca = &ca;
+    return n;
+  }
+  static Squid::Options squidOptions(TestCA& ca, const std::string& extra) {
+    Squid::Options s;
+    s.ca = &ca;
+    s.https = true;
+    s.extra_config = extra;
+    return s;
+  }
+
+  // An absolute-form GET through h2gate on a new app connection: its status
+  // (0: no answer).
+  int get(const std::string& path) {
+    RawConnection c(gate->port());
+    if (!c.send(getRequest(nginx.httpPort(), path))) return 0;
+    const auto r = c.readResponse(milliseconds(10000));
+    return r.status;
+  }
+
+  // h2gate's connections to squid's https_port in TCP state `state`.
+  int connections(const std::string& state) const {
+    const CommandResult r =
+        runCommand({"ss", "-Htn", "state", state, "( dport = :" + str(squid.httpsPort()) + " )"},
+                   milliseconds(10000));
+    if (r.exit_code != 0) return -1;
+    return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
+  }
+
+  // Polls h2gate's log until `text` occurs at least `n` times (5 s at most).
+  bool waitForLogCount(const std::string& text, size_t n) {
+    const auto deadline = Clock::now() + milliseconds(5000);
+    while (countOccurrences(gate->stderrText(), text) < n) {
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(milliseconds(50));
+    }
+    return true;
+  }
+
+  double activeGauge() const {
+    return scrapeMetrics(gate->adminPort())
+        .sum("h2gate_upstream_connections_active", {{"cluster", "proxy"}, {"protocol", "http1"}});
+  }
+
+  TempDir work{"pool-idle"};
+  TestCA ca{work.path().string()};
+  Nginx nginx;
+  Squid squid;
+  std::unique_ptr<H2gate> gate;  // stops first
+};
+
+}  // namespace
+
+TEST_CASE("idle_timeout: an idle HTTP/1.1 proxy connection is closed; the next request opens one",
+          "[pool][h1][idle]") {
+  IdleEnv env("{idle_timeout: 1s}", "");
+  H2gate& gate = *env.gate;
+  INFO(gate.process().logTail(30));
+  const std::string closed = "unused for 1s (idle_timeout): closed";
+  // The pre-connected connection may have timed out already.
+  const size_t before = countOccurrences(gate.stderrText(), closed);
+  REQUIRE(env.get("/1k?a") == 200);
+  CHECK(env.connections("established") == 1);  // kept alive, idle in the pool
+  CHECK(env.activeGauge() == 1);
+  // Unused for 1 s: closed by h2gate (squid itself would keep it 5 minutes).
+  CHECK(env.waitForLogCount(closed, before + 1));
+  const auto deadline = Clock::now() + milliseconds(3000);
+  while (env.connections("established") != 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(100));
+  CHECK(env.connections("established") == 0);
+  CHECK(env.activeGauge() == 0);
+  // The next request is served on a new connection.
+  REQUIRE(env.get("/1k?b") == 200);
+  const auto lines = env.squid.waitForAccessLines(2, "GET", milliseconds(5000));
+  CHECK(lines.size() == 2);
+  CHECK(env.squid.clients("GET").size() == 2);
+  CHECK(env.activeGauge() == 1);
+}
+
+TEST_CASE(
+    "idle HTTP/1.1 proxy connection closed by the proxy: dropped at once, the next request "
+    "succeeds",
+    "[pool][h1][idle]") {
+  // squid closes idle client connections after 1 s; h2gate's own
+  // idle_timeout is off, so only noticing squid's close can save the next
+  // request from a dead connection.
+  IdleEnv env("{idle_timeout: 0s}", "client_idle_pconn_timeout 1 second");
+  H2gate& gate = *env.gate;
+  INFO(gate.process().logTail(30));
+  for (int round = 0; round < 2; ++round) {
+    INFO("round " << round);
+    REQUIRE(env.get("/1k?" + str(round)) == 200);
+    CHECK(env.waitForLogCount("closed by the proxy while idle: closed and dropped from the pool",
+                              static_cast<size_t>(round) + 1));
+    // h2gate closed its side at once: nothing left half-closed.
+    std::this_thread::sleep_for(milliseconds(200));
+    CHECK(env.connections("close-wait") == 0);
+    CHECK(env.connections("established") == 0);
+    CHECK(env.activeGauge() == 0);
+    std::this_thread::sleep_for(milliseconds(500));
+  }
+  // Nothing failed towards the app, and each request had its own connection.
+  REQUIRE(env.get("/1k?last") == 200);
+  CHECK(env.squid.waitForAccessLines(3, "GET", milliseconds(5000)).size() == 3);
+  CHECK(env.squid.clients("GET").size() == 3);
+  for (const auto& e : gate.accessLog()) CHECK(e.num("status") == 200);
+  CHECK(gate.stderrText().find("unexpected byte") == std::string::npos);
 }
