@@ -151,6 +151,52 @@ TEST_CASE(
   CHECK(contains(dump.body, "max_requests: 2"));
 }
 
+TEST_CASE("max_requests across a reload: tunnels still open count, the new limit applies",
+          "[pool][limits][reload]") {
+  H2Env env;
+  TcpServer echo(TcpServer::echo());
+  auto yaml = [&](int max_requests) {
+    return upstreamModeYaml(
+        env.nghttpx.port(), env.ca.caCertPath(), {},
+        {"circuit_breakers: {thresholds: [{max_requests: " + str(max_requests) + "}]}"});
+  };
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = yaml(2);
+  o.args = {"--log-level", "debug"};
+  env.gate = std::make_unique<H2gate>(std::move(o));
+  env.waitConnected();
+  H2gate& gate = *env.gate;
+  auto status = [&](RawConnection& c) {
+    REQUIRE(c.send(connectRequest(echo.port())));
+    return c.readResponse(milliseconds(10000), /*head_only=*/true).status;
+  };
+
+  std::vector<std::unique_ptr<RawConnection>> tunnels;
+  tunnels.push_back(openEchoTunnel(gate, echo.port(), "a"));
+  tunnels.push_back(openEchoTunnel(gate, echo.port(), "b"));
+  {
+    RawConnection third(gate.port());
+    CHECK(status(third) == 503);
+  }
+  // The cluster changes (a new pool per worker); the two tunnels stay on
+  // the old one and still count.
+  gate.writeFile("h2gate.yaml", yaml(3));
+  const AdminReply post = adminPost(gate.adminPort(), "/reload");
+  INFO(post.body << gate.process().logTail(20));
+  REQUIRE(post.status == 200);
+  tunnels.push_back(openEchoTunnel(gate, echo.port(), "c"));
+  {
+    RawConnection fourth(gate.port());
+    CHECK(status(fourth) == 503);
+  }
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string again = "still " + str(i);
+    REQUIRE(tunnels[i]->send(again));
+    CHECK(tunnels[i]->readExactly(again.size(), milliseconds(5000)) == again);
+  }
+}
+
 namespace {
 
 // nginx ← squid https_port (HTTP/1.1 only) ← h2gate with a YAML cluster
