@@ -72,7 +72,10 @@ TEST_CASE(
   TcpServer echo(TcpServer::echo());
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
-  o.yaml = upstreamModeYaml(env.nghttpx.port(), env.ca.caCertPath(), {},
+  // Two workers, each with its own pool: the limit is the cluster's, not a
+  // pool's (which worker takes an app connection is up to the kernel).
+  o.yaml = "h2gate: {concurrency: 2}\n" +
+           upstreamModeYaml(env.nghttpx.port(), env.ca.caCertPath(), {},
                             {"circuit_breakers: {thresholds: [{max_requests: 2}]}"});
   o.args = {"--log-level", "debug"};
   env.gate = std::make_unique<H2gate>(std::move(o));
