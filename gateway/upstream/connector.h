@@ -44,6 +44,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   // `done` runs exactly once, unless cancel() is called first.
   void start(Done done);
   void cancel();
+  // Which of its cluster's endpoints this connects to (the pool's index).
+  void setEndpointIndex(size_t index) { endpoint_index_ = index; }
+  size_t endpointIndex() const { return endpoint_index_; }
 
  private:
   void connectNext();
@@ -53,6 +56,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
 
   asio::io_context& io_;
   config::SocketAddress endpoint_;
+  size_t endpoint_index_ = 0;
   std::shared_ptr<net::TlsContext> tls_;
   config::Duration timeout_;
   uint64_t conn_id_;

@@ -603,6 +603,19 @@ void H2Stream::onHeader(std::string_view name, std::string_view value) {
 void H2Stream::onHeadersDone(bool end_stream) {
   if (!callbacks_) return;
   if (response_.status >= 100 && response_.status < 200) return;  // interim
+  if (head_->is_connect && sent_ == 0 && answer_retry_ &&
+      (response_.status == 502 || response_.status == 503 || response_.status == 504)) {
+    AnswerRetryHook hook = std::move(answer_retry_);
+    if (hook()) {
+      H2G_LOG(Info, conn_id_, app_stream_id_,
+              "proxy " << conn_->peer() << " answered CONNECT " << head_->authority() << " with "
+                       << response_.status << "; trying another proxy of cluster "
+                       << conn_->cluster().name);
+      retry_ = nullptr;
+      abort();  // RST_STREAM; the request queues again (posted by the hook)
+      return;
+    }
+  }
   ResponseHead head = std::move(response_);
   const Header* cl = findHeader(head.headers, "content-length");
   const bool no_body = end_stream || head_->method == "HEAD" || head.status == 204 ||

@@ -164,6 +164,11 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   ~H2Stream() override;
 
   void setRetryHook(RetryHook hook) { retry_ = std::move(hook); }
+  // Asked when the proxy answers this CONNECT with 502, 503 or 504 before any
+  // byte went either way: true means the request goes to another proxy, and
+  // this stream resets itself without telling the app.
+  using AnswerRetryHook = std::function<bool()>;
+  void setAnswerRetryHook(AnswerRetryHook hook) { answer_retry_ = std::move(hook); }
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void send(std::string_view data, Done done) override;
   void endOfRequest() override;
@@ -200,6 +205,7 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   StreamInfo* info_ = nullptr;
   TunnelCallbacks* callbacks_ = nullptr;
   RetryHook retry_;
+  AnswerRetryHook answer_retry_;
   ResponseHead response_;
   bool response_started_ = false;
   bool closed_ = false;         // nghttp2 closed the stream, or we let go of it

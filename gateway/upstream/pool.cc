@@ -51,18 +51,37 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   bool waiting() const { return waiting_ && callbacks_; }
   bool isConnect() const { return head_->is_connect; }
 
-  void attachH2(const std::shared_ptr<H2Connection>& conn) {
+  void attachH2(const std::shared_ptr<H2Connection>& conn, size_t endpoint) {
     setWaiting(false);
     timer_.cancel();
     auto stream = std::make_shared<H2Stream>(conn, conn_id_, stream_id_);
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
     if (retries_ < kMaxRetries) {
-      std::weak_ptr<ClusterTunnel> weak = weak_from_this();
       stream->setRetryHook([weak] {
         if (auto self = weak.lock()) self->retry();
       });
     }
+    // A CONNECT this proxy answers with 502/503/504 goes once to another
+    // proxy of the cluster, when one is up.
+    if (head_->is_connect && !answer_retried_) {
+      stream->setAnswerRetryHook([weak, endpoint] {
+        auto self = weak.lock();
+        if (!self || !self->pool_->otherEndpointUp(endpoint)) return false;
+        self->answer_retried_ = true;
+        self->avoid_ = endpoint;
+        // Not from inside the stream's nghttp2 callback: the stream resets
+        // itself first, then the request queues again.
+        asio::post(self->timer_.get_executor(), [weak] {
+          if (auto s = weak.lock()) s->retry();
+        });
+        return true;
+      });
+    }
     attach(std::move(stream));
   }
+
+  std::optional<size_t> avoid() const { return avoid_; }
+  void clearAvoid() { avoid_.reset(); }
 
   void attachH1(std::unique_ptr<Transport> transport, std::string peer,
                 Http1Exchange::Release release) {
@@ -142,6 +161,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
   void retry() {
+    if (!callbacks_) return;  // aborted meanwhile
     ++retries_;
     inner_.reset();
     wait();
@@ -158,6 +178,10 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   // was sent either way, goes to another connection at most this often.
   static constexpr int kMaxRetries = 2;
   int retries_ = 0;
+  // A CONNECT answered 502/503/504 was sent to another proxy (once), which
+  // must not be the endpoint that answered.
+  bool answer_retried_ = false;
+  std::optional<size_t> avoid_;
 };
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
@@ -324,11 +348,12 @@ size_t UpstreamPool::connectionCount() const {
   return h2_.size() + connecting_.size() + h1_busy_ + h1_idle_.size();
 }
 
-std::shared_ptr<H2Connection> UpstreamPool::pickH2() {
+std::shared_ptr<H2Connection> UpstreamPool::pickH2(std::optional<size_t> avoid, size_t* endpoint) {
   // The connection with room and the fewest streams; ties go to the earlier
   // endpoint, so a recovered primary proxy is used again.
   const H2Entry* best = nullptr;
   for (const auto& e : h2_) {
+    if (avoid && e.endpoint == *avoid) continue;
     if (!e.conn->acceptsStreams()) continue;
     if (e.conn->idleTooLong()) {
       e.conn->probe(cluster_.http2.connection_keepalive->timeout);
@@ -338,7 +363,27 @@ std::shared_ptr<H2Connection> UpstreamPool::pickH2() {
         (e.conn->activeStreams() == best->conn->activeStreams() && e.endpoint < best->endpoint))
       best = &e;
   }
-  return best ? best->conn : nullptr;
+  if (!best) return nullptr;
+  if (endpoint) *endpoint = best->endpoint;
+  return best->conn;
+}
+
+bool UpstreamPool::otherEndpointUp(size_t endpoint) const {
+  for (size_t i = 0; i < backoff_.size(); ++i)
+    if (i != endpoint && !backoff_[i].down) return true;
+  return false;
+}
+
+bool UpstreamPool::connectAvoiding(size_t avoid) {
+  for (const auto& c : connecting_)
+    if (c->endpointIndex() != avoid) return true;
+  if (connectionCount() >= cluster_.max_connections) return false;
+  const size_t n = cluster_.endpoints.size();
+  for (size_t k = 1; k < n; ++k) {
+    const size_t index = (avoid + k) % n;
+    if (!backoff_[index].down) return openConnection(index);
+  }
+  return false;
 }
 
 bool UpstreamPool::anyProbing() const {
@@ -391,9 +436,17 @@ void UpstreamPool::dispatch() {
       it = waiting_.erase(it);
       continue;
     }
-    if (auto c = pickH2()) {
+    size_t endpoint = 0;
+    if (auto c = pickH2(t->avoid(), &endpoint)) {
       it = waiting_.erase(it);
-      t->attachH2(c);
+      t->attachH2(c, endpoint);
+      continue;
+    }
+    if (t->avoid() && !knownHttp1()) {
+      // A retry kept off the proxy that answered 5xx: it waits for another
+      // proxy's connection, or, with none to be had, takes any.
+      if (!connectAvoiding(*t->avoid())) t->clearAvoid();
+      if (t->avoid()) ++it;
       continue;
     }
     if (knownHttp1() && !t->isConnect() && !h1_idle_.empty()) {
@@ -457,6 +510,7 @@ bool UpstreamPool::openConnection(std::optional<size_t> endpoint) {
       std::make_shared<Connector>(io_, ep, tls_, cluster_.connect_timeout, id,
                                   net::tuningOf(cluster_.send_buffer, cluster_.tcp_notsent_lowat),
                                   cluster_.http2.connection_keepalive);
+  connector->setEndpointIndex(index);
   connecting_.push_back(connector);
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
   connector->start([weak, connector, index](ConnectOutcome outcome) {
@@ -528,6 +582,14 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
     H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
     stats.connectFailed(outcome.result, outcome.tls_failed);
     markDown(endpoint, outcome.reason, /*verified=*/true);
+    // A retry waiting for another proxy than the one it left takes what is
+    // left now.
+    if (!h2_.empty() && std::any_of(waiting_.begin(), waiting_.end(), [](const auto& w) {
+          auto t = w.lock();
+          return t && t->waiting() && t->avoid();
+        })) {
+      return dispatch();
+    }
     if (waiting_.empty() || !h2_.empty() || !connecting_.empty()) return;
     // Waiting requests try the next endpoint that is not down; with none
     // left, nothing can serve them soon: fail them now with what happened

@@ -113,6 +113,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
   void dispatch();
   config::Duration queueTimeout() const;
+  // Some endpoint other than `endpoint` is not down.
+  bool otherEndpointUp(size_t endpoint) const;
   const config::Cluster& cluster() const { return cluster_; }
   asio::io_context& executorContext() { return io_; }
   const ClusterStats& stats() const { return *cluster_stats_; }
@@ -174,7 +176,15 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // The first connection with room. One idle for longer than the keepalive
   // interval is confirmed with a PING first (probe()) and skipped until the
   // answer comes; no answer closes it and the request goes elsewhere.
-  std::shared_ptr<H2Connection> pickH2();
+  // `avoid`: skip the connections to that endpoint (a retry after its proxy
+  // answered a CONNECT with 502/503/504). Sets *endpoint to the chosen
+  // connection's endpoint.
+  std::shared_ptr<H2Connection> pickH2(std::optional<size_t> avoid = std::nullopt,
+                                       size_t* endpoint = nullptr);
+  // For a retry that must not go back to endpoint `avoid`: true when a
+  // connection to another endpoint is on its way (one being opened, or one
+  // opened now); false when no other endpoint can be tried.
+  bool connectAvoiding(size_t avoid);
   bool anyProbing() const;
   // The endpoint the next connection goes to is known to speak HTTP/1.1.
   bool knownHttp1() const;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "tests/support/h2_env.h"
+#include "tests/support/net.h"
 #include "tests/support/scrape.h"
 #include "tests/support/tcp_relay.h"
 
@@ -247,4 +248,60 @@ TEST_CASE("drain: SIGTERM during 20 transfers through the h2 proxy lets all of t
   REQUIRE(exit);
   CHECK(exit->exited);
   CHECK(exit->code == 0);
+}
+
+TEST_CASE("failover: a CONNECT one proxy answers with 502 is tried once on the other",
+          "[failover][upstream]") {
+  // Proxy A cannot reach its backend (nothing listens there), so it answers
+  // every CONNECT with 502; proxy B works.
+  TempDir work{"answer-retry"};
+  TestCA ca{work.path().string()};
+  Nginx nginx(H2Env::nginxOptions(ca));
+  Squid squid(Squid::Options{});
+  Nghttpx a(TwoProxies::proxyOptions(ca, freePort()));
+  Nghttpx b(TwoProxies::proxyOptions(ca, squid.httpPort()));
+  testFile("1m");
+  TempDir out{"out"};
+  auto start = [&](std::vector<uint16_t> more) {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = upstreamModeYaml(a.port(), ca.caCertPath(), {}, {"connect_timeout: 2s"}, more);
+    o.args = {"--log-level", "debug"};
+    auto gate = std::make_unique<H2gate>(std::move(o));
+    INFO(gate->process().logTail());
+    REQUIRE(gate->process().waitForLog("proxy 127\\.0\\.0\\.1:" + str(a.port()) + " negotiated h2",
+                                       milliseconds(10000)));
+    return gate;
+  };
+  auto fetch = [&](H2gate& gate, const std::string& name) {
+    return runCurl(
+        {"-sS", "-x", gate.proxyUrl(), "--cacert", ca.caCertPath(), "--max-time", "30", "-o",
+         out.file(name), "-w", "%{http_connect} %{http_code}", nginx.httpsUrl("/1m?" + name)},
+        milliseconds(40000));
+  };
+
+  SECTION("two proxies: the app never sees A's 502") {
+    auto gate = start({b.port()});
+    for (int i = 0; i < 3; ++i) {
+      auto r = fetch(*gate, "r" + str(i));
+      INFO(r.err << "\n" << gate->process().logTail(20));
+      CHECK(r.exit_code == 0);
+      CHECK(r.out == "200 200");
+      CHECK(sha256File(out.file("r" + str(i))) == testFile("1m").sha256);
+    }
+    CHECK(gate->process().waitForLog("answered CONNECT .* with 502; trying another proxy",
+                                     milliseconds(1000)));
+    // Every tunnel ended up on B; A saw the first try (at least).
+    CHECK(b.waitForAccessLines(3, "CONNECT", milliseconds(5000)).size() == 3);
+    CHECK(!a.waitForAccessLines(1, "CONNECT", milliseconds(5000)).empty());
+  }
+  SECTION("one proxy: its 502 reaches the app, once") {
+    auto gate = start({});
+    auto r = fetch(*gate, "only");
+    INFO(r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.out.rfind("502", 0) == 0);
+    CHECK(a.waitForAccessLines(1, "CONNECT", milliseconds(5000)).size() == 1);
+    CHECK(gate->process().stderrText().find("trying another proxy") == std::string::npos);
+  }
 }
