@@ -6,7 +6,7 @@
 #                                   nginx, squid, nghttpx, curl, ...) and curl 8 from
 #                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
 #                                   the clients of the compatibility tests (wget, git, Python
-#                                   requests/httpx, Go, Node.js + undici in /opt/h2gate-test/node)
+#                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node)
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -24,7 +24,7 @@ TEST_PKGS=(
   g++-mingw-w64-x86-64 wine64
   wget git python3-requests python3-httpx
 )
-# Client-compatibility tests (tests/integration/clients_test.cc): Go and Node.js
+# Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
 # fine, and nodesource's nodejs conflicts with Debian's npm). undici, the HTTP
 # client Node apps use for proxies, comes from npm into $NODE_DIR.
@@ -238,6 +238,7 @@ if ((with_test)); then
   pkgs+=("${TEST_PKGS[@]}")
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
+  command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
   enable_backports
 fi

@@ -294,3 +294,33 @@ TEST_CASE("clients: git clone over HTTPS with http.proxy", "[clients]") {
   // Both went through h2gate and the h2 proxy (which logs a tunnel when it ends).
   CHECK(env.nghttpx.waitForAccessLines(2, "CONNECT", milliseconds(5000)).size() >= 2);
 }
+
+TEST_CASE("clients: Java HttpClient with https.proxyHost/http.proxyHost", "[clients]") {
+  if (!haveProgram("java") || !haveProgram("keytool"))
+    FAIL("java not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // The origin's CA as a PKCS#12 trust store.
+  const std::string store = env.work.path().string() + "/trust.p12";
+  REQUIRE(env.run({}, {"keytool", "-importcert", "-noprompt", "-alias", "h2gate-test", "-file",
+                       env.ca.caCertPath(), "-keystore", store, "-storetype", "PKCS12",
+                       "-storepass", "changeit"})
+              .exit_code == 0);
+  const std::string port = str(env.gate->port());
+  const std::vector<std::string> java{"java",
+                                      "-Dhttps.proxyHost=127.0.0.1",
+                                      "-Dhttps.proxyPort=" + port,
+                                      "-Dhttp.proxyHost=127.0.0.1",
+                                      "-Dhttp.proxyPort=" + port,
+                                      "-Djavax.net.ssl.trustStore=" + store,
+                                      "-Djavax.net.ssl.trustStorePassword=changeit",
+                                      kClientsDir + "/java/Client.java"};
+  auto cmd = [&](const std::string& op, const std::string& url, const std::string& file) {
+    std::vector<std::string> argv = java;
+    argv.insert(argv.end(), {op, url, file});
+    return env.run({}, argv, milliseconds(120000));
+  };
+  env.check(
+      "java",
+      [&](const std::string& url, const std::string& file) { return cmd("get", url, file); },
+      [&](const std::string& url, const std::string& file) { return cmd("put", url, file); });
+}
