@@ -6,7 +6,8 @@
 #                                   nginx, squid, nghttpx, curl, ...) and curl 8 from
 #                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
 #                                   the clients of the compatibility tests (wget, git, Python
-#                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node)
+#                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
+#                                   headless Chromium)
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -22,7 +23,7 @@ TEST_PKGS=(
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
-  wget git python3-requests python3-httpx
+  wget git python3-requests python3-httpx chromium
 )
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ const std::string kNodeModules = "/opt/h2gate-test/node/node_modules";
 // Debian's interpreter, where python3-requests / python3-httpx live (a
 // pyenv or venv python3 earlier in PATH may lack them).
 const std::string kPython = "/usr/bin/python3";
+
+void writeFile(const std::string& path, const std::string& content) {
+  std::ofstream f(path, std::ios::binary);
+  f << content;
+  REQUIRE(f.good());
+}
 
 bool haveProgram(const std::string& name) {
   return runCommand({"sh", "-c", "command -v " + name}, milliseconds(5000)).exit_code == 0;
@@ -56,7 +63,14 @@ struct ClientsEnv {
     n.ca = &ca;
     n.dns_names = {"origin.test"};
     // A git repository served over git's dumb HTTP protocol (static files).
-    n.extra_server_config = "    location /git/ { alias " + work + "/git/; }\n";
+    n.extra_server_config =
+        "    location /git/ { alias " + work +
+        "/git/; }\n"
+        // A page with sub-resources for the browser.
+        "    location /web/ { alias " +
+        work +
+        "/web/; types { text/html html; text/css css; application/javascript js; "
+        "image/png png; } }\n";
     return n;
   }
   static Squid::Options squidOptions() {
@@ -323,4 +337,84 @@ TEST_CASE("clients: Java HttpClient with https.proxyHost/http.proxyHost", "[clie
       "java",
       [&](const std::string& url, const std::string& file) { return cmd("get", url, file); },
       [&](const std::string& url, const std::string& file) { return cmd("put", url, file); });
+}
+
+TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page", "[clients]") {
+  if (!haveProgram("chromium")) FAIL("chromium not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // index.html pulls a stylesheet, a script and two images; the script
+  // writes what arrived into the title once the page has loaded.
+  const std::string web = env.work.path().string() + "/web";
+  std::filesystem::create_directories(web);
+  writeFile(web + "/index.html",
+            "<!doctype html><html><head><title>loading</title>"
+            "<link rel=stylesheet href=style.css></head><body>"
+            "<h1 id=h>h2gate</h1><img id=a src=a.png><img id=b src=b.png>"
+            "<script src=app.js></script></body></html>\n");
+  writeFile(web + "/style.css", "h1 { color: rgb(0, 128, 0); }\n");
+  writeFile(web + "/app.js",
+            "window.addEventListener('load', () => {\n"
+            "  const imgs = [...document.images].filter(i => i.complete && i.naturalWidth > 0);\n"
+            "  const css = getComputedStyle(document.getElementById('h')).color;\n"
+            "  document.title = 'rendered ' + imgs.length + ' images, css ' + css;\n"
+            "});\n");
+  for (const char* img : {"a.png", "b.png"}) {
+    // A 1x1 PNG.
+    REQUIRE(
+        runCommand({"sh", "-c",
+                    "echo iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGA"
+                    "hKmMIQAAAABJRU5ErkJggg== | base64 -d > " +
+                        web + "/" + img})
+            .exit_code == 0);
+  }
+  // Chromium keeps its own trust store; the origin's certificate is accepted
+  // by its key (SHA-256 of the SubjectPublicKeyInfo), nothing else is.
+  std::string leaf;
+  for (const auto& f : std::filesystem::directory_iterator(env.work.path())) {
+    const std::string name = f.path().filename().string();
+    if (name.rfind("nginx-", 0) == 0 && name.ends_with(".pem") && !name.ends_with("-chain.pem"))
+      leaf = f.path().string();
+  }
+  REQUIRE(!leaf.empty());
+  auto spki = runCommand({"sh", "-c",
+                          "openssl x509 -in " + leaf +
+                              " -pubkey -noout | openssl pkey -pubin -outform der | "
+                              "openssl dgst -sha256 -binary | base64"});
+  REQUIRE(spki.exit_code == 0);
+  std::string hash = spki.out;
+  while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
+
+  const std::string profile = env.work.path().string() + "/chromium-profile";
+  const std::vector<std::string> chromium{
+      "chromium",
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--user-data-dir=" + profile,
+      "--proxy-server=http://127.0.0.1:" + str(env.gate->port()),
+      "--ignore-certificate-errors-spki-list=" + hash,
+      "--virtual-time-budget=5000",
+      "--window-size=800,600"};
+  const std::string url = env.httpsUrl("/web/index.html");
+  std::vector<std::string> dump = chromium;
+  dump.insert(dump.end(), {"--dump-dom", url});
+  auto r = env.run({"HOME=" + env.work.path().string()}, dump, milliseconds(120000));
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("<title>rendered 2 images, css rgb(0, 128, 0)</title>") != std::string::npos);
+
+  const std::string shot = env.out.file("page.png");
+  std::vector<std::string> screenshot = chromium;
+  screenshot.insert(screenshot.end(), {"--screenshot=" + shot, url});
+  auto s = env.run({"HOME=" + env.work.path().string()}, screenshot, milliseconds(120000));
+  CHECK(s.exit_code == 0);
+  CHECK(std::filesystem::exists(shot));
+  CHECK((std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 1000));
+  // The page and its sub-resources came through h2gate and the h2 proxy.
+  CHECK(!env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).empty());
+  CHECK(countOccurrences(env.nginx.accessLog(), "/web/a.png") >= 1);
 }
