@@ -24,6 +24,7 @@ TEST_PKGS=(
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
   wget git python3-requests python3-httpx chromium
+  wrk iperf3 linux-perf
 )
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
