@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The benchmark suite of issue 7: h2gate against the alternatives and the
+# physical floor, on loopback. One command, one table on stdout (progress on
+# stderr). Figures, not a pass/fail test: every target is printed with ✓/✗.
+#
+#   (a) app ──HTTP/1.1──▶ h2gate ══TLS h2, one connection══▶ nghttpx ──▶ squid ──▶ nginx
+#   (b) curl 8 ═══TLS h2 (--proxy-http2), one connection per tunnel═══▶ nghttpx ──▶ …
+#   (c) app ──HTTP/1.1──▶ squid child ══TLS HTTP/1.1, one per tunnel══▶ nghttpx ──▶ …
+#
+# Environment: QUICK=1 (1 round, small sizes: proves every workload runs),
+# ROUNDS (3), ONLY (sections to run, default "w1 up w2 w3 cold scale floor"),
+# H2GATE_BIN (build/h2gate, a Release build), CURL8_DIR, KEEP_WORK=1.
+# Sizes: W1_TRANSFERS (20), W1_MIB (100), UP_MIB (100), W2_TUNNELS (2000),
+# W2_PARALLEL (50), W3_SECS (10), W3_CONNS (50), SCALE_IDLE (5000),
+# SCALE_ACTIVE (500), SCALE_MIB (1). See tests/bench/README.md.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH_NAME=bench
+# shellcheck source=tests/bench/lib.sh
+source "$here/lib.sh"
+
+if [[ -n ${QUICK:-} ]]; then
+  ROUNDS=${ROUNDS:-1} W1_MIB=${W1_MIB:-8} UP_MIB=${UP_MIB:-8} W2_TUNNELS=${W2_TUNNELS:-200}
+  W3_SECS=${W3_SECS:-3} SCALE_IDLE=${SCALE_IDLE:-500} SCALE_ACTIVE=${SCALE_ACTIVE:-100}
+fi
+ROUNDS=${ROUNDS:-3}
+ONLY=${ONLY:-w1 up w2 w3 cold scale floor}
+W1_TRANSFERS=${W1_TRANSFERS:-20}
+W1_MIB=${W1_MIB:-100}
+UP_MIB=${UP_MIB:-100}
+W2_TUNNELS=${W2_TUNNELS:-2000}
+W2_PARALLEL=${W2_PARALLEL:-50}
+W3_SECS=${W3_SECS:-10}
+W3_CONNS=${W3_CONNS:-50}
+SCALE_IDLE=${SCALE_IDLE:-5000}
+SCALE_ACTIVE=${SCALE_ACTIVE:-500}
+SCALE_MIB=${SCALE_MIB:-1}
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+require_tools nginx nghttpx squid openssl python3 "$CURL7"
+require_curl8
+want w3 && require_tools wrk h2load
+want floor && require_tools iperf3
+
+bench_init
+make_certs
+start_nginx
+start_squid_backend
+start_nghttpx
+start_h2gate
+start_squid_child
+head -c 1024 /dev/urandom >"$work/www/1k"
+log "rounds: $ROUNDS, work dir $work, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+
+declare -A R # "<key>" -> space-separated values, one per round
+add() { R[$1]+="$2 "; }
+# shellcheck disable=SC2086 # word splitting wanted
+cell() { summary "$2" ${R[$1]:-}; }
+# shellcheck disable=SC2086
+med() { median ${R[$1]:-}; }
+div() { awk -v a="$1" -v b="$2" -v f="${3:-%.3f}" 'BEGIN {if (b == 0) print "nan"; else printf f, a / b}'; }
+# ✓ when "median op threshold" holds, ✗ otherwise (also when there is no figure).
+judge() { # key op threshold
+  local m
+  m=$(med "$1")
+  [[ -n $m && $m != nan ]] || {
+    echo "✗"
+    return
+  }
+  awk -v m="$m" -v op="$2" -v t="$3" 'BEGIN {
+    ok = (op == "<=") ? m <= t : (op == ">=") ? m >= t : (op == "==") ? m == t : 0
+    print ok ? "✓" : "✗"}'
+}
+# Rotates the workloads so that each goes first in some round.
+rotate() { # round workloads...
+  local r=$1
+  shift
+  local n=$# i
+  for ((i = 0; i < n; i++)); do
+    local k=$((((r + i) % n) + 1))
+    echo "${!k}"
+  done
+}
+curl_for() { # workload -> the app command line (proxy settings included)
+  case $1 in
+    a) echo "$CURL7 -p -x http://127.0.0.1:$h2gate_port" ;;
+    b) echo "env LD_LIBRARY_PATH=$CURL8_LIB $CURL8 -p --proxy https://127.0.0.1:$nghttpx_port --proxy-cacert $work/ca.pem --proxy-http2" ;;
+    c) echo "$CURL7 -p -x http://127.0.0.1:$child_port" ;;
+  esac
+}
+sidecar_pid() { # workload -> pid of the sidecar process, empty for (b)
+  case $1 in
+    a) echo "$h2gate_pid" ;;
+    c) echo "$child_pid" ;;
+  esac
+}
+wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
+  for _ in $(seq 100); do
+    (($(log_lines) - $1 >= $2)) && return 0
+    sleep 0.1
+  done
+}
+
+# --- W1: bulk download and upload ----------------------------------------------
+# One round of workload $2 in direction $1 (down|up): W1_TRANSFERS parallel
+# tunnels, inner TLS (HTTP/1.1) to nginx, one transfer per tunnel.
+w1_round() { # dir workload
+  local dir=$1 w=$2 pid before t0 t1 cpu0 cpu1 out got expect secs mbps conns cmd
+  local -a args=()
+  pid=$(sidecar_pid "$w")
+  check_alive "$h2gate_pid" h2gate
+  check_alive "$child_pid" "squid child"
+  local mib=$W1_MIB
+  [[ $dir == up ]] && mib=$UP_MIB
+  expect=$((W1_TRANSFERS * (mib << 20)))
+  for i in $(seq "$W1_TRANSFERS"); do
+    if [[ $dir == down ]]; then
+      args+=(-o /dev/null "https://127.0.0.1:$origin_port/w1.bin?t=$i")
+    else
+      args+=(-o /dev/null -T "$work/up.bin" "https://127.0.0.1:$origin_port/upload?t=$i")
+    fi
+  done
+  before=$(log_lines)
+  [[ -n $pid ]] && {
+    reset_hwm "$pid"
+    cpu0=$(cpu_ticks "$pid")
+  }
+  read -r -a cmd <<<"$(curl_for "$w")"
+  t0=$EPOCHREALTIME
+  out=$("${no_proxy_env[@]}" "${cmd[@]}" -q -s -S --fail --cacert "$work/ca.pem" --http1.1 \
+    -H 'Expect:' --parallel --parallel-max "$W1_TRANSFERS" --parallel-immediate --max-time 300 \
+    -w '%{size_download} %{size_upload}\n' "${args[@]}" 2>"$work/curl-$dir-$w.err") ||
+    log "$dir $w: curl failed: $(tail -3 "$work/curl-$dir-$w.err")"
+  t1=$EPOCHREALTIME
+  [[ -n $pid ]] && cpu1=$(cpu_ticks "$pid")
+  if [[ $dir == down ]]; then
+    got=$(awk '{s += $1} END {printf "%d", s}' <<<"$out")
+  else
+    got=$(awk '{s += $2} END {printf "%d", s}' <<<"$out")
+  fi
+  ((got == expect)) || log "$dir $w: moved $got bytes, expected $expect: figures not comparable"
+  wait_log_lines "$before" "$W1_TRANSFERS"
+  conns=$(tls_conns_since "$before")
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+  mbps=$(awk -v n="$got" -v s="$secs" 'BEGIN {printf "%.1f", n / 1e6 / s}')
+  add "$dir $w mbps" "$mbps"
+  add "$dir $w conns" "$conns"
+  if [[ -n $pid ]]; then
+    add "$dir $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$got" \
+      'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
+    add "$dir $w rss" "$(awk -v k="$(vm_hwm_kib "$pid")" 'BEGIN {printf "%.1f", k / 1024}')"
+  fi
+  log "$dir $w: $got bytes in ${secs}s = $mbps MB/s, $conns TLS connection(s) to nghttpx"
+  last_mbps=$mbps
+}
+w1() { # dir
+  local dir=$1 r w a c
+  for r in $(seq "$ROUNDS"); do
+    for w in $(rotate "$r" a b c); do
+      w1_round "$dir" "$w"
+      case $w in a) a=$last_mbps ;; c) c=$last_mbps ;; esac
+    done
+    add "$dir ratio a/c" "$(div "$a" "$c")"
+  done
+}
+
+if want w1; then
+  head -c "$((W1_MIB << 20))" /dev/urandom >"$work/www/w1.bin"
+  log "W1 download: $W1_TRANSFERS x $W1_MIB MiB"
+  w1 down
+  rm -f "$work/www/w1.bin"
+fi
+
+# --- the table ---------------------------------------------------------------------
+rows=()
+row() { rows+=("$1|$2|$3|$4|$5"); } # section figure value target mark
+if want w1; then
+  s="W1 down"
+  row "$s" "(a) h2gate MB/s" "$(cell 'down a mbps' %.0f)" "" ""
+  row "$s" "(b) curl 8 --proxy-http2 MB/s" "$(cell 'down b mbps' %.0f)" "" ""
+  row "$s" "(c) squid child MB/s" "$(cell 'down c mbps' %.0f)" "" ""
+  row "$s" "h2gate MB/s / squid child MB/s (per round)" "$(cell 'down ratio a/c' %.2f)" ">= 1" \
+    "$(judge 'down ratio a/c' '>=' 1)"
+  row "$s" "h2gate CPU s/GB" "$(cell 'down a cpu' %.2f)" "<= 0.7" "$(judge 'down a cpu' '<=' 0.7)"
+  row "$s" "squid child CPU s/GB" "$(cell 'down c cpu' %.2f)" "" ""
+  row "$s" "h2gate peak RSS MiB" "$(cell 'down a rss' %.1f)" "<= 16" "$(judge 'down a rss' '<=' 16)"
+  row "$s" "squid child peak RSS MiB" "$(cell 'down c rss' %.1f)" "" ""
+  row "$s" "h2gate upstream TLS connections" "$(cell 'down a conns' %.0f)" "1" "$(judge 'down a conns' '==' 1)"
+  row "$s" "curl 8 / squid child TLS connections" "$(cell 'down b conns' %.0f) / $(cell 'down c conns' %.0f)" "" ""
+fi
+
+echo
+echo "h2gate benchmark suite: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$ROUNDS round(s)${QUICK:+ (QUICK)}; every figure: median (min-max) over the rounds; ratios taken within a round"
+fmt='%-9s | %-44s | %-26s | %-8s | %s\n'
+# shellcheck disable=SC2059 # the format is ours
+printf "$fmt" "section" "figure" "median (min-max)" "target" ""
+for line in "${rows[@]}"; do
+  IFS='|' read -r a b c d e <<<"$line"
+  # shellcheck disable=SC2059
+  printf "$fmt" "$a" "$b" "$c" "$d" "$e"
+done
