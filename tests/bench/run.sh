@@ -173,6 +173,116 @@ if want w1; then
   rm -f "$work/www/w1.bin"
 fi
 
+if want up; then
+  head -c "$((UP_MIB << 20))" /dev/urandom >"$work/up.bin"
+  log "W1 upload: $W1_TRANSFERS x $UP_MIB MiB (nginx reads and discards)"
+  w1 up
+  rm -f "$work/up.bin"
+fi
+
+# --- W2: tunnel setup --------------------------------------------------------------
+# W2_TUNNELS tunnels, W2_PARALLEL at a time, each one plain-HTTP GET of 1 KiB
+# (Connection: close, so curl cannot reuse a tunnel). Latency: curl's
+# time_total of each transfer (CONNECT, request, response).
+w2_round() { # workload
+  local w=$1 pid before t0 t1 cpu0 cpu1 secs n cmd p50 p99
+  pid=$(sidecar_pid "$w")
+  before=$(log_lines)
+  cpu0=$(cpu_ticks "$pid")
+  read -r -a cmd <<<"$(curl_for "$w")"
+  t0=$EPOCHREALTIME
+  "${no_proxy_env[@]}" "${cmd[@]}" -q -s -S --fail --parallel --parallel-max "$W2_PARALLEL" \
+    --max-time 60 -H 'Connection: close' -w '%{http_code} %{size_download} %{time_total}\n' \
+    -K "$work/w2.urls" >"$work/w2-$w.out" 2>"$work/w2-$w.err" ||
+    log "w2 $w: curl failed: $(tail -3 "$work/w2-$w.err")"
+  t1=$EPOCHREALTIME
+  cpu1=$(cpu_ticks "$pid")
+  n=$(awk '$1 == 200 && $2 == 1024' "$work/w2-$w.out" | wc -l)
+  ((n == W2_TUNNELS)) || log "w2 $w: $n of $W2_TUNNELS requests answered 200 with 1 KiB"
+  wait_log_lines "$before" "$W2_TUNNELS"
+  log "w2 $w: $(tail -n +"$((before + 1))" "$nghttpx_log" | grep -cF '"CONNECT ') tunnels seen by nghttpx"
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+  add "w2 $w rps" "$(div "$n" "$secs" %.0f)"
+  add "w2 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$W2_TUNNELS" \
+    'BEGIN {printf "%.4f", t / hz * 1000 / n}')"
+  # p50 and p99 (nearest rank) of time_total, in ms
+  read -r p50 p99 < <(awk '{print $3 * 1000}' "$work/w2-$w.out" | sort -g |
+    awk '{v[NR] = $1} END {i = int(NR * 0.5 + 0.999); j = int(NR * 0.99 + 0.999)
+      printf "%.2f %.2f\n", v[i < 1 ? 1 : i], v[j < 1 ? 1 : j]}')
+  add "w2 $w p50" "$p50"
+  add "w2 $w p99" "$p99"
+  log "w2 $w: $n tunnels in ${secs}s, p50 $p50 ms, p99 $p99 ms"
+  last_p99=$p99
+}
+if want w2; then
+  for i in $(seq "$W2_TUNNELS"); do
+    printf 'url = "http://127.0.0.1:%s/1k?t=%s"\noutput = "/dev/null"\n' "$plain_port" "$i"
+  done >"$work/w2.urls"
+  log "W2 tunnel setup: $W2_TUNNELS tunnels, $W2_PARALLEL in parallel"
+  for r in $(seq "$ROUNDS"); do
+    for w in $(rotate "$r" a c); do
+      w2_round "$w"
+      case $w in a) pa=$last_p99 ;; c) pc=$last_p99 ;; esac
+    done
+    add "w2 ratio p99 a/c" "$(div "$pa" "$pc")"
+  done
+fi
+
+# --- W3: absolute-form requests ----------------------------------------------------
+# wrk, one thread, W3_CONNS connections, GET http://origin/1k in absolute form
+# (a Lua script sets the path) for W3_SECS. Baseline: h2load straight to
+# nghttpx, one connection with W3_CONNS streams.
+w3_wrk() { # workload port
+  local w=$1 port=$2 pid cpu0 cpu1 out rps p99 errs n
+  pid=$(sidecar_pid "$w")
+  cpu0=$(cpu_ticks "$pid")
+  out=$(wrk -t 1 -c "$W3_CONNS" -d "${W3_SECS}s" --timeout 10s --latency -s "$work/abs.lua" \
+    "http://127.0.0.1:$port/" 2>&1) || log "w3 $w: wrk failed: $out"
+  cpu1=$(cpu_ticks "$pid")
+  echo "$out" >"$work/w3-$w.out"
+  rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  p99=$(awk '$1 == "99%" {v = $2; u = v; sub(/[a-z]+$/, "", v); sub(/^[0-9.]+/, "", u)
+    printf "%.2f", v * (u == "us" ? 0.001 : u == "s" ? 1000 : 1)}' <<<"$out")
+  errs=$(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10}
+    /Non-2xx or 3xx responses:/ {s += $5} END {print s + 0}' <<<"$out")
+  add "w3 $w rps" "${rps:-0}"
+  add "w3 $w p99" "${p99:-nan}"
+  add "w3 $w errs" "$errs"
+  add "w3 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="${n:-0}" \
+    'BEGIN {printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}')"
+  log "w3 $w: ${rps:-?} req/s, p99 ${p99:-?} ms, $errs errors"
+  last_rps=${rps:-0}
+}
+w3_h2load() {
+  local out rps
+  out=$(h2load -t 1 -c 1 -m "$W3_CONNS" -D "$W3_SECS" -H ":scheme: http" \
+    -H ":authority: 127.0.0.1:$plain_port" "https://127.0.0.1:$nghttpx_port/1k" 2>&1) ||
+    log "w3 h2load failed: $(tail -3 <<<"$out")"
+  echo "$out" >"$work/w3-h2load.out"
+  rps=$(awk '/^finished in/ {gsub(/,/, ""); printf "%.0f", $4}' <<<"$out")
+  add "w3 h rps" "${rps:-0}"
+  add "w3 h failed" "$(awk '/^requests:/ {print $10 + $12 + $14}' <<<"$out")"
+  log "w3 h2load: ${rps:-?} req/s"
+  last_rps=${rps:-0}
+}
+if want w3; then
+  printf 'wrk.path = "http://127.0.0.1:%s/1k"\nwrk.headers["Host"] = "127.0.0.1:%s"\n' \
+    "$plain_port" "$plain_port" >"$work/abs.lua"
+  log "W3 absolute-form: $W3_CONNS connections, ${W3_SECS}s each"
+  for r in $(seq "$ROUNDS"); do
+    for w in $(rotate "$r" a c h); do
+      case $w in
+        a) w3_wrk a "$h2gate_port" && ra=$last_rps ;;
+        c) w3_wrk c "$child_port" && rc=$last_rps ;;
+        h) w3_h2load && rh=$last_rps ;;
+      esac
+    done
+    add "w3 ratio a/c" "$(div "$ra" "$rc")"
+    add "w3 ratio a/h" "$(div "$ra" "$rh")"
+  done
+fi
+
 # --- the table ---------------------------------------------------------------------
 rows=()
 row() { rows+=("$1|$2|$3|$4|$5"); } # section figure value target mark
@@ -189,6 +299,43 @@ if want w1; then
   row "$s" "squid child peak RSS MiB" "$(cell 'down c rss' %.1f)" "" ""
   row "$s" "h2gate upstream TLS connections" "$(cell 'down a conns' %.0f)" "1" "$(judge 'down a conns' '==' 1)"
   row "$s" "curl 8 / squid child TLS connections" "$(cell 'down b conns' %.0f) / $(cell 'down c conns' %.0f)" "" ""
+fi
+if want up; then
+  s="W1 up"
+  row "$s" "(a) h2gate MB/s" "$(cell 'up a mbps' %.0f)" "" ""
+  row "$s" "(b) curl 8 --proxy-http2 MB/s" "$(cell 'up b mbps' %.0f)" "" ""
+  row "$s" "(c) squid child MB/s" "$(cell 'up c mbps' %.0f)" "" ""
+  row "$s" "h2gate MB/s / squid child MB/s (per round)" "$(cell 'up ratio a/c' %.2f)" "" ""
+  row "$s" "h2gate CPU s/GB" "$(cell 'up a cpu' %.2f)" "<= 0.8" "$(judge 'up a cpu' '<=' 0.8)"
+  row "$s" "squid child CPU s/GB" "$(cell 'up c cpu' %.2f)" "" ""
+  row "$s" "h2gate peak RSS MiB" "$(cell 'up a rss' %.1f)" "<= 16" "$(judge 'up a rss' '<=' 16)"
+  row "$s" "squid child peak RSS MiB" "$(cell 'up c rss' %.1f)" "" ""
+  row "$s" "h2gate upstream TLS connections" "$(cell 'up a conns' %.0f)" "" ""
+fi
+if want w2; then
+  s="W2 setup"
+  row "$s" "(a) h2gate tunnels/s" "$(cell 'w2 a rps' %.0f)" "" ""
+  row "$s" "(c) squid child tunnels/s" "$(cell 'w2 c rps' %.0f)" "" ""
+  row "$s" "(a) h2gate p50 / p99 ms" "$(cell 'w2 a p50' %.1f) / $(cell 'w2 a p99' %.1f)" "" ""
+  row "$s" "(c) squid child p50 / p99 ms" "$(cell 'w2 c p50' %.1f) / $(cell 'w2 c p99' %.1f)" "" ""
+  row "$s" "h2gate p99 / squid child p99 (per round)" "$(cell 'w2 ratio p99 a/c' %.2f)" "<= 1" \
+    "$(judge 'w2 ratio p99 a/c' '<=' 1)"
+  row "$s" "h2gate CPU ms per tunnel" "$(cell 'w2 a cpu' %.3f)" "<= 0.15" "$(judge 'w2 a cpu' '<=' 0.15)"
+  row "$s" "squid child CPU ms per tunnel" "$(cell 'w2 c cpu' %.3f)" "" ""
+fi
+if want w3; then
+  s="W3 abs"
+  row "$s" "(a) h2gate req/s" "$(cell 'w3 a rps' %.0f)" "" ""
+  row "$s" "(c) squid child req/s" "$(cell 'w3 c rps' %.0f)" "" ""
+  row "$s" "h2load -> nghttpx (baseline) req/s" "$(cell 'w3 h rps' %.0f)" "" ""
+  row "$s" "h2gate / squid child req/s (per round)" "$(cell 'w3 ratio a/c' %.2f)" ">= 2" \
+    "$(judge 'w3 ratio a/c' '>=' 2)"
+  row "$s" "h2gate / h2load baseline req/s (per round)" "$(cell 'w3 ratio a/h' %.2f)" ">= 0.7" \
+    "$(judge 'w3 ratio a/h' '>=' 0.7)"
+  row "$s" "h2gate errors (socket + non-2xx)" "$(cell 'w3 a errs' %.0f)" "0" "$(judge 'w3 a errs' '==' 0)"
+  row "$s" "squid child errors / h2load failed" "$(cell 'w3 c errs' %.0f) / $(cell 'w3 h failed' %.0f)" "" ""
+  row "$s" "h2gate / squid child p99 ms" "$(cell 'w3 a p99' %.1f) / $(cell 'w3 c p99' %.1f)" "" ""
+  row "$s" "h2gate / squid child CPU us per request" "$(cell 'w3 a cpu' %.0f) / $(cell 'w3 c cpu' %.0f)" "" ""
 fi
 
 echo
