@@ -272,15 +272,21 @@ static_resources:
             max_concurrent_streams: 1000
 EOF
 }
-# Starts h2gate; sets h2gate_port, h2gate_pid. Waits for the listener only.
+# Starts an h2gate of its own config $work/NAME.yaml and log $work/NAME.log;
+# sets last_pid and last_port. Waits for the listener only.
+spawn_h2gate() { # name
+  last_port=$(free_port)
+  write_h2gate_conf "$work/$1.yaml" "$last_port" "$(free_port)"
+  "$H2GATE_BIN" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  last_pid=$!
+  pids+=("$last_pid")
+  wait_port "$last_port" "h2gate $1"
+}
+# The main h2gate: sets h2gate_port, h2gate_pid.
 start_h2gate() {
-  h2gate_port=$(free_port)
-  h2gate_admin=$(free_port)
-  write_h2gate_conf "$work/h2gate.yaml" "$h2gate_port" "$h2gate_admin"
-  "$H2GATE_BIN" -c "$work/h2gate.yaml" --log-level warn >>"$work/h2gate.log" 2>&1 &
-  h2gate_pid=$!
-  pids+=("$h2gate_pid")
-  wait_port "$h2gate_port" h2gate
+  spawn_h2gate h2gate
+  h2gate_port=$last_port
+  h2gate_pid=$last_pid
 }
 check_alive() { # pid what
   kill -0 "$1" 2>/dev/null || die "$2 exited (logs in $work)"

@@ -283,6 +283,87 @@ if want w3; then
   done
 fi
 
+# --- cold start ----------------------------------------------------------------------
+# A fresh h2gate per round; the first request is sent as soon as its listener
+# accepts, then nine more, one after another (a new app connection and tunnel
+# each, plain HTTP inside). TTFB: curl's time_starttransfer.
+if want cold; then
+  log "cold start: TTFB of request 1 vs request 10 after h2gate starts"
+  for r in $(seq "$ROUNDS"); do
+    spawn_h2gate "cold$r"
+    ttfb=()
+    for i in $(seq 10); do
+      ttfb+=("$("${no_proxy_env[@]}" "$CURL7" -q -s -S --fail -o /dev/null -p \
+        -x "http://127.0.0.1:$last_port" -w '%{time_starttransfer}' \
+        "http://127.0.0.1:$plain_port/1k?cold=$i" 2>>"$work/cold.err" || echo nan)")
+    done
+    stop_pid "$last_pid"
+    first=$(awk -v s="${ttfb[0]}" 'BEGIN {printf "%.3f", s * 1000}')
+    tenth=$(awk -v s="${ttfb[9]}" 'BEGIN {printf "%.3f", s * 1000}')
+    add "cold first" "$first"
+    add "cold tenth" "$tenth"
+    add "cold ratio" "$(div "$first" "$tenth" %.2f)"
+    log "cold round $r: first ${first} ms, 10th ${tenth} ms"
+  done
+fi
+
+# --- scale -----------------------------------------------------------------------------
+# A fresh h2gate per round, warmed by one tunnel (its upstream connection is
+# up). Then SCALE_IDLE idle tunnels (CONNECT answered, nothing sent) stay open
+# while SCALE_ACTIVE tunnels at once each GET a SCALE_MIB MiB file whose
+# SHA-256 is checked. RSS per idle tunnel: VmRSS growth / idle tunnels.
+if want scale; then
+  head -c "$((SCALE_MIB << 20))" /dev/urandom >"$work/www/scale.bin"
+  sha=$(sha256sum "$work/www/scale.bin" | cut -d' ' -f1)
+  log "scale: $SCALE_IDLE idle tunnels, then $SCALE_ACTIVE active ones of $SCALE_MIB MiB"
+  for r in $(seq "$ROUNDS"); do
+    spawn_h2gate "scale$r"
+    "${no_proxy_env[@]}" "$CURL7" -q -s -o /dev/null -p -x "http://127.0.0.1:$last_port" \
+      "http://127.0.0.1:$plain_port/1k" || log "scale: warm-up request failed"
+    out=$(python3 "$here/tunnels.py" --proxy-port "$last_port" --pid "$last_pid" \
+      --target "127.0.0.1:$plain_port" --idle "$SCALE_IDLE" --active "$SCALE_ACTIVE" \
+      --path /scale.bin --sha256 "$sha" 2>"$work/scale$r.err") ||
+      log "scale: tunnels.py failed: $(tail -3 "$work/scale$r.err")"
+    stop_pid "$last_pid"
+    declare -A kv=()
+    while IFS='=' read -r k v; do [[ -n $k ]] && kv[$k]=$v; done <<<"$out"
+    idle_ok=${kv[idle_ok]:-0}
+    add "scale idle ok" "$idle_ok"
+    add "scale idle kib" "$(awk -v a="${kv[rss_before_kib]:-0}" -v b="${kv[rss_idle_kib]:-0}" \
+      -v n="$idle_ok" 'BEGIN {printf "%.2f", (n > 0 ? (b - a) / n : 0)}')"
+    add "scale rss mib" "$(awk -v b="${kv[rss_idle_kib]:-0}" 'BEGIN {printf "%.1f", b / 1024}')"
+    add "scale active ok" "${kv[active_ok]:-0}"
+    add "scale active secs" "${kv[active_secs]:-nan}"
+    add "scale still open" "${kv[idle_still_open]:-0}"
+    log "scale round $r: $(tr '\n' ' ' <<<"$out")$(head -2 "$work/scale$r.err" | tr '\n' ' ')"
+    unset kv
+  done
+fi
+
+# --- floor ------------------------------------------------------------------------------
+if want floor; then
+  log "floor: openssl speed aes-128-gcm, iperf3 loopback"
+  for r in $(seq "$ROUNDS"); do
+    # 1000s of bytes per second for 16 KiB blocks (one TLS record)
+    k=$(openssl speed -seconds 1 -bytes 16384 -evp aes-128-gcm 2>/dev/null |
+      awk '/^AES-128-GCM/ {sub(/k$/, "", $2); print $2}')
+    add "floor aes gbps" "$(awk -v k="${k:-0}" 'BEGIN {printf "%.2f", k * 1000 / 1e9}')"
+    add "floor aes spgb" "$(awk -v k="${k:-0}" 'BEGIN {printf "%.3f", (k > 0 ? 1e9 / (k * 1000) : 0)}')"
+    port=$(free_port)
+    iperf3 -s -1 -B 127.0.0.1 -p "$port" >"$work/iperf3-server.log" 2>&1 &
+    pids+=($!)
+    # not wait_port: a probe connection would be iperf3's one test (-1)
+    for _ in $(seq 100); do
+      [[ -n $(ss -Hltn "sport = :$port") ]] && break
+      sleep 0.05
+    done
+    bps=$(iperf3 -c 127.0.0.1 -p "$port" -t "${IPERF_SECS:-3}" -J 2>/dev/null |
+      python3 -c 'import json, sys; print(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"])' ||
+      echo 0)
+    add "floor iperf gbps" "$(awk -v b="$bps" 'BEGIN {printf "%.2f", b / 8 / 1e9}')"
+  done
+fi
+
 # --- the table ---------------------------------------------------------------------
 rows=()
 row() { rows+=("$1|$2|$3|$4|$5"); } # section figure value target mark
@@ -336,6 +417,29 @@ if want w3; then
   row "$s" "squid child errors / h2load failed" "$(cell 'w3 c errs' %.0f) / $(cell 'w3 h failed' %.0f)" "" ""
   row "$s" "h2gate / squid child p99 ms" "$(cell 'w3 a p99' %.1f) / $(cell 'w3 c p99' %.1f)" "" ""
   row "$s" "h2gate / squid child CPU us per request" "$(cell 'w3 a cpu' %.0f) / $(cell 'w3 c cpu' %.0f)" "" ""
+fi
+if want cold; then
+  s="cold"
+  row "$s" "first request TTFB ms" "$(cell 'cold first' %.2f)" "" ""
+  row "$s" "10th request TTFB ms" "$(cell 'cold tenth' %.2f)" "" ""
+  row "$s" "first / 10th (per round)" "$(cell 'cold ratio' %.2f)" "<= 1.5" "$(judge 'cold ratio' '<=' 1.5)"
+fi
+if want scale; then
+  s="scale"
+  row "$s" "idle tunnels open (of $SCALE_IDLE)" "$(cell 'scale idle ok' %.0f)" "$SCALE_IDLE" \
+    "$(judge 'scale idle ok' '==' "$SCALE_IDLE")"
+  row "$s" "h2gate RSS KiB per idle tunnel" "$(cell 'scale idle kib' %.2f)" "<= 10" "$(judge 'scale idle kib' '<=' 10)"
+  row "$s" "h2gate RSS MiB with the idle tunnels" "$(cell 'scale rss mib' %.1f)" "" ""
+  row "$s" "active tunnels byte-identical (of $SCALE_ACTIVE)" "$(cell 'scale active ok' %.0f)" "$SCALE_ACTIVE" \
+    "$(judge 'scale active ok' '==' "$SCALE_ACTIVE")"
+  row "$s" "seconds for the active tunnels" "$(cell 'scale active secs' %.2f)" "" ""
+  row "$s" "idle tunnels still open afterwards" "$(cell 'scale still open' %.0f)" "" ""
+fi
+if want floor; then
+  s="floor"
+  row "$s" "openssl AES-128-GCM GB/s (16 KiB, 1 core)" "$(cell 'floor aes gbps' %.2f)" "" ""
+  row "$s" "= CPU s/GB to decrypt once" "$(cell 'floor aes spgb' %.3f)" "" ""
+  row "$s" "iperf3 loopback GB/s (1 stream)" "$(cell 'floor iperf gbps' %.2f)" "" ""
 fi
 
 echo
