@@ -52,7 +52,8 @@ start_nghttpx
 start_h2gate
 start_squid_child
 head -c 1024 /dev/urandom >"$work/www/1k"
-log "rounds: $ROUNDS, work dir $work, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+log "rounds: $ROUNDS, work dir $work, load average $load0"
 
 declare -A R # "<key>" -> space-separated values, one per round
 add() { R[$1]+="$2 "; }
@@ -448,9 +449,10 @@ if want floor; then
 fi
 
 echo
-echo "h2gate benchmark suite: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "h2gate benchmark suite: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')), Linux $(uname -r)"
+echo "load average (1, 5, 15 min) at start: $load0; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$ROUNDS round(s)${QUICK:+ (QUICK)}; every figure: median (min-max) over the rounds; ratios taken within a round"
-fmt='%-9s | %-44s | %-26s | %-8s | %s\n'
+fmt='%-9s | %-44s | %-36s | %-8s | %s\n'
 # shellcheck disable=SC2059 # the format is ours
 printf "$fmt" "section" "figure" "median (min-max)" "target" ""
 for line in "${rows[@]}"; do
