@@ -453,10 +453,12 @@ echo "h2gate benchmark suite: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs ($
 echo "load average (1, 5, 15 min) at start: $load0; at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "$ROUNDS round(s)${QUICK:+ (QUICK)}; every figure: median (min-max) over the rounds; ratios taken within a round"
 fmt='%-9s | %-44s | %-36s | %-8s | %s\n'
-# shellcheck disable=SC2059 # the format is ours
-printf "$fmt" "section" "figure" "median (min-max)" "target" ""
-for line in "${rows[@]}"; do
-  IFS='|' read -r a b c d e <<<"$line"
-  # shellcheck disable=SC2059
-  printf "$fmt" "$a" "$b" "$c" "$d" "$e"
-done
+{
+  # shellcheck disable=SC2059 # the format is ours
+  printf "$fmt" "section" "figure" "median (min-max)" "target" ""
+  for line in "${rows[@]}"; do
+    IFS='|' read -r a b c d e <<<"$line"
+    # shellcheck disable=SC2059
+    printf "$fmt" "$a" "$b" "$c" "$d" "$e"
+  done
+} | sed 's/ *$//'
