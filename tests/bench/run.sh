@@ -446,6 +446,12 @@ if want floor; then
   row "$s" "openssl AES-128-GCM GB/s (16 KiB, 1 core)" "$(cell 'floor aes gbps' %.2f)" "" ""
   row "$s" "= CPU s/GB to decrypt once" "$(cell 'floor aes spgb' %.3f)" "" ""
   row "$s" "iperf3 loopback GB/s (1 stream)" "$(cell 'floor iperf gbps' %.2f)" "" ""
+  for dir in down up; do
+    if [[ -n ${R["$dir a cpu"]:-} ]]; then
+      row "$s" "W1 $dir h2gate CPU s/GB / the AES floor" \
+        "$(div "$(med "$dir a cpu")" "$(med 'floor aes spgb')" %.1f)x (medians)" "" ""
+    fi
+  done
 fi
 
 echo
