@@ -8,6 +8,9 @@
 #            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
 #   windows  mingw-w64 cross build of the send-buffer tuner + WinSock backend in
 #            build-windows/, its tests run under wine (tests/windows/run.sh)
+#   container  podman build of deploy/Dockerfile, then the image runs and proxies a
+#            request and drains on podman stop (tests/deploy/check_container.sh image);
+#            skipped, with the reason, where podman cannot run containers
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -23,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 ROOT=$PWD
 
-STAGES=(format release asan fuzz windows)
+STAGES=(format release asan fuzz windows container)
 SKIP=",${H2GATE_SKIP:-},"
 FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-60}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
@@ -76,7 +79,8 @@ build_and_ctest() {
     return 2
   fi
   local log="$dir/ctest.log" rc=0
-  timed ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" \
+  # -LE container: the image test is a stage of its own (stage_container).
+  timed ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" -LE container \
     "${CTEST_EXTRA[@]}" 2>&1 | tee "$log" || rc=$?
   local failed
   failed=$(sed -n 's/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) .*/\1/p' "$log" | tr '\n' ' ')
@@ -175,6 +179,26 @@ stage_windows() {
   esac
 }
 
+# Builds and runs the container image (tests/deploy/check_container.sh image).
+# Exit 77 from the script (no podman/runc/mmdebstrap, not root, or podman cannot
+# run a container here) is a skip: the stage passes with the reason as its note.
+stage_container() {
+  mkdir -p build
+  local log=build/container.log rc=0
+  timed tests/deploy/check_container.sh image 2>&1 | tee "$log" || rc=$?
+  case $rc in
+    0) note container "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ;;
+    77)
+      note container "SKIPPED: $(sed -n 's/^check_container: SKIP: //p' "$log" | tail -n1)"
+      RESULT_OVERRIDE=SKIP
+      ;;
+    *)
+      note container "$(sed -n 's/^check_container: FAIL: //p' "$log" | tail -n1)"
+      return 1
+      ;;
+  esac
+}
+
 # ------------------------------------------------------------------ main ----
 
 if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then
@@ -201,10 +225,11 @@ for s in "${STAGES[@]}"; do
   banner "stage $s"
   t0=$SECONDS
   rc=0
+  RESULT_OVERRIDE=""
   "stage_$s" || rc=$?
   SECONDS_TAKEN[$s]=$((SECONDS - t0))
   case $rc in
-    0) RESULT[$s]=PASS ;;
+    0) RESULT[$s]=${RESULT_OVERRIDE:-PASS} ;;
     2)
       RESULT[$s]=FAIL
       stop=$s
@@ -218,7 +243,7 @@ passed=0
 failed=0
 banner "summary"
 for s in "${STAGES[@]}"; do
-  printf '%-8s %-8s %6s  %s\n' "$s" "${RESULT[$s]}" \
+  printf '%-9s %-8s %6s  %s\n' "$s" "${RESULT[$s]}" \
     "${SECONDS_TAKEN[$s]:+${SECONDS_TAKEN[$s]}s}" "${NOTE[$s]:-}"
   case ${RESULT[$s]} in
     PASS) passed=$((passed + 1)) ;;
