@@ -25,7 +25,7 @@
 #     podman cannot run containers here.
 #
 # Env: HADOLINT, KUBERNETES_VALIDATE (default: in PATH, else /opt/h2gate-test/venv/bin),
-# KUBECTL, PYTHON (default /usr/bin/python3: Debian's, with python3-yaml),
+# KUBECTL (none: do not use kubectl), PYTHON (default /usr/bin/python3: Debian's, with python3-yaml),
 # H2GATE_DEBIAN_MIRROR (default: the first bookworm archive in the apt sources).
 set -euo pipefail
 
@@ -122,13 +122,13 @@ static_checks() {
   # 2. The kustomization renders.
   local kubectl=${KUBECTL:-}
   [[ -z $kubectl ]] && kubectl=$(command -v kubectl || true)
-  if [[ -n $kubectl ]]; then
+  if [[ -n $kubectl && $kubectl != none ]]; then
     run "kubectl kustomize deploy/kubernetes" "$kubectl" kustomize "$K8S"
     cp "$TMP/out" "$TMP/rendered.yaml"
     run "the rendered kustomization has every resource and the image" \
       "$PYTHON" "$LINT" --rendered "$TMP/rendered.yaml" "$K8S"
   else
-    log "note: kubectl not found: kustomization.yaml checked by container_lint.py only" \
+    log "note: no kubectl (not installed, or KUBECTL=none): kustomization.yaml checked by container_lint.py only" \
       "(every listed resource exists and parses), not rendered"
   fi
 
@@ -295,7 +295,10 @@ EOF
   chmod 644 "$TMP/h2gate.yaml"
   # --network host: the container shares the host's network namespace, as h2gate
   # shares the pod's with the app, so its 127.0.0.1 listeners are the host's.
+  # --read-only, --cap-drop ALL and no-new-privileges: what deploy/kubernetes/'s
+  # securityContext asks for (readOnlyRootFilesystem, drop ALL, allowPrivilegeEscalation).
   podman run -d --name "$name" "${RUN_OPTS[@]}" --network host \
+    --read-only --cap-drop ALL --security-opt no-new-privileges \
     -v "$TMP/h2gate.yaml:/etc/h2gate/h2gate.yaml:ro" "$image" >/dev/null ||
     fail "podman run $image failed"
   if ! wait_http "http://127.0.0.1:$admin_port/ready" 20; then
@@ -309,7 +312,7 @@ EOF
   local uid
   uid=$(podman exec "$name" awk '/^Uid:/{print $2}' /proc/1/status)
   [[ $uid == 65532 ]] || fail "h2gate runs as uid $uid"
-  log "ok: PID 1 is h2gate ($pid1), uid $uid"
+  log "ok: PID 1 is h2gate ($pid1), uid $uid, read-only root file system, no capabilities"
 
   # A request through it.
   curl -fsS --max-time 30 -x "http://127.0.0.1:$proxy_port" -o "$TMP/got.bin" \
