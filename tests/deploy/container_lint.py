@@ -166,6 +166,9 @@ def lint(directory):
               f"podmonitor endpoint: unexpected keys {sorted(ep)}")
         check(ep.get("port") == admin_name, f"podmonitor endpoint port {ep.get('port')!r} is not {admin_name!r}")
         check(ep.get("path", "/metrics") == "/metrics", "podmonitor endpoint path is not /metrics")
+        check(any(r.get("targetLabel") == "job" and r.get("replacement") == "h2gate"
+                  for r in ep.get("relabelings", [])),
+              "podmonitor endpoint: no relabeling to job=\"h2gate\" (the alerts match up{job=\"h2gate\"})")
         if "interval" in ep:
             check(duration_seconds(ep["interval"]) is not None, f"podmonitor interval {ep['interval']!r}")
     print(f"podmonitor: selects {ml}, scrapes port {admin_name} /metrics; scrape annotations agree")
