@@ -20,7 +20,9 @@
 #       (--network host: it shares the host's loopback, as it would a pod's),
 #       fetches a file from a loopback origin (python3 http.server) through it,
 #       then `podman stop` with a tunnel open: h2gate (PID 1) must drain and exit 0
-#       within drain_timeout. Removes the containers and the image it built.
+#       within drain_timeout; then runs the image with the Kubernetes ConfigMap's config
+#       and the Deployment's env (/healthz 200, /ready 503: no real upstream proxy here).
+#       Removes the containers and the image it built.
 #     Exit 77 (skipped) with the reason when podman, runc or mmdebstrap is missing or
 #     podman cannot run containers here.
 #
@@ -369,6 +371,36 @@ EOF
   grep -Eq '^tunnel (closed|reset) by h2gate' "$TMP/tunnel.log" || fail "the open tunnel was not closed: $(cat "$TMP/tunnel.log")"
   log "ok: podman stop with a tunnel open: exit code 0 after ${elapsed}s (drain_timeout ${drain}s);" \
     "$(tail -n1 "$TMP/tunnel.log")"
+
+  # The Kubernetes ConfigMap's config in the image, with the env the Deployment gives
+  # it (ports moved to free ones): it loads (CA bundle path and all), /healthz is 200
+  # and /ready explains that no upstream proxy (example.net names) is usable.
+  local cm_name=h2gate-check-cm-$$ cm_admin cm_proxy
+  cm_admin=$(free_port)
+  cm_proxy=$(free_port)
+  "$PYTHON" -c 'import sys,yaml; sys.stdout.write(yaml.safe_load(open(sys.argv[1]))["data"]["h2gate.yaml"])' \
+    "$K8S/configmap.yaml" |
+    sed "s/port_value: 9901}/port_value: $cm_admin}/; s/port_value: 3128}/port_value: $cm_proxy}/" \
+      >"$TMP/configmap-h2gate.yaml"
+  chmod 644 "$TMP/configmap-h2gate.yaml"
+  grep -q "port_value: $cm_admin}" "$TMP/configmap-h2gate.yaml" || fail "could not move the ConfigMap's admin port"
+  CLEANUP+=("podman rm -f -t 0 $cm_name")
+  podman run -d --name "$cm_name" "${RUN_OPTS[@]}" --network host \
+    --read-only --cap-drop ALL --security-opt no-new-privileges \
+    -e POD_IP=127.0.0.1 -e PROXY_USERNAME=alice -e PROXY_PASSWORD=s3cret \
+    -v "$TMP/configmap-h2gate.yaml:/etc/h2gate/h2gate.yaml:ro" "$image" >/dev/null ||
+    fail "podman run with the ConfigMap's config failed"
+  if ! wait_http "http://127.0.0.1:$cm_admin/healthz" 20; then
+    podman logs "$cm_name" >&2 || true
+    fail "h2gate with the ConfigMap's config: /healthz did not answer 200"
+  fi
+  local ready
+  ready=$(curl -sS --max-time 5 -w ' %{http_code}' "http://127.0.0.1:$cm_admin/ready" | tr -d '\n' || true)
+  [[ $ready == *corp_proxy*" 503" ]] || fail "ConfigMap config: /ready answered '$ready'"
+  podman stop -t 20 "$cm_name" >/dev/null
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$cm_name")
+  [[ $code == 0 ]] || fail "ConfigMap config: exit code $code after podman stop"
+  log "ok: the ConfigMap's config runs in the image: /healthz 200, /ready 503 (${ready% *}), exit 0 on stop"
   log "image test passed"
 }
 
