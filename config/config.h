@@ -126,8 +126,10 @@ struct Cluster {
   uint32_t max_connections = 8;  // circuit_breakers.thresholds[0].max_connections
   // Requests and tunnels in progress on the cluster (waiting for a
   // connection or on one), across all workers; beyond it a new one gets 503
-  // at once. circuit_breakers.thresholds[0].max_requests (Envoy's default).
-  uint32_t max_requests = 1024;
+  // at once. circuit_breakers.thresholds[0].max_requests. Envoy's default is
+  // 1024; h2gate's matches the listener's max_connections, so a cluster does
+  // not refuse long-lived tunnels (websockets, streaming) the listener takes.
+  uint32_t max_requests = 4096;
   // An idle HTTP/1.1 keep-alive connection to a proxy unused this long is
   // closed (0: never). HTTP/1.1 only: an idle h2 connection is kept open and
   // proven alive by its keepalive PING (http2.connection_keepalive).

@@ -99,7 +99,6 @@ void DownstreamConnection::start() {
   stats_.connections.add();
   stats_.connections_active.add();
   connection_counted_ = true;
-  in_.resize(kReadSize);
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
   ConnectionLimit& limit = *listener_.open_connections;
@@ -267,15 +266,39 @@ void DownstreamConnection::onTunnelTimeout() {
 void DownstreamConnection::readMore() {
   if (reading_ || app_eof_ || state_ == State::Closed) return;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
-  if (in_end_ == in_.size()) return;  // full: the consumer has not caught up
+  if (in_ && in_end_ == kReadSize) return;  // full: the consumer has not caught up
   reading_ = true;
+  if (in_end_ == 0 && last_read_drained_) {
+    // Nothing held and the socket was empty: wait without a buffer.
+    in_.reset();
+    socket_.async_wait(
+        asio::socket_base::wait_read,
+        [self = shared_from_this()](const asio::error_code& ec) { self->onReadable(ec); });
+    return;
+  }
+  if (!in_) in_.reset(new char[kReadSize]);
   socket_.async_read_some(
-      asio::buffer(in_.data() + in_end_, in_.size() - in_end_),
+      asio::buffer(in_.get() + in_end_, kReadSize - in_end_),
       [self = shared_from_this()](const asio::error_code& ec, size_t n) { self->onRead(ec, n); });
+}
+
+void DownstreamConnection::onReadable(const asio::error_code& ec) {
+  if (ec) return onRead(ec, 0);
+  if (state_ == State::Closed) return onRead(ec, 0);  // onRead goes on with the close
+  if (!in_) in_.reset(new char[kReadSize]);
+  asio::error_code rec;
+  const size_t n = socket_.read_some(asio::buffer(in_.get() + in_end_, kReadSize - in_end_), rec);
+  if (rec == asio::error::would_block || rec == asio::error::try_again) {
+    reading_ = false;  // a spurious wake-up
+    last_read_drained_ = true;
+    return readMore();
+  }
+  onRead(rec, n);
 }
 
 void DownstreamConnection::onRead(const asio::error_code& ec, size_t n) {
   reading_ = false;
+  if (!ec) last_read_drained_ = in_end_ + n < kReadSize;
   if (state_ == State::Closed) {
     // A read from before close(): carry on with the lingering close.
     if (ec) return finalClose();
@@ -316,7 +339,7 @@ void DownstreamConnection::process() {
         // The first event may be the completion of the previous bodyless
         // request (the parser paused at its head): step over it.
         size_t used = 0;
-        ev = parser_->feed(in_.data() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
+        ev = parser_->feed(inData() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
         in_begin_ += used;
       } while (ev == http1::Event::MessageComplete && in_begin_ < in_end_);
       body_out_.clear();
@@ -444,7 +467,7 @@ void DownstreamConnection::processBody() {
     }
     size_t used = 0;
     const http1::Event ev =
-        parser_->feed(in_.data() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
+        parser_->feed(inData() + in_begin_, in_end_ - in_begin_, &used, &body_out_);
     in_begin_ += used;
     if (ev == http1::Event::Error) {
       if (!response_started_)
@@ -480,7 +503,7 @@ void DownstreamConnection::pumpTunnel() {
   if (sending_up_ || state_ != State::Tunnel) return;
   if (in_begin_ < in_end_) {
     sending_up_ = true;
-    const std::string_view bytes(in_.data() + in_begin_, in_end_ - in_begin_);
+    const std::string_view bytes(inData() + in_begin_, in_end_ - in_begin_);
     countUp(bytes.size());
     touchTunnel();
     tunnel_->send(bytes, [self = shared_from_this()] {
@@ -870,7 +893,8 @@ void DownstreamConnection::lingerRead() {
   if (reading_ || closed_for_good_) return;
   if (app_eof_) return finalClose();
   reading_ = true;
-  socket_.async_read_some(asio::buffer(in_),
+  if (!in_) in_.reset(new char[kReadSize]);
+  socket_.async_read_some(asio::buffer(in_.get(), kReadSize),
                           [self = shared_from_this()](const asio::error_code& ec, size_t) {
                             self->reading_ = false;
                             if (ec) return self->finalClose();

@@ -66,6 +66,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void setState(State s);
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
+  // The socket became readable while no buffer was held.
+  void onReadable(const asio::error_code& ec);
+  char* inData() {
+    static char none[1];
+    return in_ ? in_.get() : none;
+  }
   void process();
   // Opens the bookkeeping (head_, info_) of the connection's next request.
   void beginRequest(RequestHead head);
@@ -162,7 +168,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   std::string peer_;
 
   std::unique_ptr<http1::Parser> parser_;
-  std::vector<char> in_;  // bytes read from the app; [in_begin_, in_end_) unprocessed
+  // Bytes read from the app; [in_begin_, in_end_) unprocessed. Allocated only
+  // while bytes are held or arriving: a connection whose last read drained
+  // its socket waits for readability without a buffer (readMore), so an
+  // idle tunnel or keep-alive connection costs no read buffer.
+  std::unique_ptr<char[]> in_;
+  bool last_read_drained_ = true;  // the last read left the socket empty
   size_t in_begin_ = 0;
   size_t in_end_ = 0;
   bool reading_ = false;

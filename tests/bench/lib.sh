@@ -238,7 +238,8 @@ tls_conns_since() {
 # --- h2gate ----------------------------------------------------------------------
 # One listener (max_connections raised for the scale test) to one cluster, the
 # nghttpx above, with h2gate's defaults except max_concurrent_streams 1000
-# (nghttpx allows 10,000) so thousands of tunnels do not queue.
+# (nghttpx allows 10,000), listener max_connections and cluster max_requests
+# 20,000, so thousands of tunnels neither queue nor get 503.
 write_h2gate_conf() { # file listen-port admin-port
   cat >"$1" <<EOF
 admin:
@@ -255,6 +256,7 @@ static_resources:
           cluster: nghttpx
   clusters:
   - name: nghttpx
+    circuit_breakers: {thresholds: [{max_requests: 20000}]}
     load_assignment:
       endpoints:
       - lb_endpoints:

@@ -299,7 +299,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "initial_stream_window_size: 1048576",
            "initial_connection_window_size: 16777216",
            "max_connections: 8",
-           "max_requests: 1024",
+           "max_requests: 4096",
            "common_http_protocol_options: {idle_timeout: 50s}",
        }) {
     CHECK(contains(dump, line));
@@ -384,7 +384,7 @@ static_resources:
   CHECK(clusters[1]["typed_extension_protocol_options"][options]["common_http_protocol_options"]
                 ["idle_timeout"]
                     .as<std::string>() == "0s");
-  CHECK(clusters[0]["circuit_breakers"]["thresholds"][0]["max_requests"].as<int>() == 1024);
+  CHECK(clusters[0]["circuit_breakers"]["thresholds"][0]["max_requests"].as<int>() == 4096);
   CHECK(clusters[1]["circuit_breakers"]["thresholds"][0]["max_requests"].as<int>() == 3);
 }
 

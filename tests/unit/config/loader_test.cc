@@ -942,11 +942,11 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values, err
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     const Cluster& c = r.bootstrap.clusters.at(0);
-    CHECK(c.max_requests == 1024);
+    CHECK(c.max_requests == 4096);
     CHECK(c.idle_timeout == seconds(50));
     // A cluster made in code (from --upstream) has the same defaults.
     const Cluster made;
-    CHECK(made.max_requests == 1024);
+    CHECK(made.max_requests == 4096);
     CHECK(made.idle_timeout == seconds(50));
   }
   SECTION("values") {
