@@ -25,7 +25,7 @@ TEST_PKGS=(
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
-  wget git python3-requests python3-httpx chromium
+  wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
 )

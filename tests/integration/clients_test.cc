@@ -70,7 +70,11 @@ struct ClientsEnv {
         "    location /web/ { alias " +
         work +
         "/web/; types { text/html html; text/css css; application/javascript js; "
-        "image/png png; } }\n";
+        "image/png png; } }\n"
+        // A one-package Python index (PEP 503 simple) and npm registry.
+        "    location /pypi/ { alias " +
+        work + "/pypi/; types { text/html html; } }\n" + "    location /npm/ { alias " + work +
+        "/npm/; default_type application/json; types { application/gzip tgz; } }\n";
     return n;
   }
   static Squid::Options squidOptions() {
@@ -417,4 +421,91 @@ TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page"
   // The page and its sub-resources came through h2gate and the h2 proxy.
   CHECK(!env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).empty());
   CHECK(countOccurrences(env.nginx.accessLog(), "/web/a.png") >= 1);
+}
+
+TEST_CASE("clients: pip with the proxy in its config (PIP_PROXY = global.proxy)", "[clients]") {
+  if (runCommand({kPython, "-m", "pip", "--version"}).exit_code != 0)
+    FAIL("pip not installed for " + kPython + ": run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // A wheel of one module, and a PEP 503 index page that links it.
+  const std::string pypi = env.work.path().string() + "/pypi";
+  const std::string wheel_name = "h2gate_probe-1.0-py3-none-any.whl";
+  std::filesystem::create_directories(pypi + "/simple/h2gate-probe");
+  REQUIRE(runCommand({kPython, "-c",
+                      "import sys, zipfile\n"
+                      "d = 'h2gate_probe-1.0.dist-info/'\n"
+                      "with zipfile.ZipFile(sys.argv[1], 'w') as z:\n"
+                      "  z.writestr('h2gate_probe.py', 'VALUE = 42\\n')\n"
+                      "  z.writestr(d + 'METADATA', 'Metadata-Version: 2.1\\nName: h2gate-probe\\n"
+                      "Version: 1.0\\n')\n"
+                      "  z.writestr(d + 'WHEEL', 'Wheel-Version: 1.0\\nGenerator: test\\n"
+                      "Root-Is-Purelib: true\\nTag: py3-none-any\\n')\n"
+                      "  z.writestr(d + 'RECORD', '')\n",
+                      pypi + "/simple/h2gate-probe/" + wheel_name})
+              .exit_code == 0);
+  const std::string wheel_sha = sha256File(pypi + "/simple/h2gate-probe/" + wheel_name);
+  writeFile(pypi + "/simple/h2gate-probe/index.html",
+            "<!doctype html><html><body><a href=\"" + wheel_name + "#sha256=" + wheel_sha + "\">" +
+                wheel_name + "</a></body></html>\n");
+  // `pip config set global.proxy URL` and PIP_PROXY are the same setting;
+  // the variable keeps the test out of the user's pip.conf.
+  const std::string dest = env.out.file("pip");
+  // The machine's own pip and requests settings (a CA bundle that overrides
+  // --cert, find-links) stay out: only the proxy setting under test counts.
+  auto r = env.run(
+      {"-u", "REQUESTS_CA_BUNDLE", "-u", "CURL_CA_BUNDLE", "-u", "PIP_CERT", "-u", "PIP_FIND_LINKS",
+       "-u", "PIP_INDEX_URL", "PIP_PROXY=" + env.proxy(), "PIP_CONFIG_FILE=/dev/null",
+       "PIP_DISABLE_PIP_VERSION_CHECK=1", "HOME=" + env.work.path().string()},
+      {kPython, "-m", "pip", "download", "--no-deps", "--no-cache-dir", "--cert",
+       env.ca.caCertPath(), "--index-url", env.httpsUrl("/pypi/simple/"), "-d", dest,
+       "h2gate-probe"});
+  CHECK(r.exit_code == 0);
+  CHECK(sha256File(dest + "/" + wheel_name) == wheel_sha);
+  CHECK(env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).size() >= 1);
+}
+
+TEST_CASE("clients: npm with proxy / https-proxy config", "[clients]") {
+  if (!haveProgram("npm")) FAIL("npm not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // A package tarball made by npm pack, and the registry document that
+  // points at it (what `npm view` / `npm pack NAME` fetch).
+  const std::string npm = env.work.path().string() + "/npm";
+  const std::string pkg = env.work.path().string() + "/pkg";
+  std::filesystem::create_directories(npm);
+  std::filesystem::create_directories(pkg);
+  writeFile(pkg + "/package.json", "{\"name\": \"h2gate-probe\", \"version\": \"1.0.0\"}\n");
+  writeFile(pkg + "/index.js", "module.exports = 42;\n");
+  const std::vector<std::string> npm_env{
+      "HOME=" + env.work.path().string(),
+      "npm_config_cache=" + env.work.path().string() + "/npm-cache",
+      "npm_config_update_notifier=false"};
+  auto packed = env.run(npm_env, {"npm", "pack", "--json", "--pack-destination", npm, pkg});
+  REQUIRE(packed.exit_code == 0);
+  auto field = [&](const std::string& name) {
+    const std::string key = "\"" + name + "\": \"";
+    const size_t at = packed.out.find(key);
+    if (at == std::string::npos) return std::string();
+    const size_t start = at + key.size();
+    return packed.out.substr(start, packed.out.find('"', start) - start);
+  };
+  const std::string integrity = field("integrity"), shasum = field("shasum");
+  REQUIRE(!integrity.empty());
+  const std::string tarball = env.httpsUrl("/npm/h2gate-probe-1.0.0.tgz");
+  writeFile(npm + "/h2gate-probe",
+            "{\"name\": \"h2gate-probe\", \"dist-tags\": {\"latest\": \"1.0.0\"}, "
+            "\"versions\": {\"1.0.0\": {\"name\": \"h2gate-probe\", \"version\": \"1.0.0\", "
+            "\"dist\": {\"tarball\": \"" +
+                tarball + "\", \"shasum\": \"" + shasum + "\", \"integrity\": \"" + integrity +
+                "\"}}}}\n");
+  // `npm config set proxy URL` / `https-proxy URL` write these keys to .npmrc.
+  writeFile(env.work.path().string() + "/.npmrc",
+            "proxy=" + env.proxy() + "\nhttps-proxy=" + env.proxy() +
+                "\ncafile=" + env.ca.caCertPath() + "\nregistry=" + env.httpsUrl("/npm/") + "\n");
+  const std::string dest = env.out.file("npm");
+  std::filesystem::create_directories(dest);
+  auto r = env.run(npm_env, {"npm", "pack", "h2gate-probe", "--pack-destination", dest});
+  CHECK(r.exit_code == 0);
+  CHECK(sha256File(dest + "/h2gate-probe-1.0.0.tgz") ==
+        sha256File(npm + "/h2gate-probe-1.0.0.tgz"));
+  CHECK(env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).size() >= 1);
 }
