@@ -13,6 +13,8 @@ namespace h2gate::downstream {
 namespace {
 
 constexpr size_t kReadSize = 64 * 1024;
+// Pieces one write() gathers without allocating (writev beyond: a vector).
+constexpr size_t kInlinePieces = 16;
 // After an error reply, how long we keep reading (and discarding) what the app
 // still sends, so closing does not turn into a RST that eats our reply.
 constexpr auto kLingerTime = std::chrono::seconds(2);
@@ -599,6 +601,28 @@ void DownstreamConnection::onResponseData(std::string_view data, upstream::Done 
   write({std::string_view(header, static_cast<size_t>(n)), data, "\r\n"}, std::move(done));
 }
 
+void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_t n,
+                                           upstream::Done done) {
+  if (state_ == State::Closed) return;
+  size_t total = 0;
+  for (size_t i = 0; i < n; ++i) total += pieces[i].size();
+  countDown(total);
+  if (state_ == State::Tunnel) touchTunnel();
+  if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
+    write(pieces, n, std::move(done));
+    return;
+  }
+  // One chunk for all of them.
+  char header[24];
+  const int h = std::snprintf(header, sizeof header, "%zx\r\n", total);
+  std::vector<std::string_view> framed;
+  framed.reserve(n + 2);
+  framed.emplace_back(header, static_cast<size_t>(h));
+  framed.insert(framed.end(), pieces, pieces + n);
+  framed.emplace_back("\r\n");
+  write(framed.data(), framed.size(), std::move(done));
+}
+
 void DownstreamConnection::onResponseEnd() {
   if (state_ == State::Closed) return;
   response_done_ = true;
@@ -759,21 +783,28 @@ void DownstreamConnection::forceClose() {
   close(true);
 }
 
-void DownstreamConnection::write(std::initializer_list<std::string_view> pieces,
+void DownstreamConnection::write(const std::string_view* pieces, size_t n_pieces,
                                  upstream::Done done) {
   if (state_ == State::Closed || write_failed_) return;
   size_t total = 0;
-  for (std::string_view p : pieces) total += p.size();
+  for (size_t i = 0; i < n_pieces; ++i) total += pieces[i].size();
   size_t written = 0;
   if (!writing_ && out_.empty()) {
-    // Direct dispatch: the socket takes what it can now; only the rest is
-    // copied.
-    std::array<asio::const_buffer, 3> bufs{};
-    size_t k = 0;
-    for (std::string_view p : pieces)
-      if (k < bufs.size()) bufs[k++] = asio::buffer(p.data(), p.size());
+    // Direct dispatch: the socket takes what it can now (one writev for all
+    // pieces); only the rest is copied.
     asio::error_code ec;
-    written = socket_.write_some(bufs, ec);
+    if (n_pieces <= kInlinePieces) {
+      std::array<asio::const_buffer, kInlinePieces> bufs{};  // unused ones are empty
+      for (size_t i = 0; i < n_pieces; ++i)
+        bufs[i] = asio::buffer(pieces[i].data(), pieces[i].size());
+      written = socket_.write_some(bufs, ec);
+    } else {
+      std::vector<asio::const_buffer> bufs;
+      bufs.reserve(n_pieces);
+      for (size_t i = 0; i < n_pieces; ++i)
+        bufs.push_back(asio::buffer(pieces[i].data(), pieces[i].size()));
+      written = socket_.write_some(bufs, ec);
+    }
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       written = 0;
     } else if (ec) {
@@ -793,7 +824,8 @@ void DownstreamConnection::write(std::initializer_list<std::string_view> pieces,
     }
   }
   size_t skip = written;
-  for (std::string_view p : pieces) {
+  for (size_t i = 0; i < n_pieces; ++i) {
+    const std::string_view p = pieces[i];
     if (skip >= p.size()) {
       skip -= p.size();
       continue;

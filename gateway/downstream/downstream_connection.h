@@ -49,6 +49,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // upstream::TunnelCallbacks
   void onResponseHead(ResponseHead head) override;
   void onResponseData(std::string_view data, upstream::Done done) override;
+  bool acceptsDataV() const override { return true; }
+  void onResponseDataV(const std::string_view* pieces, size_t n, upstream::Done done) override;
   void onResponseEnd() override;
   void onFailed(int status, Result result, std::string reason) override;
   void onReset(Result result, std::string reason) override;
@@ -130,7 +132,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // Output to the app: tries a non-blocking write first (direct dispatch),
   // queues only what the socket refuses. `done` runs once these bytes are
   // written, possibly before write() returns.
-  void write(std::initializer_list<std::string_view> pieces, upstream::Done done);
+  void write(std::initializer_list<std::string_view> pieces, upstream::Done done) {
+    write(pieces.begin(), pieces.size(), std::move(done));
+  }
+  void write(const std::string_view* pieces, size_t n, upstream::Done done);
   void startAsyncWrite();
   void closeAfterWrites();
   void lingerRead();

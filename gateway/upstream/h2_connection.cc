@@ -11,7 +11,9 @@
 namespace h2gate::upstream {
 namespace {
 
-constexpr size_t kReadSize = 64 * 1024;
+// One read gathers every TLS record already there, up to this much, so the
+// DATA of a stream reaches its app in few large writes.
+constexpr size_t kReadSize = 256 * 1024;
 constexpr size_t kMaxWriteBatch = 256 * 1024;
 // SO_SNDBUF is sampled for its gauge at most this often.
 constexpr auto kSendBufferSampleInterval = std::chrono::seconds(1);
@@ -84,6 +86,10 @@ std::string H2Connection::start() {
       session_, NGHTTP2_FLAG_NONE, 0,
       static_cast<int32_t>(cluster_.http2.initial_connection_window_size));
   read_buf_.resize(kReadSize);
+  // onRead takes the records already there without waiting (readSomeNow).
+  asio::error_code nb_ec;
+  transport_->socket().non_blocking(true, nb_ec);
+  if (nb_ec) return "making the proxy socket non-blocking: " + nb_ec.message();
   H2G_LOG(Info, id_, 0,
           "h2 connection to proxy " << peer_ << " (cluster " << cluster_.name << ") established");
   counted_ = true;
@@ -276,15 +282,36 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
   }
   auto self = shared_from_this();  // callbacks may drop the pool's reference
   last_read_ = std::chrono::steady_clock::now();
+  // Take the records that have already arrived too (the socket is
+  // non-blocking): one mem_recv, and one write per stream to its app.
+  asio::error_code more_ec;
+  while (read_buf_.size() - n >= 16 * 1024) {
+    const size_t m =
+        transport_->readSomeNow(asio::buffer(read_buf_.data() + n, read_buf_.size() - n), more_ec);
+    if (more_ec || m == 0) break;
+    n += m;
+  }
   in_recv_ = true;
   const ssize_t rv = nghttp2_session_mem_recv(session_, read_buf_.data(), n);
   in_recv_ = false;
   if (rv < 0) {
+    batched_.clear();
     close(std::string("HTTP/2 error from proxy: ") + nghttp2_strerror(static_cast<int>(rv)));
     return;
   }
+  deliverBatched();  // before read_buf_ is reused
+  if (closed_) return;
   flush();
+  if (more_ec && more_ec != asio::error::would_block && more_ec != asio::error::try_again)
+    return onRead(more_ec, 0);  // EOF or an error behind the data: as from a read
   readMore();
+}
+
+void H2Connection::deliverBatched() {
+  std::vector<std::weak_ptr<H2Stream>> streams;
+  streams.swap(batched_);
+  for (auto& w : streams)
+    if (auto s = w.lock()) s->deliverBatch();
 }
 
 void H2Connection::flush() {
@@ -641,20 +668,54 @@ void H2Stream::onData(const uint8_t* data, size_t len) {
   const size_t window = conn_->cluster().http2.initial_stream_window_size;
   // The proxy cannot send more until the app takes some of these bytes.
   if (unconsumed_ >= window) setDownloadStalled(true);
+  if (conn_->in_recv_) {
+    if (batch_.empty()) conn_->batched_.push_back(weak_from_this());
+    batch_.emplace_back(reinterpret_cast<const char*>(data), len);
+    batch_bytes_ += len;
+    return;
+  }
+  callbacks_->onResponseData(std::string_view(reinterpret_cast<const char*>(data), len),
+                             consumeWhenDone(len));
+}
+
+Done H2Stream::consumeWhenDone(size_t len) {
   std::weak_ptr<H2Stream> weak = weak_from_this();
-  callbacks_->onResponseData(
-      std::string_view(reinterpret_cast<const char*>(data), len), [weak, len] {
-        auto s = weak.lock();
-        if (!s || s->aborted_) return;  // abort()/~H2Stream consumed it already
-        s->unconsumed_ -= len;
-        if (s->download_stall_.on() &&
-            s->unconsumed_ < s->conn_->cluster().http2.initial_stream_window_size)
-          s->setDownloadStalled(false);
-        s->conn_->consume(s->id_, len);
-      });
+  return [weak, len] {
+    auto s = weak.lock();
+    if (!s || s->aborted_) return;  // abort()/~H2Stream consumed it already
+    s->unconsumed_ -= len;
+    if (s->download_stall_.on() &&
+        s->unconsumed_ < s->conn_->cluster().http2.initial_stream_window_size)
+      s->setDownloadStalled(false);
+    s->conn_->consume(s->id_, len);
+  };
+}
+
+void H2Stream::deliverBatch() {
+  if (batch_.empty()) return;
+  auto self = shared_from_this();  // the app may let go of it in a callback
+  std::vector<std::string_view> pieces;
+  pieces.swap(batch_);
+  size_t left = batch_bytes_;
+  batch_bytes_ = 0;
+  if (callbacks_ && !aborted_ && callbacks_->acceptsDataV()) {
+    callbacks_->onResponseDataV(pieces.data(), pieces.size(), consumeWhenDone(left));
+    return;
+  }
+  for (std::string_view piece : pieces) {
+    if (aborted_) return;  // abort() gave back the whole unconsumed window
+    if (!callbacks_) break;
+    left -= piece.size();
+    callbacks_->onResponseData(piece, consumeWhenDone(piece.size()));
+  }
+  if (!aborted_ && left > 0) {  // nobody takes the rest: give its window back
+    unconsumed_ -= left;
+    conn_->consume(id_, left);
+  }
 }
 
 void H2Stream::onEndStream() {
+  deliverBatch();  // the body before its end
   response_done_ = true;
   if (!callbacks_) return;
   if (!response_started_) return;  // onClose reports the failure
@@ -668,6 +729,7 @@ void H2Stream::onEndStream() {
 }
 
 void H2Stream::onClose(uint32_t error_code) {
+  deliverBatch();  // what arrived before the close still goes to the app
   closed_ = true;
   endStalls();
   TunnelCallbacks* cb = callbacks_;

@@ -131,6 +131,11 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   std::string out_;  // frames being written; immutable while writing_
   bool writing_ = false;
   bool in_recv_ = false;  // inside nghttp2_session_mem_recv: no sending
+  // Streams that got DATA during this mem_recv: their pieces (views into
+  // read_buf_) go to their apps in one write each once it returns.
+  std::vector<std::weak_ptr<H2Stream>> batched_;
+  void deliverBatched();
+  friend class H2Stream;  // batches its DATA in batched_ while in_recv_
   bool flush_pending_ = false;
   bool goaway_ = false;
   bool closed_ = false;
@@ -183,6 +188,11 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   // The whole connection went away; `established` when HTTP/2 had started.
   void onConnectionClosed(const std::string& reason, bool established);
   ssize_t readData(uint8_t* buf, size_t len, uint32_t* flags);
+  // Hands the DATA pieces gathered during the connection's last read to the
+  // app in one write (see H2Connection::batched_).
+  void deliverBatch();
+  // The `done` for `len` bytes handed to the app: gives their window back.
+  Done consumeWhenDone(size_t len);
   bool hasPendingUpload() const { return pending_done_ && !pending_.empty() && !closed_; }
   // Flow-control stall bookkeeping (h2gate_upstream_streams_stalled).
   void setUploadStalled(bool stalled);
@@ -204,6 +214,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   const RequestHead* head_ = nullptr;
   StreamInfo* info_ = nullptr;
   TunnelCallbacks* callbacks_ = nullptr;
+  std::vector<std::string_view> batch_;  // DATA not yet handed to the app
+  size_t batch_bytes_ = 0;
   RetryHook retry_;
   AnswerRetryHook answer_retry_;
   ResponseHead response_;

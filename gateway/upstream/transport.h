@@ -53,6 +53,12 @@ class Transport {
     s.non_blocking(was_non_blocking, ignored);
     return n;
   }
+  // A read on a socket set non-blocking by its owner: returns 0 with
+  // asio::error::would_block when nothing (no whole TLS record) is there.
+  template <typename Buffers>
+  size_t readSomeNow(const Buffers& b, asio::error_code& ec) {
+    return tls_ ? tls_->read_some(b, ec) : plain_->read_some(b, ec);
+  }
   // The Transport MUST stay at its address until the handler ran (it is
   // always held by unique_ptr).
   template <typename Buffers, typename Handler>

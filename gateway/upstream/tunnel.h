@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string_view>
 
 #include "gateway/http_types.h"
@@ -27,6 +28,16 @@ class TunnelCallbacks {
   virtual void onResponseHead(ResponseHead head) = 0;
   // Response body bytes (decoded: no chunk framing). Call `done` when written.
   virtual void onResponseData(std::string_view data, Done done) = 0;
+  // Several consecutive pieces of the body at once (what one read from the
+  // proxy carried for this stream), so the app gets them in one write;
+  // `done` once all are written. Only called when acceptsDataV() is true;
+  // otherwise the pieces come one by one through onResponseData.
+  virtual bool acceptsDataV() const { return false; }
+  virtual void onResponseDataV(const std::string_view* pieces, size_t n, Done done) {
+    (void)pieces;
+    (void)n;
+    (void)done;
+  }
   // The upstream finished its direction (END_STREAM / FIN / message end).
   virtual void onResponseEnd() = 0;
   // Nothing was sent to the app yet and the request cannot go on: the app

@@ -295,6 +295,21 @@ struct App : TunnelCallbacks {
   void check() {
     if (gone || fails || resets) ++late;
   }
+  // Vectored delivery (as the app-facing side takes it) when `vectored`.
+  bool vectored = false;
+  int v_calls = 0;
+  size_t max_pieces = 0;
+  bool acceptsDataV() const override { return vectored; }
+  void onResponseDataV(const std::string_view* pieces, size_t n, Done done) override {
+    check();
+    ++v_calls;
+    max_pieces = std::max(max_pieces, n);
+    for (size_t i = 0; i < n; ++i) body.append(pieces[i]);
+    if (auto_done)
+      done();
+    else
+      held.push_back(std::move(done));
+  }
 };
 
 struct Request {
@@ -547,6 +562,32 @@ TEST_CASE("h2 upstream: bytes of closed streams are consumed; the connection win
 }
 
 // 4. ------------------------------------------------------------------------
+
+TEST_CASE("h2 upstream: DATA frames that arrive together reach the app in one write",
+          "[upstream][h2]") {
+  // Windows of 256 KiB: the 128 KiB below is half, enough for WINDOW_UPDATE.
+  Harness h([](config::Cluster& c) {
+    c.http2.initial_stream_window_size = 256 * 1024;
+    c.http2.initial_connection_window_size = 256 * 1024;
+  });
+  Request& a = h.connect("a.test");
+  a.app.vectored = true;
+  const int32_t ida = h.idOf(a);
+  // The peer packs 8 frames of 16 KiB and lets them go at once: one read.
+  h.peer->hold(true);
+  h.peer->respond(ida, 200, 8 * 16384, false);
+  h.peer->hold(false);
+  REQUIRE(h.runUntil([&] { return a.app.body.size() == 8 * 16384; }));
+  CHECK(a.app.bodyOk());
+  CHECK(a.app.max_pieces >= 2);
+  CHECK(a.app.v_calls < 8);
+  // Their window comes back only once the app wrote them all.
+  h.io.run_for(std::chrono::milliseconds(50));
+  CHECK(h.peer->connWindow() == 128 * 1024);
+  a.app.release();
+  REQUIRE(h.runUntil([&] { return h.peer->connWindow() == 256 * 1024; }));
+  CHECK(a.app.late == 0);
+}
 
 TEST_CASE("h2 upstream: END_STREAM ends a response", "[upstream][h2]") {
   Harness h;
