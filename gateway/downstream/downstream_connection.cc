@@ -589,16 +589,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
 }
 
 void DownstreamConnection::onResponseData(std::string_view data, upstream::Done done) {
-  if (state_ == State::Closed) return;
-  countDown(data.size());
-  if (state_ == State::Tunnel) touchTunnel();
-  if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
-    write({data}, std::move(done));
-    return;
-  }
-  char header[24];
-  const int n = std::snprintf(header, sizeof header, "%zx\r\n", data.size());
-  write({std::string_view(header, static_cast<size_t>(n)), data, "\r\n"}, std::move(done));
+  onResponseDataV(&data, 1, std::move(done));
 }
 
 void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_t n,
@@ -615,12 +606,19 @@ void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_
   // One chunk for all of them.
   char header[24];
   const int h = std::snprintf(header, sizeof header, "%zx\r\n", total);
-  std::vector<std::string_view> framed;
-  framed.reserve(n + 2);
-  framed.emplace_back(header, static_cast<size_t>(h));
-  framed.insert(framed.end(), pieces, pieces + n);
-  framed.emplace_back("\r\n");
-  write(framed.data(), framed.size(), std::move(done));
+  auto frame = [&](auto& framed) {
+    framed[0] = std::string_view(header, static_cast<size_t>(h));
+    std::copy(pieces, pieces + n, framed.begin() + 1);
+    framed[n + 1] = "\r\n";
+    write(framed.data(), n + 2, std::move(done));
+  };
+  if (n + 2 <= kInlinePieces) {
+    std::array<std::string_view, kInlinePieces> framed;
+    frame(framed);
+  } else {
+    std::vector<std::string_view> framed(n + 2);
+    frame(framed);
+  }
 }
 
 void DownstreamConnection::onResponseEnd() {
@@ -793,17 +791,17 @@ void DownstreamConnection::write(const std::string_view* pieces, size_t n_pieces
     // Direct dispatch: the socket takes what it can now (one writev for all
     // pieces); only the rest is copied.
     asio::error_code ec;
-    if (n_pieces <= kInlinePieces) {
-      std::array<asio::const_buffer, kInlinePieces> bufs{};  // unused ones are empty
+    auto send = [&](auto& bufs) {  // unused entries stay empty
       for (size_t i = 0; i < n_pieces; ++i)
         bufs[i] = asio::buffer(pieces[i].data(), pieces[i].size());
-      written = socket_.write_some(bufs, ec);
+      return socket_.write_some(bufs, ec);
+    };
+    if (n_pieces <= kInlinePieces) {
+      std::array<asio::const_buffer, kInlinePieces> bufs{};
+      written = send(bufs);
     } else {
-      std::vector<asio::const_buffer> bufs;
-      bufs.reserve(n_pieces);
-      for (size_t i = 0; i < n_pieces; ++i)
-        bufs.push_back(asio::buffer(pieces[i].data(), pieces[i].size()));
-      written = socket_.write_some(bufs, ec);
+      std::vector<asio::const_buffer> bufs(n_pieces);
+      written = send(bufs);
     }
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       written = 0;

@@ -48,7 +48,7 @@ class Transport {
     const bool was_non_blocking = s.non_blocking();
     s.non_blocking(true, ec);
     if (ec) return 0;
-    const size_t n = tls_ ? tls_->read_some(b, ec) : plain_->read_some(b, ec);
+    const size_t n = readSomeNow(b, ec);
     asio::error_code ignored;
     s.non_blocking(was_non_blocking, ignored);
     return n;
