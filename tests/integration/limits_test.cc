@@ -438,6 +438,7 @@ TEST_CASE("1,000 idle app connections do not keep a new app from being served", 
   CHECK(gate.process().waitForLog("open-file limit \\(RLIMIT_NOFILE\\) (is|raised)",
                                   milliseconds(1000)));
 
+  const long rss_before = procStatusKiB(gate.process().pid(), "VmRSS");
   std::vector<std::unique_ptr<RawConnection>> idle;
   idle.reserve(kIdle);
   for (int i = 0; i < kIdle; ++i) idle.push_back(std::make_unique<RawConnection>(gate.port()));
@@ -450,6 +451,12 @@ TEST_CASE("1,000 idle app connections do not keep a new app from being served", 
     if (active < static_cast<size_t>(kIdle)) std::this_thread::sleep_for(milliseconds(20));
   }
   CHECK(active >= static_cast<size_t>(kIdle));
+  // An idle connection holds no read buffer: 1,000 of them cost a few MiB,
+  // not 1,000 x 64 KiB.
+  const long rss_idle = procStatusKiB(gate.process().pid(), "VmRSS");
+  INFO("h2gate VmRSS " << rss_before << " KiB -> " << rss_idle << " KiB with " << kIdle
+                       << " idle connections");
+  CHECK(rss_idle - rss_before < 16 * 1024);
 
   const TestFile& f = testFile("1m");
   auto r = runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w",
