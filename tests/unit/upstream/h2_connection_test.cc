@@ -334,8 +334,11 @@ struct Harness {
   std::shared_ptr<H2Connection> conn;
   std::vector<std::unique_ptr<Request>> requests;
 
+  // `tuner`: the connection's send-buffer tuner (the connector makes one
+  // per TCP connection); none by default.
   explicit Harness(const std::function<void(config::Cluster&)>& tweak = {},
-                   const Settings& peer_settings = {}) {
+                   const Settings& peer_settings = {},
+                   std::unique_ptr<net::SendBufferTuner> tuner = nullptr) {
     cluster.name = "test";
     cluster.http2.initial_stream_window_size = 65535;
     cluster.http2.initial_connection_window_size = 1u << 20;
@@ -348,8 +351,10 @@ struct Harness {
     server.set_option(tcp::no_delay(true));
     peer = std::make_shared<Peer>(std::move(server));
     stats = makeEndpointStats(metrics::Registry::global().newShard(), cluster.name, "peer:443", 0);
-    conn = std::make_shared<H2Connection>(std::make_unique<Transport>(std::move(client)), cluster,
-                                          1, "peer", &owner, stats);
+    if (tuner) tuner->onConnected();
+    conn = std::make_shared<H2Connection>(
+        std::make_unique<Transport>(std::move(client), std::move(tuner)), cluster, 1, "peer",
+        &owner, stats);
     REQUIRE(conn->start().empty());
     peer->start(peer_settings);
     REQUIRE(runUntil([&] { return peer->gotClientSettings() && owner.capacity_changes > 0; }));
@@ -860,6 +865,82 @@ TEST_CASE("h2 upstream metrics: streams stalled on flow control, both directions
     r.stream->abort();
     CHECK(cs.stalled_down.value() == 0);
   }
+}
+
+TEST_CASE("h2 upstream: one send-buffer tuner per connection, shared by all its streams",
+          "[upstream][h2][send_buffer]") {
+  // The Windows behaviour (ideal backlog) with fake socket operations and a
+  // fake clock: the query rate is the connection's, whatever its streams do.
+  struct Ops : net::SocketOps {
+    int* queries;
+    std::vector<uint32_t>* sets;
+    uint32_t ideal;
+    std::optional<uint32_t> idealSendBacklog() override {
+      ++*queries;
+      return ideal;
+    }
+    bool setSendBuffer(uint32_t bytes) override {
+      sets->push_back(bytes);
+      return true;
+    }
+    std::optional<uint32_t> sendBuffer() override { return sets->empty() ? 8192 : sets->back(); }
+    bool setNotsentLowat(uint32_t) override { return true; }
+  };
+  int queries = 0;
+  int clock_reads = 0;
+  std::vector<uint32_t> sets;
+  auto now = std::chrono::steady_clock::time_point{};
+  auto ops = std::make_unique<Ops>();
+  ops->queries = &queries;
+  ops->sets = &sets;
+  ops->ideal = 262144;
+  Ops* ops_raw = ops.get();
+  net::SendBufferConfig config;
+  config.mode = net::SendBufferConfig::Mode::IdealBacklog;
+  auto tuner = std::make_unique<net::SendBufferTuner>(config, std::move(ops), [&] {
+    ++clock_reads;
+    return now;
+  });
+  Harness h([](config::Cluster& c) { c.http2.initial_stream_window_size = 1 << 20; }, {},
+            std::move(tuner));
+  REQUIRE(queries == 1);  // at connect
+  REQUIRE(sets == std::vector<uint32_t>{262144});
+
+  // Eight tunnels upload at once, each in many writes of the connection.
+  std::vector<Request*> rs;
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 8; ++i) {
+    Request& r = h.connect("s" + std::to_string(i) + ".test");
+    ids.push_back(h.idOf(r));
+    h.peer->respond(ids.back(), 200, 0, false);
+    rs.push_back(&r);
+  }
+  REQUIRE(h.runUntil([&] {
+    return std::all_of(rs.begin(), rs.end(), [](Request* r) { return r->app.head.has_value(); });
+  }));
+  const int reads_before = clock_reads;
+  auto uploadAll = [&](char c) {
+    for (Request* r : rs) h.send(*r, std::string(48 * 1024, c));
+    REQUIRE(h.runUntil([&] {
+      return std::all_of(rs.begin(), rs.end(), [](Request* r) { return r->upload_done; });
+    }));
+  };
+  uploadAll('a');
+  // Every successful write of the connection asked the tuner (one clock read
+  // each); within the second not one more query, and nothing set again.
+  CHECK(clock_reads - reads_before >= 2);
+  CHECK(queries == 1);
+  CHECK(sets.size() == 1);
+
+  // A second later the next write queries once; the backlog shrank, so the
+  // buffer follows it down.
+  now += std::chrono::seconds(1);
+  ops_raw->ideal = 65536;
+  uploadAll('b');
+  CHECK(queries == 2);
+  CHECK(sets == std::vector<uint32_t>{262144, 65536});
+  for (size_t i = 0; i < ids.size(); ++i)
+    CHECK(h.runUntil([&] { return h.peer->stream(ids[i]).upload.size() == 96 * 1024; }));
 }
 
 // 8. ------------------------------------------------------------------------
