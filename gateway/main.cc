@@ -11,6 +11,7 @@
 
 #include "gateway/cli.h"
 #include "gateway/log.h"
+#include "gateway/metrics/cells.h"
 #include "gateway/net/fd_limit.h"
 #include "gateway/server.h"
 
@@ -31,7 +32,8 @@ int main(int argc, char** argv) {
   }
   if (opts.version) {
     std::cout << "h2gate " << H2GATE_VERSION << " (nghttp2 " << NGHTTP2_VERSION << ", "
-              << OPENSSL_VERSION_TEXT << ")\n";
+              << OPENSSL_VERSION_TEXT << ")"
+              << (metrics::kCellsOn ? "" : ", built with H2GATE_METRICS=OFF") << "\n";
     return 0;
   }
   if (opts.log_level) {
@@ -64,6 +66,9 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  if (!metrics::kCellsOn)
+    H2G_LOG(Warn, 0, 0,
+            "built with H2GATE_METRICS=OFF (a benchmark build): every metric reads zero");
   net::raiseFdLimitAndLog(loaded.bootstrap);
   // A reload builds the configuration exactly as now: the same file, with
   // the same flags applied on top. Without -c there is nothing to re-read.

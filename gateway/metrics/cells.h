@@ -7,6 +7,10 @@
 // a double) and Histogram (a mutex) are built for many writers; ours need
 // not be, because every worker has its own cells and a scrape adds them up
 // (see Shard and Collector). A cell MUST NOT be written by two threads.
+//
+// Built with -DH2GATE_METRICS=OFF (CMake), every write compiles to nothing:
+// a binary for measuring what the metrics cost (tests/bench/run.sh compares
+// the two in the same rounds), never one to ship — its scrapes are all zero.
 #pragma once
 
 #include <algorithm>
@@ -20,10 +24,17 @@ namespace h2gate::metrics {
 
 using Duration = std::chrono::nanoseconds;
 
+#ifdef H2GATE_NO_METRICS
+inline constexpr bool kCellsOn = false;
+#else
+inline constexpr bool kCellsOn = true;
+#endif
+
 class Counter {
  public:
   void add(uint64_t n = 1) {
-    v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+    if constexpr (kCellsOn)
+      v_.store(v_.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
   }
   uint64_t value() const { return v_.load(std::memory_order_relaxed); }
 
@@ -38,8 +49,12 @@ class Gauge {
  public:
   void add(int64_t n = 1) { set(valueOrZero() + n); }
   void sub(int64_t n = 1) { set(valueOrZero() - n); }
-  void set(int64_t n) { v_.store(n, std::memory_order_relaxed); }
-  void clear() { v_.store(kAbsent, std::memory_order_relaxed); }
+  void set(int64_t n) {
+    if constexpr (kCellsOn) v_.store(n, std::memory_order_relaxed);
+  }
+  void clear() {
+    if constexpr (kCellsOn) v_.store(kAbsent, std::memory_order_relaxed);
+  }
   bool present() const { return v_.load(std::memory_order_relaxed) != kAbsent; }
   int64_t value() const { return valueOrZero(); }
 
@@ -61,6 +76,7 @@ class Histogram {
                                                   0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
                                                   1,      2.5,     5,      10,    30};
   void observe(Duration d) {
+    if constexpr (!kCellsOn) return;
     const int64_t ns = std::max<int64_t>(0, d.count());
     size_t i = 0;
     while (i < kBounds.size() && static_cast<double>(ns) > kBounds[i] * 1e9) ++i;

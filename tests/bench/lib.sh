@@ -276,10 +276,10 @@ EOF
 }
 # Starts an h2gate of its own config $work/NAME.yaml and log $work/NAME.log;
 # sets last_pid and last_port. Waits for the listener only.
-spawn_h2gate() { # name
+spawn_h2gate() { # name [binary, default $H2GATE_BIN]
   last_port=$(free_port)
   write_h2gate_conf "$work/$1.yaml" "$last_port" "$(free_port)"
-  "$H2GATE_BIN" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  "${2:-$H2GATE_BIN}" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
   last_pid=$!
   pids+=("$last_pid")
   wait_port "$last_port" "h2gate $1"
