@@ -19,6 +19,7 @@ here=${here:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 repo=${repo:-$(cd "$here/../.." && pwd)}
 BENCH_NAME=${BENCH_NAME:-bench}
 H2GATE_BIN=${H2GATE_BIN:-$repo/build/h2gate}
+H2GATE_BIN=$(readlink -m "$H2GATE_BIN") # bench_init changes directory
 CURL8_DIR=${CURL8_DIR:-/opt/h2gate-test/curl8}
 CURL7=${CURL7:-curl}
 CURL8=$CURL8_DIR/usr/bin/curl

@@ -22,6 +22,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_NAME=bench
 # shellcheck source=tests/bench/lib.sh
 source "$here/lib.sh"
+[[ -n ${H2GATE_NOMETRICS_BIN:-} ]] && H2GATE_NOMETRICS_BIN=$(readlink -m "$H2GATE_NOMETRICS_BIN")
 
 if [[ -n ${QUICK:-} ]]; then
   ROUNDS=${ROUNDS:-1} W1_MIB=${W1_MIB:-8} UP_MIB=${UP_MIB:-8} W2_TUNNELS=${W2_TUNNELS:-200}
