@@ -10,9 +10,11 @@
 # Environment: QUICK=1 (1 round, small sizes: proves every workload runs),
 # ROUNDS (3), ONLY (sections to run, default "w1 up w2 w3 cold scale floor"),
 # H2GATE_BIN (build/h2gate, a Release build), CURL8_DIR, KEEP_WORK=1.
-# H2GATE_NOMETRICS_BIN: an h2gate built with -DH2GATE_METRICS=OFF; when set, W1
-# down and up also run it as workload (m), so the cost of the metrics is the
-# (a) vs (m) CPU s/GB of the same rounds.
+# H2GATE_BIN2: a second h2gate binary (another build to compare with); when set,
+# W1 down and up also run it as workload (m) in the same rounds and print the
+# (a)/(m) CPU s/GB ratio per round. H2GATE_BIN2_LABEL names it in the table.
+# H2GATE_NOMETRICS_BIN: the same, for a binary built with -DH2GATE_METRICS=OFF
+# (checked), labelled "metrics off": the cost of the metrics.
 # Sizes: W1_TRANSFERS (20), W1_MIB (100), UP_MIB (100), W2_TUNNELS (2000),
 # W2_PARALLEL (50), W3_SECS (10), W3_CONNS (50), SCALE_IDLE (5000),
 # SCALE_ACTIVE (500), SCALE_MIB (1). See tests/bench/README.md.
@@ -22,7 +24,14 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_NAME=bench
 # shellcheck source=tests/bench/lib.sh
 source "$here/lib.sh"
-[[ -n ${H2GATE_NOMETRICS_BIN:-} ]] && H2GATE_NOMETRICS_BIN=$(readlink -m "$H2GATE_NOMETRICS_BIN")
+if [[ -n ${H2GATE_NOMETRICS_BIN:-} ]]; then
+  "$H2GATE_NOMETRICS_BIN" --version | grep -q 'H2GATE_METRICS=OFF' ||
+    die "$H2GATE_NOMETRICS_BIN was not built with -DH2GATE_METRICS=OFF"
+  H2GATE_BIN2=$H2GATE_NOMETRICS_BIN
+  H2GATE_BIN2_LABEL=${H2GATE_BIN2_LABEL:-metrics off}
+fi
+[[ -n ${H2GATE_BIN2:-} ]] && H2GATE_BIN2=$(readlink -m "$H2GATE_BIN2")
+BIN2_LABEL=${H2GATE_BIN2_LABEL:-$(basename "$(dirname "${H2GATE_BIN2:-x/x}")")}
 
 if [[ -n ${QUICK:-} ]]; then
   ROUNDS=${ROUNDS:-1} W1_MIB=${W1_MIB:-8} UP_MIB=${UP_MIB:-8} W2_TUNNELS=${W2_TUNNELS:-200}
@@ -54,13 +63,11 @@ start_nginx
 start_squid_backend
 start_nghttpx
 start_h2gate
-if [[ -n ${H2GATE_NOMETRICS_BIN:-} ]]; then
-  [[ -x $H2GATE_NOMETRICS_BIN ]] || die "H2GATE_NOMETRICS_BIN=$H2GATE_NOMETRICS_BIN is not executable"
-  "$H2GATE_NOMETRICS_BIN" --version | grep -q 'H2GATE_METRICS=OFF' ||
-    die "$H2GATE_NOMETRICS_BIN was not built with -DH2GATE_METRICS=OFF"
-  spawn_h2gate h2gate-nometrics "$H2GATE_NOMETRICS_BIN"
-  nometrics_port=$last_port
-  nometrics_pid=$last_pid
+if [[ -n ${H2GATE_BIN2:-} ]]; then
+  [[ -x $H2GATE_BIN2 ]] || die "H2GATE_BIN2=$H2GATE_BIN2 is not executable"
+  spawn_h2gate h2gate2 "$H2GATE_BIN2"
+  bin2_port=$last_port
+  bin2_pid=$last_pid
 fi
 start_squid_child
 head -c 1024 /dev/urandom >"$work/www/1k"
@@ -103,14 +110,14 @@ curl_for() { # workload [app curl] -> the app command line (proxy settings inclu
     a) echo "$app -p -x http://127.0.0.1:$h2gate_port" ;;
     b) echo "$curl8 -p --proxy https://127.0.0.1:$nghttpx_port --proxy-cacert $work/ca.pem --proxy-http2" ;;
     c) echo "$app -p -x http://127.0.0.1:$child_port" ;;
-    m) echo "$app -p -x http://127.0.0.1:$nometrics_port" ;;
+    m) echo "$app -p -x http://127.0.0.1:$bin2_port" ;;
   esac
 }
 sidecar_pid() { # workload -> pid of the sidecar process, empty for (b)
   case $1 in
     a) echo "$h2gate_pid" ;;
     c) echo "$child_pid" ;;
-    m) echo "$nometrics_pid" ;;
+    m) echo "$bin2_pid" ;;
   esac
 }
 wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
@@ -175,14 +182,14 @@ w1_round() { # dir workload
 w1() { # dir
   local dir=$1 r w a c
   local -a ws=(a b c)
-  [[ -n ${nometrics_pid:-} ]] && ws+=(m)
+  [[ -n ${bin2_pid:-} ]] && ws+=(m)
   for r in $(seq "$ROUNDS"); do
     for w in $(rotate "$r" "${ws[@]}"); do
       w1_round "$dir" "$w"
       case $w in a) a=$last_mbps ;; c) c=$last_mbps ;; esac
     done
     add "$dir ratio a/c" "$(div "$a" "$c")"
-    [[ -n ${nometrics_pid:-} ]] &&
+    [[ -n ${bin2_pid:-} ]] &&
       add "$dir ratio cpu a/m" "$(div "$(last_of "$dir a cpu")" "$(last_of "$dir m cpu")")"
   done
 }
@@ -394,11 +401,11 @@ fi
 # --- the table ---------------------------------------------------------------------
 rows=()
 row() { rows+=("$1|$2|$3|$4|$5"); } # section figure value target mark
-metrics_rows() { # dir: (m), h2gate with metrics compiled out, when it ran
-  [[ -n ${nometrics_pid:-} ]] || return 0
-  row "$s" "(m) h2gate, metrics off: MB/s" "$(cell "$1 m mbps" %.0f)" "" ""
-  row "$s" "(m) h2gate, metrics off: CPU s/GB" "$(cell "$1 m cpu" %.2f)" "" ""
-  row "$s" "CPU s/GB metrics on / off (per round)" "$(cell "$1 ratio cpu a/m" %.3f)" "" ""
+bin2_rows() { # dir: (m), the second h2gate, when it ran
+  [[ -n ${bin2_pid:-} ]] || return 0
+  row "$s" "(m) h2gate, $BIN2_LABEL: MB/s" "$(cell "$1 m mbps" %.0f)" "" ""
+  row "$s" "(m) h2gate, $BIN2_LABEL: CPU s/GB" "$(cell "$1 m cpu" %.2f)" "" ""
+  row "$s" "CPU s/GB (a) / (m) (per round)" "$(cell "$1 ratio cpu a/m" %.3f)" "" ""
 }
 if want w1; then
   s="W1 down"
@@ -408,7 +415,7 @@ if want w1; then
   row "$s" "h2gate MB/s / squid child MB/s (per round)" "$(cell 'down ratio a/c' %.2f)" ">= 1" \
     "$(judge 'down ratio a/c' '>=' 1)"
   row "$s" "h2gate CPU s/GB" "$(cell 'down a cpu' %.2f)" "<= 0.7" "$(judge 'down a cpu' '<=' 0.7)"
-  metrics_rows down
+  bin2_rows down
   row "$s" "squid child CPU s/GB" "$(cell 'down c cpu' %.2f)" "" ""
   row "$s" "h2gate peak RSS MiB" "$(cell 'down a rss' %.1f)" "<= 16" "$(judge 'down a rss' '<=' 16)"
   row "$s" "squid child peak RSS MiB" "$(cell 'down c rss' %.1f)" "" ""
@@ -422,7 +429,7 @@ if want up; then
   row "$s" "(c) squid child MB/s" "$(cell 'up c mbps' %.0f)" "" ""
   row "$s" "h2gate MB/s / squid child MB/s (per round)" "$(cell 'up ratio a/c' %.2f)" "" ""
   row "$s" "h2gate CPU s/GB" "$(cell 'up a cpu' %.2f)" "<= 0.8" "$(judge 'up a cpu' '<=' 0.8)"
-  metrics_rows up
+  bin2_rows up
   row "$s" "squid child CPU s/GB" "$(cell 'up c cpu' %.2f)" "" ""
   row "$s" "h2gate peak RSS MiB" "$(cell 'up a rss' %.1f)" "<= 16" "$(judge 'up a rss' '<=' 16)"
   row "$s" "squid child peak RSS MiB" "$(cell 'up c rss' %.1f)" "" ""
