@@ -54,7 +54,7 @@ std::shared_ptr<TlsContext> TlsContext::create(const config::TlsContext& cfg,
     *error = opensslError(where + "SSL_CTX_new failed");
     return nullptr;
   }
-  t->ctx_ = std::make_unique<asio::ssl::context>(ctx);
+  t->ctx_.reset(ctx);
   const int min = tlsVersion(cfg.tls_minimum_protocol_version);
   const int max = tlsVersion(cfg.tls_maximum_protocol_version);
   if (min < 0 || max < 0) {

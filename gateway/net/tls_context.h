@@ -12,7 +12,6 @@
 #include <unordered_map>
 
 #include <openssl/ssl.h>
-#include <asio/ssl/context.hpp>
 
 #include "config/config.h"
 
@@ -28,9 +27,7 @@ class TlsContext {
   TlsContext(const TlsContext&) = delete;
   TlsContext& operator=(const TlsContext&) = delete;
 
-  SSL_CTX* native() const { return ctx_->native_handle(); }
-  // For asio::ssl::stream, which takes the context by reference.
-  asio::ssl::context& asioContext() const { return *ctx_; }
+  SSL_CTX* native() const { return ctx_.get(); }
   bool verifies() const { return !insecure_; }
 
   // Prepares a new SSL object for `host` (the endpoint's name or IP):
@@ -48,7 +45,10 @@ class TlsContext {
   TlsContext() = default;
   static int onNewSession(SSL* ssl, SSL_SESSION* session);
 
-  std::unique_ptr<asio::ssl::context> ctx_;  // owns the SSL_CTX
+  struct CtxFree {
+    void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+  };
+  std::unique_ptr<SSL_CTX, CtxFree> ctx_;
   std::string sni_;
   bool insecure_ = false;
   // Resumption: the newest session per endpoint ("host:port"). Shared by the

@@ -89,23 +89,23 @@ void Connector::connectNext() {
 
 void Connector::handshake() {
   in_tls_ = true;
-  stream_ = std::make_unique<Transport::TlsStream>(std::move(*socket_), tls_->asioContext());
-  if (std::string err =
-          tls_->prepare(stream_->native_handle(), endpoint_.address,
-                        endpoint_.address + ":" + std::to_string(endpoint_.port_value));
+  SSL* ssl = SSL_new(tls_->native());
+  if (!ssl) return failWith(502, Result::ConnectFailed, "TLS setup: SSL_new failed");
+  transport_ = std::make_unique<Transport>(std::move(*socket_), ssl, std::move(tuner_));
+  if (std::string err = tls_->prepare(
+          ssl, endpoint_.address, endpoint_.address + ":" + std::to_string(endpoint_.port_value));
       !err.empty())
     return failWith(502, Result::ConnectFailed, "TLS setup: " + err);
-  stream_->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this()](
-                                                               const asio::error_code& e) {
+  transport_->asyncHandshake([self = shared_from_this()](const asio::error_code& e) {
     if (!self->done_) return;
+    SSL* ssl = self->transport_->ssl();
     if (e) {
-      std::string why = net::TlsContext::verifyError(self->stream_->native_handle());
+      std::string why = net::TlsContext::verifyError(ssl);
       if (why.empty()) why = e.message();
       return self->failWith(502, Result::ConnectFailed,
                             "TLS handshake with proxy " + self->peer_ + " failed: " + why);
     }
     ConnectOutcome out;
-    SSL* ssl = self->stream_->native_handle();
     out.alpn = net::TlsContext::selectedAlpn(ssl);
     H2G_LOG(
         Debug, self->conn_id_, 0,
@@ -114,7 +114,7 @@ void Connector::handshake() {
                           << ", ALPN " << (out.alpn.empty() ? "none" : out.alpn));
     out.peer = self->peer_;
     out.tls_time = std::chrono::steady_clock::now() - self->tls_started_;
-    out.transport = std::make_unique<Transport>(std::move(self->stream_), std::move(self->tuner_));
+    out.transport = std::move(self->transport_);
     self->finish(std::move(out));
   });
 }
@@ -136,7 +136,7 @@ void Connector::finish(ConnectOutcome outcome) {
   if (!outcome.transport) {
     asio::error_code ec;
     if (socket_) socket_->close(ec);
-    if (stream_) stream_->next_layer().close(ec);
+    if (transport_) transport_->close();
   }
   if (d) d(std::move(outcome));
 }
@@ -147,7 +147,7 @@ void Connector::cancel() {
   resolver_.cancel();
   asio::error_code ec;
   if (socket_) socket_->close(ec);
-  if (stream_) stream_->next_layer().close(ec);
+  if (transport_) transport_->close();
 }
 
 }  // namespace h2gate::upstream

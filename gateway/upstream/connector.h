@@ -67,7 +67,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   asio::ip::tcp::resolver resolver_;
   asio::steady_timer timer_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;
-  std::unique_ptr<Transport::TlsStream> stream_;
+  std::unique_ptr<Transport> transport_;  // TLS: from the handshake on
   std::vector<asio::ip::tcp::endpoint> addresses_;
   size_t next_ = 0;
   std::string last_error_;

@@ -66,6 +66,7 @@ std::string H2Connection::start() {
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &H2Connection::onFrameRecv);
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &H2Connection::onDataChunkRecv);
   nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &H2Connection::onStreamClose);
+  nghttp2_session_callbacks_set_send_data_callback(cbs, &H2Connection::onSendData);
   nghttp2_option* opt;
   nghttp2_option_new(&opt);
   // The window is given back by consume() once the app took the bytes.
@@ -86,6 +87,8 @@ std::string H2Connection::start() {
       session_, NGHTTP2_FLAG_NONE, 0,
       static_cast<int32_t>(cluster_.http2.initial_connection_window_size));
   read_buf_.resize(kReadSize);
+  // Many tunnels' bulk data: one recv takes up to kReadSize of TLS records.
+  transport_->keepBuffers(kReadSize);
   // onRead takes the records already there without waiting (readSomeNow).
   asio::error_code nb_ec;
   transport_->socket().non_blocking(true, nb_ec);
@@ -322,6 +325,9 @@ void H2Connection::flush() {
   flush_pending_ = false;
   if (writing_ || closed_) return;
   out_.clear();
+  // Frames, and DATA straight from the apps' buffers (onSendData), up to
+  // kMaxWriteBatch bytes: one TLS write.
+  send_paused_ = false;
   while (out_.size() < kMaxWriteBatch) {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_, &data);
@@ -330,7 +336,7 @@ void H2Connection::flush() {
       return;
     }
     if (n == 0) {
-      if (!uploads_pending_.empty()) markUploadStalls();
+      if (!send_paused_ && !uploads_pending_.empty()) markUploadStalls();
       break;
     }
     out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
@@ -468,6 +474,22 @@ int H2Connection::onStreamClose(nghttp2_session*, int32_t stream_id, uint32_t er
   return 0;
 }
 
+int H2Connection::onSendData(nghttp2_session*, nghttp2_frame* frame, const uint8_t* framehd,
+                             size_t length, nghttp2_data_source*, void* user) {
+  auto* c = static_cast<H2Connection*>(user);
+  H2Stream* s = c->streamOf(frame->hd.stream_id);
+  // readData() saw the stream a moment ago, in this same mem_send.
+  if (!s) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  // nghttp2 resets the stream
+  c->out_.append(reinterpret_cast<const char*>(framehd), 9);
+  const size_t padlen = frame->data.padlen;  // 0: we never pad, but follow the contract
+  if (padlen > 0) c->out_.push_back(static_cast<char>(padlen - 1));
+  s->takePending(length, c->out_);
+  if (padlen > 1) c->out_.append(padlen - 1, '\0');
+  if (c->out_.size() < kMaxWriteBatch) return 0;
+  c->send_paused_ = true;  // a full batch: mem_send stops here
+  return NGHTTP2_ERR_PAUSE;
+}
+
 ssize_t H2Connection::readData(nghttp2_session*, int32_t stream_id, uint8_t* buf, size_t len,
                                uint32_t* flags, nghttp2_data_source*, void* user) {
   auto* c = static_cast<H2Connection*>(user);
@@ -588,24 +610,18 @@ void H2Stream::endOfRequest() {
   }
 }
 
-ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
+ssize_t H2Stream::readData(uint8_t*, size_t len, uint32_t* flags) {
   if (pending_done_) {
     if (upload_stall_.on()) setUploadStalled(false);  // the window opened
     const size_t n = std::min(len, pending_.size());
-    std::memcpy(buf, pending_.data(), n);
-    pending_.remove_prefix(n);
-    sent_ += n;
-    if (pending_.empty()) {
-      // The bytes are copied: the app may read more. Posted, because the
-      // app side may call send() again, which must not re-enter nghttp2.
-      Done d = std::move(pending_done_);
-      pending_done_ = nullptr;
-      std::weak_ptr<H2Stream> weak = weak_from_this();
-      asio::post(conn_->executor(), [weak, d = std::move(d)] {
-        if (auto s = weak.lock(); s && !s->aborted_) d();
-      });
+    if (n > 0) {
+      // No copy into nghttp2's frame: H2Connection::onSendData copies the
+      // bytes straight from the app's buffer into the connection's output.
+      *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+      return static_cast<ssize_t>(n);
     }
-    return static_cast<ssize_t>(n);
+    releasePending();
+    return 0;
   }
   if (end_pending_) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
@@ -613,6 +629,24 @@ ssize_t H2Stream::readData(uint8_t* buf, size_t len, uint32_t* flags) {
   }
   deferred_ = true;
   return NGHTTP2_ERR_DEFERRED;
+}
+
+void H2Stream::takePending(size_t n, std::string& out) {
+  out.append(pending_.data(), n);
+  pending_.remove_prefix(n);
+  sent_ += n;
+  if (pending_.empty()) releasePending();
+}
+
+void H2Stream::releasePending() {
+  // The bytes are copied: the app may read more. Posted, because the app
+  // side may call send() again, which must not re-enter nghttp2.
+  Done d = std::move(pending_done_);
+  pending_done_ = nullptr;
+  std::weak_ptr<H2Stream> weak = weak_from_this();
+  asio::post(conn_->executor(), [weak, d = std::move(d)] {
+    if (auto s = weak.lock(); s && !s->aborted_) d();
+  });
 }
 
 void H2Stream::onHeader(std::string_view name, std::string_view value) {

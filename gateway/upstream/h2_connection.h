@@ -101,6 +101,10 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   static int onStreamClose(nghttp2_session*, int32_t, uint32_t, void*);
   static ssize_t readData(nghttp2_session*, int32_t, uint8_t*, size_t, uint32_t*,
                           nghttp2_data_source*, void*);
+  // NGHTTP2_DATA_FLAG_NO_COPY: a DATA frame's header and payload go into
+  // out_ from the app's buffer (one copy instead of two).
+  static int onSendData(nghttp2_session*, nghttp2_frame*, const uint8_t*, size_t,
+                        nghttp2_data_source*, void*);
   H2Stream* streamOf(int32_t stream_id) const;
   void onWriteError(const asio::error_code& ec);
   void readMore();
@@ -130,7 +134,8 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   std::vector<uint8_t> read_buf_;
   std::string out_;  // frames being written; immutable while writing_
   bool writing_ = false;
-  bool in_recv_ = false;  // inside nghttp2_session_mem_recv: no sending
+  bool send_paused_ = false;  // onSendData filled out_: mem_send returned 0 early
+  bool in_recv_ = false;      // inside nghttp2_session_mem_recv: no sending
   // Streams that got DATA during this mem_recv: their pieces (views into
   // read_buf_) go to their apps in one write each once it returns.
   std::vector<std::weak_ptr<H2Stream>> batched_;
@@ -188,6 +193,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   // The whole connection went away; `established` when HTTP/2 had started.
   void onConnectionClosed(const std::string& reason, bool established);
   ssize_t readData(uint8_t* buf, size_t len, uint32_t* flags);
+  // Appends the next `n` upload bytes to `out` (see H2Connection::onSendData).
+  void takePending(size_t n, std::string& out);
   // Hands the DATA pieces gathered during the connection's last read to the
   // app in one write (see H2Connection::batched_).
   void deliverBatch();
@@ -199,6 +206,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
 
  private:
   void setDownloadStalled(bool stalled);
+  // The app's bytes are all in frames: hand `done` back (posted).
+  void releasePending();
   void endStalls() {
     setUploadStalled(false);
     setDownloadStalled(false);

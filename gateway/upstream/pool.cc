@@ -274,8 +274,7 @@ UpstreamPool::H1Idle UpstreamPool::takeIdleH1() {
 
 void UpstreamPool::watchIdleH1(H1Idle& idle) {
   // A readiness wait, not a read: nothing is consumed (see pool.h).
-  idle.transport->socket().async_wait(
-      asio::ip::tcp::socket::wait_read,
+  idle.transport->asyncWaitReadable(
       [weak = weak_from_this(), id = idle.id](const asio::error_code& ec) {
         if (auto p = weak.lock()) p->onIdleH1Readable(id, ec);
       });

@@ -1,13 +1,33 @@
 // A connection to an upstream proxy: TLS over TCP (the normal case) or plain
-// TCP (an http:// proxy). Upstream code reads and writes through this and
-// does not care which.
+// TCP (an http:// proxy, or a DIRECT destination). Upstream code reads and
+// writes through this and does not care which.
+//
+// TLS is OpenSSL over a BIO of ours on the non-blocking socket, driven by
+// asio readiness waits. Not asio::ssl::stream: that one moves every byte
+// through a BIO pair (two extra copies per direction) and makes one socket
+// call per TLS record. Not OpenSSL's socket BIO with read-ahead either: its
+// buffer is compacted (memmove of everything left) at every SSL_read, which
+// grows with the buffer. Ours reads up to `inbuf` bytes of records in one
+// recv and hands them to OpenSSL record by record; SSL_write encrypts each
+// record straight into the socket. (MSG_MORE on all but a batch's last
+// record was measured: 20-30% more CPU per uploaded GB, not less.)
+//
+// Contracts: one read and one write may be outstanding at a time (like
+// asio's). Handlers never run inside the call that starts the operation.
+// The Transport MUST outlive its pending operations' handlers unless it is
+// closed first (owners keep themselves alive through the handler; a handler
+// that finds the Transport gone gets operation_aborted).
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
-#include <string>
+#include <vector>
+
+#include <openssl/ssl.h>
 
 #include <asio.hpp>
-#include <asio/ssl.hpp>
+#include <asio/ssl/error.hpp>
 
 #include "gateway/net/send_buffer.h"
 
@@ -15,80 +35,100 @@ namespace h2gate::upstream {
 
 class Transport {
  public:
-  using TlsStream = asio::ssl::stream<asio::ip::tcp::socket>;
-  // `tuner` (may be null) follows the socket's send buffer after writes.
+  using Handler = std::function<void(const asio::error_code&, size_t)>;
+  using WaitHandler = std::function<void(const asio::error_code&)>;
+
+  // Plain TCP. `tuner` (may be null) follows the send buffer after writes.
   explicit Transport(asio::ip::tcp::socket socket,
-                     std::unique_ptr<net::SendBufferTuner> tuner = nullptr)
-      : plain_(std::make_unique<asio::ip::tcp::socket>(std::move(socket))),
-        tuner_(std::move(tuner)) {}
-  explicit Transport(std::unique_ptr<TlsStream> tls,
-                     std::unique_ptr<net::SendBufferTuner> tuner = nullptr)
-      : tls_(std::move(tls)), tuner_(std::move(tuner)) {}
+                     std::unique_ptr<net::SendBufferTuner> tuner = nullptr);
+  // TLS client on a connected socket; takes ownership of `ssl` (prepared:
+  // SNI, verification, session).
+  Transport(asio::ip::tcp::socket socket, SSL* ssl,
+            std::unique_ptr<net::SendBufferTuner> tuner = nullptr);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
 
-  asio::ip::tcp::socket& socket() { return tls_ ? tls_->next_layer() : *plain_; }
-  bool isTls() const { return tls_ != nullptr; }
-  SSL* ssl() { return tls_ ? tls_->native_handle() : nullptr; }
+  asio::ip::tcp::socket& socket() { return socket_; }
+  bool isTls() const { return ssl_ != nullptr; }
+  SSL* ssl() { return ssl_; }
 
-  template <typename Buffers, typename Handler>
-  void asyncReadSome(const Buffers& b, Handler&& h) {
-    if (tls_)
-      tls_->async_read_some(b, std::forward<Handler>(h));
-    else
-      plain_->async_read_some(b, std::forward<Handler>(h));
-  }
-  // Reads what has already arrived, without waiting: returns 0 with
+  // TLS only: the client handshake. The error is in asio's SSL category
+  // (message: OpenSSL's reason, e.g. a TLS alert) or a system error.
+  void asyncHandshake(WaitHandler h);
+  // The connection carries bulk data (HTTP/2): one recv takes up to `bytes`
+  // of TLS records, and the buffers are kept between reads. Otherwise the
+  // receive buffer is kInBuffer bytes and, like OpenSSL's own buffers
+  // (SSL_MODE_RELEASE_BUFFERS), freed whenever drained, so an idle
+  // connection holds none.
+  void keepBuffers(size_t bytes);
+  static constexpr size_t kInBuffer = 32 * 1024;
+
+  // Some bytes (at least one), or an error: asio::error::eof for a TCP FIN
+  // or TLS close_notify, asio::ssl::error::stream_truncated for a FIN
+  // without close_notify.
+  void asyncReadSome(asio::mutable_buffer b, Handler h);
+  // What has already arrived, without waiting: returns 0 with
   // asio::error::would_block when no application data is there (TLS
   // records such as a TLS 1.3 session ticket are processed and give none).
-  // EOF (TLS: close_notify, or a TCP FIN without one) is an error as with
-  // any read. MUST NOT be called while an asynchronous read is pending. For
-  // idle pooled connections: see UpstreamPool.
-  template <typename Buffers>
-  size_t readAvailable(const Buffers& b, asio::error_code& ec) {
-    asio::ip::tcp::socket& s = socket();
-    const bool was_non_blocking = s.non_blocking();
-    s.non_blocking(true, ec);
-    if (ec) return 0;
-    const size_t n = readSomeNow(b, ec);
-    asio::error_code ignored;
-    s.non_blocking(was_non_blocking, ignored);
-    return n;
-  }
-  // A read on a socket set non-blocking by its owner: returns 0 with
-  // asio::error::would_block when nothing (no whole TLS record) is there.
-  template <typename Buffers>
-  size_t readSomeNow(const Buffers& b, asio::error_code& ec) {
-    return tls_ ? tls_->read_some(b, ec) : plain_->read_some(b, ec);
-  }
-  // The Transport MUST stay at its address until the handler ran (it is
-  // always held by unique_ptr).
-  template <typename Buffers, typename Handler>
-  void asyncWrite(const Buffers& b, Handler&& h) {
-    auto done = [this, h = std::forward<Handler>(h)](const asio::error_code& ec, size_t n) mutable {
-      if (!ec && tuner_) tuner_->afterSend();
-      h(ec, n);
-    };
-    if (tls_)
-      asio::async_write(*tls_, b, std::move(done));
-    else
-      asio::async_write(*plain_, b, std::move(done));
-  }
-  // Half-close our direction with a TCP FIN, under TLS too. (A close_notify
-  // would need asio's shutdown operation, which also waits to read the
-  // peer's, clashing with the read that is always pending.) HTTP/1.1 proxies
-  // such as squid end the tunnel on it, which is what an app's FIN means.
-  void shutdownSend() {
-    asio::error_code ec;
-    socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-  }
-  void close() {
-    asio::error_code ec;
-    socket().close(ec);
+  // MUST NOT be called while an asynchronous read is pending.
+  size_t readAvailable(asio::mutable_buffer b, asio::error_code& ec);
+  // As readAvailable, for an owner that keeps the socket non-blocking.
+  size_t readSomeNow(asio::mutable_buffer b, asio::error_code& ec);
+  // Completes when a read would find something (data, EOF or an error),
+  // consuming nothing. For idle pooled connections (see UpstreamPool).
+  void asyncWaitReadable(WaitHandler h);
+
+  // Writes all of `bufs`, in order; the handler gets the total.
+  void asyncWrite(std::vector<asio::const_buffer> bufs, Handler h);
+  void asyncWrite(asio::const_buffer b, Handler h) {
+    asyncWrite(std::vector<asio::const_buffer>{b}, std::move(h));
   }
 
+  // Half-close our direction with a TCP FIN, under TLS too (no
+  // close_notify: the proxy may still answer). HTTP/1.1 proxies such as
+  // squid end the tunnel on it, which is what an app's FIN means.
+  void shutdownSend();
+  // Cancels pending operations (their handlers get operation_aborted).
+  void close();
+
  private:
-  std::unique_ptr<TlsStream> tls_;
-  std::unique_ptr<asio::ip::tcp::socket> plain_;
+  struct WriteOp;
+  struct Bio;
+  // The BIO's side: what OpenSSL reads from and writes to.
+  int bioRead(char* out, int len);
+  int bioWrite(const char* in, int len);
+  // One SSL_read; on WANT_* sets want_write_ and returns would_block.
+  size_t tlsRead(asio::mutable_buffer b, asio::error_code& ec);
+  void tlsReadAsync(asio::mutable_buffer b, Handler h, bool initiating);
+  void tlsHandshakeStep(WaitHandler h, bool initiating);
+  void tlsWriteStep(std::shared_ptr<WriteOp> op, bool initiating);
+  // Maps SSL_get_error() of a failed call to an error code; would_block for
+  // WANT_READ/WANT_WRITE (and records which one in want_write_).
+  asio::error_code tlsError(int ret);
+  asio::ip::tcp::socket::wait_type wantedWait() const {
+    return want_write_ ? asio::ip::tcp::socket::wait_write : asio::ip::tcp::socket::wait_read;
+  }
+  void afterSend() {
+    if (tuner_) tuner_->afterSend();
+  }
+
+  asio::ip::tcp::socket socket_;
+  SSL* ssl_ = nullptr;  // owned, with its BIO (which never closes the socket)
+  // Received TLS bytes not yet given to OpenSSL: [in_begin_, in_end_).
+  std::unique_ptr<char[]> inbuf_;
+  size_t in_size_ = kInBuffer;
+  size_t in_begin_ = 0;
+  size_t in_end_ = 0;
+  bool keep_inbuf_ = false;
+  bool in_eof_ = false;  // recv returned 0
+  bool want_write_ = false;
+  // The last SSL_read wanted more bytes from the socket: nothing decrypted
+  // or whole is buffered, so a new read starts with a readiness wait.
+  bool read_blocked_ = false;
   std::unique_ptr<net::SendBufferTuner> tuner_;
+  // Handlers hold a weak reference: they find out if the Transport is gone.
+  std::shared_ptr<char> life_ = std::make_shared<char>();
 };
 
 }  // namespace h2gate::upstream
