@@ -304,7 +304,7 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
   }
   deliverBatched();  // before read_buf_ is reused
   if (closed_) return;
-  flush();
+  flushNow();
   if (more_ec && more_ec != asio::error::would_block && more_ec != asio::error::try_again)
     return onRead(more_ec, 0);  // EOF or an error behind the data: as from a read
   readMore();
@@ -319,9 +319,21 @@ void H2Connection::deliverBatched() {
 
 void H2Connection::flush() {
   if (in_recv_) {
-    flush_pending_ = true;
+    flush_pending_ = true;  // onRead flushes after mem_recv
     return;
   }
+  // A write in flight flushes again when it completes. Otherwise once, after
+  // whatever else is ready now ran: the frames of all the streams that
+  // acted meanwhile go out in one TLS write, and the proxy reads them at once.
+  if (writing_ || closed_ || flush_posted_) return;
+  flush_posted_ = true;
+  asio::post(executor(), [self = shared_from_this()] {
+    self->flush_posted_ = false;
+    self->flushNow();
+  });
+}
+
+void H2Connection::flushNow() {
   flush_pending_ = false;
   if (writing_ || closed_) return;
   out_.clear();
@@ -357,7 +369,7 @@ void H2Connection::flush() {
         }
         if (std::chrono::steady_clock::now() - self->sndbuf_sampled_ >= kSendBufferSampleInterval)
           self->sampleSendBuffer();
-        self->flush();
+        self->flushNow();
       });
 }
 

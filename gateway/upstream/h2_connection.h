@@ -86,6 +86,9 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void consume(int32_t stream_id, size_t n);
   void resetStream(int32_t stream_id, uint32_t error_code);
   void detach(int32_t stream_id);
+  // Sends what nghttp2 has queued: soon (posted, so that the frames of
+  // everything ready now share one TLS write), never from inside
+  // nghttp2_session_mem_recv.
   void flush();
   // The stream has app bytes to send: if nghttp2 then has nothing to send,
   // flow control holds them (see flush()).
@@ -109,6 +112,8 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void onWriteError(const asio::error_code& ec);
   void readMore();
   void onRead(const asio::error_code& ec, size_t n);
+  // Writes what nghttp2 has queued now (at most one write in flight).
+  void flushNow();
   // Removes a stream from streams_ (and from the streams gauge).
   void forget(int32_t stream_id);
   // Streams still holding app bytes while nghttp2 has nothing to send are
@@ -142,6 +147,7 @@ class H2Connection : public std::enable_shared_from_this<H2Connection> {
   void deliverBatched();
   friend class H2Stream;  // batches its DATA in batched_ while in_recv_
   bool flush_pending_ = false;
+  bool flush_posted_ = false;
   bool goaway_ = false;
   bool closed_ = false;
   bool got_settings_ = false;  // the proxy's first SETTINGS arrived: HTTP/2 works

@@ -92,9 +92,11 @@ int Transport::bioRead(char* out, int len) {
   if (in_begin_ == in_end_) {
     if (!inbuf_) inbuf_ = std::make_unique<char[]>(in_size_);
     in_begin_ = in_end_ = 0;
+    if (in_eof_) return 0;
     const ssize_t n = ::recv(socket_.native_handle(), inbuf_.get(), in_size_, 0);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(bio);
+      if (!keep_inbuf_) inbuf_.reset();  // nothing to read: hold nothing while idle
       return -1;
     }
     if (n == 0) {
@@ -106,7 +108,7 @@ int Transport::bioRead(char* out, int len) {
   const size_t take = std::min(static_cast<size_t>(len), in_end_ - in_begin_);
   std::memcpy(out, inbuf_.get() + in_begin_, take);
   in_begin_ += take;
-  if (in_begin_ == in_end_ && !keep_inbuf_) inbuf_.reset();  // idle: hold nothing
+  if (in_begin_ == in_end_ && !keep_inbuf_ && !receiving_) inbuf_.reset();  // idle: hold nothing
   return static_cast<int>(take);
 }
 
@@ -221,12 +223,34 @@ void Transport::tlsReadAsync(asio::mutable_buffer b, Handler h, bool initiating)
       return;
     }
   }
-  socket_.async_wait(wantedWait(), [this, life = std::weak_ptr<char>(life_), b,
-                                    h = std::move(h)](const asio::error_code& e) mutable {
-    if (life.expired()) return h(asio::error::operation_aborted, 0);
-    if (e) return h(e, 0);
-    tlsReadAsync(b, std::move(h), false);
-  });
+  if (want_write_) {
+    socket_.async_wait(asio::ip::tcp::socket::wait_write,
+                       [this, life = std::weak_ptr<char>(life_), b,
+                        h = std::move(h)](const asio::error_code& e) mutable {
+                         if (life.expired()) return h(asio::error::operation_aborted, 0);
+                         if (e) return h(e, 0);
+                         tlsReadAsync(b, std::move(h), false);
+                       });
+    return;
+  }
+  // OpenSSL wants bytes and our buffer is empty: receive into it. (A read,
+  // not a readiness wait: asio re-arms epoll with a syscall for every wait.)
+  if (!inbuf_) inbuf_ = std::make_unique<char[]>(in_size_);
+  in_begin_ = in_end_ = 0;
+  receiving_ = true;
+  socket_.async_read_some(asio::buffer(inbuf_.get(), in_size_),
+                          [this, life = std::weak_ptr<char>(life_), b, h = std::move(h)](
+                              const asio::error_code& e, size_t n) mutable {
+                            if (life.expired()) return h(asio::error::operation_aborted, 0);
+                            receiving_ = false;
+                            if (e == asio::error::eof) {
+                              in_eof_ = true;  // OpenSSL tells a close_notify from a truncation
+                            } else if (e) {
+                              return h(e, 0);
+                            }
+                            in_end_ = n;
+                            tlsReadAsync(b, std::move(h), false);
+                          });
 }
 
 size_t Transport::readSomeNow(asio::mutable_buffer b, asio::error_code& ec) {

@@ -121,7 +121,8 @@ class Transport {
   size_t in_begin_ = 0;
   size_t in_end_ = 0;
   bool keep_inbuf_ = false;
-  bool in_eof_ = false;  // recv returned 0
+  bool in_eof_ = false;     // recv returned 0
+  bool receiving_ = false;  // an asynchronous receive into inbuf_ is pending
   bool want_write_ = false;
   // The last SSL_read wanted more bytes from the socket: nothing decrypted
   // or whole is buffered, so a new read starts with a readiness wait.
