@@ -534,7 +534,7 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
     if (head.framing == BodyFraming::ContentLength)
       fields.emplace_back("content-length", std::to_string(head.content_length));
   }
-  for (Header& h : forwardedHeaders(head, conn_->cluster(), /*lowercase=*/true))
+  for (Header& h : forwardedHeaders(head, info, conn_->cluster(), /*lowercase=*/true))
     fields.emplace_back(std::move(h.name), std::move(h.value));
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size());
