@@ -423,6 +423,18 @@ TEST_CASE("routing: the PAC file, evaluated by pacparser, says what h2gate would
     INFO(table[i].first);
     CHECK(got[i] == table[i].second);
   }
+
+  // A reload makes the file again from the new routes.
+  std::string yaml = readFile(env.gate->dir().file("h2gate.yaml"));
+  const size_t at = yaml.find("host_suffixes: [internal.test]");
+  REQUIRE(at != std::string::npos);
+  yaml.replace(at, 30, "host_suffixes: [elsewhere.test]");
+  env.gate->writeFile("h2gate.yaml", yaml);
+  REQUIRE(adminPost(env.gate->adminPort(), "/reload").status == 200);
+  const std::string reloaded = adminGet(env.gate->adminPort(), "/proxy.pac").body;
+  CHECK(reloaded.find("\".elsewhere.test\"") != std::string::npos);
+  CHECK(reloaded.find("internal.test") == std::string::npos);
+  CHECK(reloaded.find(proxy + "\"") != std::string::npos);  // same listener, same port
 }
 
 TEST_CASE("routing: --validate names file, line, column and path of bad routing config",
