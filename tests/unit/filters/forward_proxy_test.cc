@@ -4,6 +4,7 @@
 
 #include "../config/test_util.h"
 #include "config/loader.h"
+#include "filter_env.h"
 #include "filters/registry.h"
 
 using namespace h2gate;
@@ -12,25 +13,12 @@ using h2gate::testing::allProblems;
 
 namespace {
 
-struct Env {
-  Env() : diag("fp.yaml") {
-    config::Cluster c;
-    c.name = "corp";
-    c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
-    bootstrap.clusters.push_back(c);
-    c.name = "backup";
-    bootstrap.clusters.push_back(c);
-    c.name = "third";
-    bootstrap.clusters.push_back(c);
-    listener.name = "l";
-  }
+struct Env : h2gate::testing::FilterEnv {
+  Env() : FilterEnv("fp.yaml", {"corp", "backup", "third"}) {}
   FilterPtr make(const char* yaml) {
     config::NodeReader r(yaml ? YAML::Load(yaml) : YAML::Node(), "typed_config", diag);
     return create(kForwardProxy, r, FactoryContext{bootstrap, listener});
   }
-  config::Diagnostics diag;
-  config::Bootstrap bootstrap;
-  config::Listener listener;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "../config/test_util.h"
 #include "config/dump.h"
+#include "filter_env.h"
 #include "filters/proxy_auth.h"
 #include "filters/registry.h"
 #include "filters/upstream_headers.h"
@@ -16,23 +17,8 @@ using h2gate::testing::ScopedEnv;
 
 namespace {
 
-struct Env {
-  Env() : diag("h.yaml") {
-    for (const char* name : {"corp", "partner"}) {
-      config::Cluster c;
-      c.name = name;
-      c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
-      bootstrap.clusters.push_back(c);
-    }
-    listener.name = "app1";
-  }
-  FilterPtr make(const char* filter, const std::string& yaml) {
-    config::NodeReader r(YAML::Load(yaml), "typed_config", diag);
-    return create(filter, r, FactoryContext{bootstrap, listener});
-  }
-  config::Diagnostics diag;
-  config::Bootstrap bootstrap;
-  config::Listener listener;
+struct Env : h2gate::testing::FilterEnv {
+  Env() : FilterEnv("h.yaml", {"corp", "partner"}) { listener.name = "app1"; }
 };
 
 RequestHead connect(Headers headers) {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "../config/test_util.h"
+#include "filter_env.h"
 #include "filters/registry.h"
 
 using namespace h2gate;
@@ -15,18 +16,11 @@ namespace {
 
 std::string pacOf(const std::vector<std::pair<const char*, std::string>>& chain,
                   const std::string& proxy = "127.0.0.1:3128") {
-  config::Diagnostics diag("p.yaml");
-  config::Bootstrap b;
-  config::Cluster c;
-  c.name = "corp";
-  c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
-  b.clusters.push_back(c);
-  config::Listener l;
+  h2gate::testing::FilterEnv env("p.yaml", {"corp"});
   PacBuilder pac;
   for (const auto& [name, yaml] : chain) {
-    config::NodeReader r(YAML::Load(yaml), "typed_config", diag);
-    const FilterPtr f = create(name, r, FactoryContext{b, l});
-    INFO(allProblems(diag.problems()));
+    const FilterPtr f = env.make(name, yaml);
+    INFO(allProblems(env.diag.problems()));
     REQUIRE(f);
     f->describePac(pac);
   }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "../config/test_util.h"
+#include "filter_env.h"
 #include "filters/acl.h"
 #include "filters/forward_proxy.h"
 #include "filters/registry.h"
@@ -12,23 +13,8 @@ using h2gate::testing::allProblems;
 
 namespace {
 
-struct Env {
-  Env() : diag("r.yaml") {
-    for (const char* name : {"corp", "partner", "backup"}) {
-      config::Cluster c;
-      c.name = name;
-      c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
-      bootstrap.clusters.push_back(c);
-    }
-    listener.name = "l";
-  }
-  FilterPtr make(const char* filter, const std::string& yaml) {
-    config::NodeReader r(YAML::Load(yaml), "typed_config", diag);
-    return create(filter, r, FactoryContext{bootstrap, listener});
-  }
-  config::Diagnostics diag;
-  config::Bootstrap bootstrap;
-  config::Listener listener;
+struct Env : h2gate::testing::FilterEnv {
+  Env() : FilterEnv("r.yaml", {"corp", "partner", "backup"}) {}
 };
 
 RequestHead head(const std::string& host, uint16_t port, bool connect) {
