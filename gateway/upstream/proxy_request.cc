@@ -18,6 +18,12 @@ std::string basicCredentials(const config::ProxyCredentials& c) {
   return "Basic " + out;
 }
 
+bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
+                       const config::Cluster& cluster) {
+  if (iequals(name, "proxy-authorization")) return true;
+  return info.upstream_headers && findHeader(info.upstream_headers->forCluster(cluster.name), name);
+}
+
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
                          const config::Cluster& cluster, bool lowercase) {
   const Headers* added =

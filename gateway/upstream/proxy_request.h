@@ -25,4 +25,11 @@ std::string basicCredentials(const config::ProxyCredentials& credentials);
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
                          const config::Cluster& cluster, bool lowercase);
 
+// Headers whose values are secrets on the wire to the proxy: HTTP/2 sends
+// them never-indexed (HPACK), so apps sharing a connection cannot probe them
+// through compression. Proxy-Authorization, and every header
+// upstream_headers adds (credentials, identity tokens).
+bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
+                       const config::Cluster& cluster);
+
 }  // namespace h2gate::upstream

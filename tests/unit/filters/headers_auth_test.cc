@@ -75,6 +75,11 @@ TEST_CASE("upstream_headers: per listener and per cluster, replacing app headers
         "User-Agent: curl\n"
         "Proxy-Authorization: Bearer xyz\n"
         "x-identity: partner-app1\n");
+  // What h2 sends never-indexed: credentials and every added header.
+  CHECK(upstream::isSensitiveHeader("proxy-authorization", StreamInfo{}, corp));
+  CHECK(upstream::isSensitiveHeader("x-identity", info, corp));
+  CHECK_FALSE(upstream::isSensitiveHeader("user-agent", info, corp));
+  CHECK_FALSE(upstream::isSensitiveHeader("x-identity", StreamInfo{}, corp));
   // Without the filter: the cluster's credentials, never the app's.
   CHECK(sent(head, StreamInfo{}, corp) ==
         "User-Agent: curl\n"
