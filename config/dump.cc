@@ -29,9 +29,15 @@ YAML::Node redacted(const YAML::Node& node, int depth) {
     for (const YAML::Node& item : node) out.push_back(redacted(item, depth + 1));
     return out;
   }
+  // An Envoy HeaderValue ({key: NAME, value: V}, e.g. upstream_headers'
+  // request_headers_to_add): the value may be any credential or identity
+  // token, whatever the header is called, so it is always redacted.
+  const bool header_value = node["key"].IsDefined() && node["key"].IsScalar() &&
+                            node["value"].IsDefined() && node.size() == 2;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const YAML::Node key = redacted(it->first, depth + 1);
-    const bool secret = it->first.IsScalar() && isSecretKey(it->first.Scalar());
+    const bool secret = it->first.IsScalar() && (isSecretKey(it->first.Scalar()) ||
+                                                 (header_value && it->first.Scalar() == "value"));
     // force_insert keeps duplicate keys, as the loaded node had them.
     out.force_insert(key, secret ? YAML::Node(kRedacted) : redacted(it->second, depth + 1));
   }

@@ -15,9 +15,9 @@ inline constexpr const char* kRedacted = "[redacted]";
 // default written out, so loadString(dumpYaml(b)) gives back the same
 // Bootstrap. Secrets are replaced by kRedacted: the proxy_credentials
 // password, and inside filter typed_config the value of every key that
-// isSecretKey(). ${ENV} references kept in typed_config stay as written;
-// values the loader already expanded (e.g. a user name) appear expanded.
-// The first line is a comment naming b.source.
+// isSecretKey() and the `value` of every {key, value} header entry. ${ENV} references kept in
+// typed_config stay as written; values the loader already expanded (e.g. a user name) appear
+// expanded. The first line is a comment naming b.source.
 std::string dumpYaml(const Bootstrap& b);
 
 // True when a typed_config key names a secret: it contains "password",

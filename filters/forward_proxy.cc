@@ -2,23 +2,83 @@
 
 #include <algorithm>
 
+#include "filters/match_config.h"
+#include "gateway/log.h"
+
 namespace h2gate::filters {
 
-ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config)) {
-  fallbacks_ = config_.fallback_clusters;
-  if (config_.direct_fallback) fallbacks_.emplace_back();
+ForwardProxyFilter::Decision ForwardProxyFilter::decision(const std::string& cluster,
+                                                          const std::vector<std::string>& fallbacks,
+                                                          bool direct_fallback) {
+  Decision d{cluster, fallbacks};
+  if (direct_fallback) d.fallbacks.emplace_back();
+  return d;
 }
 
-FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead&, StreamInfo& info) const {
-  info.cluster = config_.cluster;
-  info.fallbacks = fallbacks_;
+ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config)) {
+  default_ = decision(config_.cluster, config_.fallback_clusters, config_.direct_fallback);
+  for (const Route& r : config_.routes)
+    decisions_.push_back(decision(r.action == Route::Action::Cluster ? r.cluster : std::string(),
+                                  r.fallback_clusters, r.direct_fallback));
+}
+
+std::string ForwardProxyFilter::init() {
+  for (const std::string& why : config_.ignored)
+    H2G_LOG(Warn, 0, 0, "forward_proxy: NO_PROXY entry left out, it never matches: " << why);
+  return {};
+}
+
+void ForwardProxyFilter::apply(const Route& route, std::size_t index, StreamInfo& info) const {
+  if (route.action == Route::Action::Reject) {
+    info.status = route.status;
+    info.reason = route.reason;
+    return;
+  }
+  info.cluster = decisions_[index].cluster;
+  info.fallbacks = decisions_[index].fallbacks;
+  info.route_set = true;
+}
+
+FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamInfo& info) const {
+  if (!config_.routes.empty()) {
+    const Destination dest(head.host, head.port, head.is_connect);
+    for (std::size_t i = 0; i < config_.routes.size(); ++i) {
+      const Route& r = config_.routes[i];
+      if (!r.match.matches(dest)) continue;
+      H2G_LOG(Debug, info.connection_id, info.stream_id,
+              "route " << r.name << " matched " << head.authority() << ": "
+                       << (r.action == Route::Action::Reject ? "reject " + std::to_string(r.status)
+                           : r.action == Route::Action::Direct ? std::string("DIRECT")
+                                                               : "cluster " + r.cluster));
+      apply(r, i, info);
+      return FilterStatus::Stop;
+    }
+  }
+  info.cluster = default_.cluster;
+  info.fallbacks = default_.fallbacks;
   info.route_set = true;
   return FilterStatus::Stop;
 }
 
-namespace {
+void ForwardProxyFilter::describePac(PacBuilder& pac) const {
+  pac.options() = config_.pac;
+  for (const Route& r : config_.routes) {
+    const std::string what =
+        r.action == Route::Action::Direct ? r.name + ": direct"
+        : r.action == Route::Action::Reject
+            ? r.name + ": reject " + std::to_string(r.status) + " (h2gate answers)"
+            : r.name + ": cluster " + r.cluster;
+    pac.add(
+        r.match,
+        r.action == Route::Action::Direct ? PacBuilder::Action::Direct : PacBuilder::Action::Proxy,
+        what);
+  }
+  if (config_.cluster.empty())
+    pac.setDefault(PacBuilder::Action::Direct, "default route: direct");
+  else
+    pac.setDefault(PacBuilder::Action::Proxy, "default route: cluster " + config_.cluster);
+}
 
-// "" when `name` is a defined cluster, else the error message.
 std::string unknownCluster(const std::string& name, const FactoryContext& ctx) {
   if (ctx.bootstrap.findCluster(name) != nullptr) return {};
   std::string known;
@@ -31,19 +91,17 @@ std::string unknownCluster(const std::string& name, const FactoryContext& ctx) {
          (known.empty() ? std::string("no clusters are defined") : "known: " + known) + ")";
 }
 
-}  // namespace
+namespace {
 
-FilterPtr createForwardProxy(config::NodeReader& r, const FactoryContext& ctx) {
-  if (!r.expectMap()) return nullptr;
-  const std::size_t before = r.diagnostics().problems().size();
-  r.allowOnly({"@type", "cluster", "fallback_clusters", "direct_fallback"});
-  r.expectType(kForwardProxyType);
-  ForwardProxyFilter::Config config;
-  if (auto cluster = r.string("cluster")) {
-    if (!cluster->empty()) {
-      if (std::string err = unknownCluster(*cluster, ctx); !err.empty()) r.errorAt("cluster", err);
+// `cluster`, `fallback_clusters` and `direct_fallback` at this level (the
+// default route or one rule). Returns false when `cluster` is absent/empty.
+bool parseClusterRoute(config::NodeReader& r, const FactoryContext& ctx, std::string& cluster,
+                       std::vector<std::string>& fallbacks, bool& direct_fallback) {
+  if (auto c = r.string("cluster")) {
+    if (!c->empty()) {
+      if (std::string err = unknownCluster(*c, ctx); !err.empty()) r.errorAt("cluster", err);
     }
-    config.cluster = *cluster;
+    cluster = *c;
   }
   for (config::NodeReader& item : r.list("fallback_clusters")) {
     if (!item.node().IsScalar() || item.node().Scalar().empty()) {
@@ -53,22 +111,113 @@ FilterPtr createForwardProxy(config::NodeReader& r, const FactoryContext& ctx) {
     const std::string name = item.node().Scalar();
     if (std::string err = unknownCluster(name, ctx); !err.empty()) {
       item.error(err);
-    } else if (name == config.cluster || std::count(config.fallback_clusters.begin(),
-                                                    config.fallback_clusters.end(), name) != 0) {
+    } else if (name == cluster || std::count(fallbacks.begin(), fallbacks.end(), name) != 0) {
       item.error("cluster '" + name + "' is already in the route");
     } else {
-      config.fallback_clusters.push_back(name);
+      fallbacks.push_back(name);
     }
   }
-  if (auto direct = r.boolean("direct_fallback")) config.direct_fallback = *direct;
-  if (config.cluster.empty()) {
-    if (!config.fallback_clusters.empty())
-      r.errorAt("fallback_clusters",
-                "needs a cluster to fall back from (without `cluster` requests go DIRECT)");
-    if (config.direct_fallback)
-      r.errorAt("direct_fallback",
-                "needs a cluster to fall back from (without `cluster` requests go DIRECT)");
+  if (auto direct = r.boolean("direct_fallback")) direct_fallback = *direct;
+  if (cluster.empty()) {
+    const std::string why =
+        "needs a cluster to fall back from (without `cluster` requests go DIRECT)";
+    if (!fallbacks.empty()) r.errorAt("fallback_clusters", why);
+    if (direct_fallback) r.errorAt("direct_fallback", why);
+    return false;
   }
+  return true;
+}
+
+// Appends the rule to out.routes (also when it is invalid, so names stay
+// aligned with the YAML). Returns whether its match could be read.
+bool parseRoute(config::NodeReader& r, const FactoryContext& ctx, ForwardProxyFilter::Config& out) {
+  using Route = ForwardProxyFilter::Route;
+  Route& route = out.routes.emplace_back();
+  route.name = "routes[" + std::to_string(out.routes.size() - 1) + "]";
+  if (!r.expectMap()) return false;
+  r.allowOnly(
+      {"match", "cluster", "fallback_clusters", "direct_fallback", "direct", "reject", "reason"});
+  config::NodeReader m = r.child("match", true);
+  std::optional<Match> match = m.isNull() ? std::nullopt : parseMatch(m, &out.ignored);
+  if (match) route.match = std::move(*match);
+
+  const int actions = int(r.has("cluster")) + int(r.has("direct")) + int(r.has("reject"));
+  if (actions != 1) {
+    r.error(actions == 0 ? "a route needs one of cluster, direct: true or reject: STATUS"
+                         : "a route takes only one of cluster, direct and reject");
+    return match.has_value();
+  }
+  if (r.has("cluster")) {
+    route.action = Route::Action::Cluster;
+    if (!parseClusterRoute(r, ctx, route.cluster, route.fallback_clusters, route.direct_fallback))
+      r.errorAt("cluster", "must name a cluster (use direct: true for DIRECT)");
+  } else {
+    for (const char* key : {"fallback_clusters", "direct_fallback"})
+      if (r.has(key)) r.errorAt(key, "applies only to a route with a cluster");
+  }
+  if (r.has("direct")) {
+    route.action = Route::Action::Direct;
+    if (auto d = r.boolean("direct"); d && !*d)
+      r.errorAt("direct", "takes only true (route elsewhere with cluster or reject)");
+  }
+  if (r.has("reject")) {
+    route.action = Route::Action::Reject;
+    if (auto status = r.uint("reject", 400, 599)) route.status = static_cast<int>(*status);
+    route.reason = "refused by h2gate route rule " + route.name;
+  }
+  if (auto reason = r.string("reason")) {
+    if (route.action != Route::Action::Reject)
+      r.errorAt("reason", "applies only to a reject route");
+    else if (!reason->empty())
+      route.reason = *reason;
+  }
+  return match.has_value();
+}
+
+void parsePac(config::NodeReader& r, PacOptions& out) {
+  if (r.isNull() || !r.expectMap()) return;
+  r.allowOnly({"serve_on_listener", "proxy", "direct_fallback"});
+  if (auto b = r.boolean("serve_on_listener")) out.serve_on_listener = *b;
+  if (auto b = r.boolean("direct_fallback")) out.direct_fallback = *b;
+  if (auto proxy = r.string("proxy")) {
+    const std::size_t colon = proxy->rfind(':');
+    const bool ok = colon != std::string::npos && colon > 0 && colon + 1 < proxy->size() &&
+                    proxy->find_first_of(" \t;\"\\") == std::string::npos;
+    if (!ok)
+      r.errorAt("proxy", "expected host:port (e.g. 127.0.0.1:3128), got '" + *proxy + "'");
+    else
+      out.proxy = *proxy;
+  }
+}
+
+}  // namespace
+
+FilterPtr createForwardProxy(config::NodeReader& r, const FactoryContext& ctx) {
+  if (!r.expectMap()) return nullptr;
+  const std::size_t before = r.diagnostics().problems().size();
+  r.allowOnly({"@type", "routes", "cluster", "fallback_clusters", "direct_fallback", "pac"});
+  r.expectType(kForwardProxyType);
+  ForwardProxyFilter::Config config;
+  // The first rule that matches every request, if any: what follows it is
+  // unreachable.
+  std::optional<std::string> catch_all;
+  for (config::NodeReader& route : r.list("routes")) {
+    if (catch_all)
+      route.error("unreachable: " + *catch_all +
+                  " before it matches every request (a catch-all must be the last rule)");
+    const bool match_ok = parseRoute(route, ctx, config);
+    if (!catch_all && match_ok && config.routes.back().match.catchAll())
+      catch_all = config.routes.back().name;
+  }
+  parseClusterRoute(r, ctx, config.cluster, config.fallback_clusters, config.direct_fallback);
+  if (catch_all) {
+    for (const char* key : {"cluster", "fallback_clusters", "direct_fallback"})
+      if (r.has(key))
+        r.errorAt(key, "never used: " + *catch_all +
+                           " matches every request, so no request reaches the default route");
+  }
+  config::NodeReader pac = r.child("pac");
+  parsePac(pac, config.pac);
   if (r.diagnostics().problems().size() != before) return nullptr;
   return std::make_shared<ForwardProxyFilter>(std::move(config));
 }

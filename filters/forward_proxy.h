@@ -1,12 +1,32 @@
 // h2gate.filters.forward_proxy: the terminal filter that routes a request to a
-// cluster (an upstream proxy) or DIRECT.
+// cluster (an upstream proxy), DIRECT, or refuses it.
 //
 //   - name: h2gate.filters.forward_proxy
 //     typed_config:
 //       "@type": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config  # optional
+//       routes:                    # optional; in order, the first match wins
+//       - match: {host_suffixes: [internal.example], cidrs: [10.0.0.0/8]}
+//         direct: true             # connect directly
+//       - match: {hosts: ["*.partner.example"]}
+//         cluster: partner_proxy   # through this cluster...
+//         fallback_clusters: []    # ...then these, then DIRECT if direct_fallback
+//         direct_fallback: false
+//       - match: {hosts: [ads.example]}
+//         reject: 403              # answer this status (400..599)
+//         reason: blocked by policy  # optional body text
+//       # No rule matched: the default route.
 //       cluster: corp_proxy   # optional; absent, null or "": connect directly
 //       fallback_clusters: [backup_proxy]  # optional, tried in order
 //       direct_fallback: false             # optional: DIRECT after the last one
+//       pac:                  # optional: the PAC file made from these routes (filters/pac.h)
+//         serve_on_listener: false   # also answer GET /proxy.pac on this proxy listener
+//         proxy: ""                  # host:port in PROXY; default this listener's address
+//         direct_fallback: false     # "PROXY …; DIRECT"
+//
+// `match` is described in filters/match_config.h. A rule after one that
+// matches every request, a default cluster after such a rule, an unknown
+// cluster, a rule with none or several of cluster/direct/reject: config
+// errors.
 //
 // Fallback: when no proxy of a cluster can be reached for a request (connect
 // or TLS failure, DNS failure of the proxy's name, all its endpoints down, no
@@ -14,8 +34,7 @@
 // and after the last one DIRECT if direct_fallback is true. A proxy's own
 // answer (403, 407, 502...) is final: it reached a proxy, which decided.
 //
-// Later rules (per-host routes, bypass lists) extend Config and route(); the
-// filter stays stateless after construction, so it is shared across workers.
+// The filter is immutable after construction and shared by all workers.
 #pragma once
 
 #include <string>
@@ -23,6 +42,8 @@
 
 #include "config/node_reader.h"
 #include "filters/filter.h"
+#include "filters/matcher.h"
+#include "filters/pac.h"
 #include "filters/registry.h"
 
 namespace h2gate::filters {
@@ -32,28 +53,59 @@ inline constexpr const char* kForwardProxyType =
 
 class ForwardProxyFilter : public Filter {
  public:
+  struct Route {
+    enum class Action { Cluster, Direct, Reject };
+    std::string name;  // "routes[2]", for logs
+    Match match;
+    Action action = Action::Direct;
+    std::string cluster;                         // Cluster
+    std::vector<std::string> fallback_clusters;  // Cluster
+    bool direct_fallback = false;                // Cluster
+    int status = 0;                              // Reject
+    std::string reason;                          // Reject: the body
+  };
   struct Config {
-    std::string cluster;                         // empty: DIRECT
+    std::vector<Route> routes;
+    std::string cluster;                         // the default; empty: DIRECT
     std::vector<std::string> fallback_clusters;  // only with a cluster
     bool direct_fallback = false;                // only with a cluster
+    PacOptions pac;
+    // NO_PROXY entries the chosen mode ignores ("PATH: 'entry': why").
+    std::vector<std::string> ignored;
   };
 
   explicit ForwardProxyFilter(Config config);
 
-  // Sets info.cluster, info.fallbacks and info.route_set; always Stop
-  // (nothing runs after it).
+  // Logs the NO_PROXY entries left out, once per build.
+  std::string init() override;
+  // Sets info.cluster, info.fallbacks and info.route_set, or info.status and
+  // info.reason for a reject rule; always Stop (nothing runs after it).
   FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
   bool terminal() const override { return true; }
+  void describePac(PacBuilder& pac) const override;
 
   const Config& config() const { return config_; }
 
  private:
+  struct Decision {
+    std::string cluster;
+    std::vector<std::string> fallbacks;  // fallback clusters, then "" if direct_fallback
+  };
+  static Decision decision(const std::string& cluster, const std::vector<std::string>& fallbacks,
+                           bool direct_fallback);
+  void apply(const Route& route, std::size_t index, StreamInfo& info) const;
+
   Config config_;
-  std::vector<std::string> fallbacks_;  // fallback_clusters, then "" if direct_fallback
+  Decision default_;
+  std::vector<Decision> decisions_;  // per route (Cluster and Direct)
 };
 
 // Parses typed_config (recording problems, e.g. an unknown cluster at the
 // `cluster` key) and returns the filter, or nullptr when it is invalid.
 FilterPtr createForwardProxy(config::NodeReader& typed_config, const FactoryContext& ctx);
+
+// "" when `name` is a defined cluster, else the error message (for filters
+// that name clusters).
+std::string unknownCluster(const std::string& name, const FactoryContext& ctx);
 
 }  // namespace h2gate::filters

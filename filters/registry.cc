@@ -6,7 +6,10 @@
 #include <utility>
 
 #include "filters/access_log.h"
+#include "filters/acl.h"
 #include "filters/forward_proxy.h"
+#include "filters/proxy_auth.h"
+#include "filters/upstream_headers.h"
 
 namespace h2gate::filters {
 namespace {
@@ -16,7 +19,10 @@ using FactoryFn = FilterPtr (*)(config::NodeReader&, const FactoryContext&);
 // Sorted by name, so names() and the "known:" list read alphabetically.
 constexpr std::pair<const char*, FactoryFn> kFactories[] = {
     {kAccessLog, &createAccessLog},
+    {kAcl, &createAcl},
     {kForwardProxy, &createForwardProxy},
+    {kProxyAuth, &createProxyAuth},
+    {kUpstreamHeaders, &createUpstreamHeaders},
 };
 
 FactoryFn find(const std::string& name) {

@@ -31,5 +31,8 @@ std::vector<std::string> names();
 // Names as they appear in configs.
 inline constexpr const char* kForwardProxy = "h2gate.filters.forward_proxy";
 inline constexpr const char* kAccessLog = "h2gate.filters.access_log";
+inline constexpr const char* kAcl = "h2gate.filters.acl";
+inline constexpr const char* kUpstreamHeaders = "h2gate.filters.upstream_headers";
+inline constexpr const char* kProxyAuth = "h2gate.filters.proxy_auth";
 
 }  // namespace h2gate::filters

@@ -55,9 +55,11 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
                        "admin endpoints take GET (POST for /reload)\n", "GET, HEAD, POST"};
       return send(reply(rep, false));
     }
-    std::string_view path = r.target;
-    path = path.substr(0, path.find('?'));
-    const Admin::Reply rep = handler_(r.method, path);
+    const std::string_view target = r.target;
+    const size_t q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    const std::string_view query = q == std::string_view::npos ? "" : target.substr(q + 1);
+    const Admin::Reply rep = handler_(r.method, path, query);
     send(reply(rep, r.method == "HEAD"));
   }
 

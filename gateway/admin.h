@@ -23,9 +23,11 @@ class Admin {
     std::string body;
     std::string allow;  // the Allow header of a 405; empty: none
   };
-  // Method ("GET", "HEAD" or "POST") and path without the query string →
-  // reply (for HEAD the body is dropped). Runs on the admin's loop.
-  using Handler = std::function<Reply(std::string_view method, std::string_view path)>;
+  // Method ("GET", "HEAD" or "POST"), path without the query string, and
+  // the query string (after '?', "" when none) → reply (for HEAD the body
+  // is dropped). Runs on the admin's loop.
+  using Handler =
+      std::function<Reply(std::string_view method, std::string_view path, std::string_view query)>;
 
   Admin(asio::io_context& io, asio::ip::tcp::endpoint endpoint, Handler handler);
   // Binds. Returns an error message or "".

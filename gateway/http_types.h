@@ -22,6 +22,22 @@ const Header* findHeader(const Headers& headers, std::string_view name);
 
 enum class BodyFraming { None, ContentLength, Chunked, UntilClose };
 
+// Headers added to what h2gate sends to an upstream proxy (the CONNECT or
+// the request), set up by the upstream_headers filter. Owned by the filter,
+// which outlives every request of its listener. Looked up by the cluster
+// that actually carries the request, so a fallback cluster gets its own.
+struct UpstreamHeaders {
+  Headers all;  // for every cluster
+  // Per cluster: `all` with that cluster's own headers applied (same name:
+  // the cluster's value).
+  std::vector<std::pair<std::string, Headers>> by_cluster;
+  const Headers& forCluster(std::string_view cluster) const {
+    for (const auto& [name, headers] : by_cluster)
+      if (name == cluster) return headers;
+    return all;
+  }
+};
+
 // An app's request as the proxy understood it.
 struct RequestHead {
   std::string method;
@@ -80,6 +96,15 @@ struct StreamInfo {
   // reached ("" = direct). The downstream side takes them one by one.
   std::vector<std::string> fallbacks;
   bool route_set = false;
+  // Set by upstream_headers (may stay null): added to the upstream request;
+  // a header of the same name from the app is replaced. Values are secrets.
+  const UpstreamHeaders* upstream_headers = nullptr;
+  // Pass the app's own Proxy-Authorization on to the upstream proxy
+  // (upstream_headers' forward_proxy_authorization); otherwise it is dropped.
+  bool forward_proxy_authorization = false;
+  // Extra header lines ("Name: value\r\n") for the reply when a filter
+  // rejects the request (status set), e.g. a 407's Proxy-Authenticate.
+  std::string reply_headers;
 
   int status = 0;           // status returned to the app (200 for an established tunnel)
   std::string reason;       // why it failed, for logs and error bodies

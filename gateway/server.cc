@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "filters/pac.h"
 #include "filters/registry.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
@@ -31,8 +32,10 @@ Server::~Server() {
   for (auto& w : workers_) w->stop();
 }
 
-std::string Server::buildListeners(const config::Bootstrap& b, ListenerContexts& out) {
-  for (const config::Listener& l : b.listeners) {
+std::string Server::buildListeners(const config::Bootstrap& b, const std::vector<uint16_t>& ports,
+                                   ListenerContexts& out) {
+  for (size_t i = 0; i < b.listeners.size(); ++i) {
+    const config::Listener& l = b.listeners[i];
     auto ctx = std::make_shared<downstream::ListenerContext>();
     ctx->name = l.name;
     ctx->bootstrap = &b;
@@ -62,6 +65,11 @@ std::string Server::buildListeners(const config::Bootstrap& b, ListenerContexts&
       ctx->filters.push_back(std::move(f));
     }
     if (!diag.ok()) return diag.problems().front().str();
+    filters::PacBuilder pac;
+    for (const auto& f : ctx->filters) f->describePac(pac);
+    ctx->pac = pac.build(filters::pacProxyAddress(
+        l.address.address, i < ports.size() ? ports[i] : l.address.port_value));
+    ctx->serve_pac = pac.options().serve_on_listener;
     out.push_back(std::move(ctx));
   }
   return {};
@@ -145,7 +153,6 @@ std::string Server::start() {
   H2G_LOG(Info, 0, 0,
           "h2gate " << H2GATE_VERSION << " starting: config " << cfg.source << ", "
                     << cfg.concurrency << " worker(s)");
-  if (std::string err = buildListeners(cfg, listeners_); !err.empty()) return err;
   for (size_t i = 0; i < cfg.listeners.size(); ++i) {
     const config::Listener& l = cfg.listeners[i];
     std::string err;
@@ -161,6 +168,13 @@ std::string Server::start() {
     }
   }
   for (const Bound& b : bound_) logListening(b, cfg.listeners[b.listener]);
+  // After binding: a PAC file names the port a port-0 listener got.
+  std::vector<uint16_t> ports(cfg.listeners.size(), 0);
+  for (const Bound& b : bound_) {
+    asio::error_code ec;
+    if (ports[b.listener] == 0) ports[b.listener] = b.acceptor.local_endpoint(ec).port();
+  }
+  if (std::string err = buildListeners(cfg, ports, listeners_); !err.empty()) return err;
 
   for (const config::Cluster& c : cfg.clusters) {
     std::string err;
@@ -185,11 +199,11 @@ std::string Server::start() {
     asio::error_code ec;
     const asio::ip::address ip = asio::ip::make_address(cfg.admin.address.address, ec);
     if (ec) return "admin: '" + cfg.admin.address.address + "' is not an IP address";
-    admin_ =
-        std::make_unique<Admin>(main_io_, asio::ip::tcp::endpoint(ip, cfg.admin.address.port_value),
-                                [this](std::string_view method, std::string_view path) {
-                                  return adminReply(method, path);
-                                });
+    admin_ = std::make_unique<Admin>(
+        main_io_, asio::ip::tcp::endpoint(ip, cfg.admin.address.port_value),
+        [this](std::string_view method, std::string_view path, std::string_view query) {
+          return adminReply(method, path, query);
+        });
     if (std::string err = admin_->start(); !err.empty()) return err;
     if (!ip.is_loopback())
       H2G_LOG(Warn, 0, 0,
@@ -274,8 +288,6 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
 
   // Stage everything; nothing below changes the running state until the
   // commit, and whatever was staged is released on a rejection.
-  ListenerContexts contexts;
-  if (std::string err = buildListeners(*next, contexts); !err.empty()) return reject({err});
 
   reload::NameDiff clusters = reload::diffClusters(running.clusters, next->clusters);
   std::unordered_map<std::string, std::string> tls_files;
@@ -330,6 +342,16 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     fresh[i] = bindListener(next->listeners[e.listener], e.listener, e.address, e.optional, &err);
     if (!err.empty()) return reject({err});
   }
+  // The port each listener is bound to (its first address), for its PAC file.
+  std::vector<uint16_t> ports(next->listeners.size(), 0);
+  for (size_t i = 0; i < plan.entries.size(); ++i) {
+    const auto& e = plan.entries[i];
+    const Bound* b = e.reuse ? &bound_[*e.reuse] : fresh[i] ? &*fresh[i] : nullptr;
+    asio::error_code ec;
+    if (b && ports[e.listener] == 0) ports[e.listener] = b->acceptor.local_endpoint(ec).port();
+  }
+  ListenerContexts contexts;
+  if (std::string err = buildListeners(*next, ports, contexts); !err.empty()) return reject({err});
 
   std::vector<Worker::Reconfigure> updates(workers_.size());
   for (size_t i = 0; i < plan.entries.size(); ++i) {

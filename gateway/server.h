@@ -60,9 +60,11 @@ class Server {
     asio::ip::tcp::acceptor acceptor;
   };
   using ListenerContexts = std::vector<std::shared_ptr<const downstream::ListenerContext>>;
-  // One context per listener of `b` (filters built and init()ed). Returns
-  // an error message or "".
-  std::string buildListeners(const config::Bootstrap& b, ListenerContexts& out);
+  // One context per listener of `b` (filters built and init()ed, PAC file
+  // made). `ports[i]` is the port listener i is bound to (its configured
+  // one, or the one the OS chose for port 0). Returns an error message or "".
+  std::string buildListeners(const config::Bootstrap& b, const std::vector<uint16_t>& ports,
+                             ListenerContexts& out);
   // Binds and listens (not yet accepting). An optional address that cannot
   // be bound is skipped (nullopt and no error); otherwise *error is set.
   std::optional<Bound> bindListener(const config::Listener& l, size_t index,
@@ -88,7 +90,10 @@ class Server {
   void onNetworkChange(const std::string& reason);
   std::string serverInfo() const;
   // The admin endpoints (server_admin.cc).
-  Admin::Reply adminReply(std::string_view method, std::string_view path);
+  Admin::Reply adminReply(std::string_view method, std::string_view path, std::string_view query);
+  // GET /proxy.pac[?listener=NAME]: the PAC file of that listener (default
+  // the first).
+  Admin::Reply pacReply(std::string_view query) const;
   // 200-worthy, or why not in one line.
   std::pair<bool, std::string> readiness() const;
   std::string clustersText() const;

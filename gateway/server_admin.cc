@@ -5,6 +5,7 @@
 #include <map>
 
 #include "config/dump.h"
+#include "filters/pac.h"
 #include "gateway/metrics/process.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/server.h"
@@ -19,6 +20,7 @@ constexpr std::string_view kIndex =
     "  /healthz            200 while the process is alive and not draining\n"
     "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams\n"
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
+    "  /proxy.pac          PAC file of the first listener (?listener=NAME for another)\n"
     "  /server_info        version, state, uptime (JSON)\n"
     "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n";
 
@@ -46,7 +48,25 @@ std::map<std::pair<std::string, std::string>, double> byEndpoint(
 
 }  // namespace
 
-Admin::Reply Server::adminReply(std::string_view method, std::string_view path) {
+Admin::Reply Server::pacReply(std::string_view query) const {
+  std::string_view name;
+  // listener=NAME among &-separated parameters; names need no unescaping
+  // for the usual [A-Za-z0-9_.-].
+  for (size_t start = 0; start <= query.size();) {
+    const size_t end = std::min(query.find('&', start), query.size());
+    const std::string_view param = query.substr(start, end - start);
+    if (param.starts_with("listener=")) name = param.substr(9);
+    start = end + 1;
+  }
+  for (const auto& l : listeners_) {
+    if (!name.empty() && l->name != name) continue;
+    return Admin::Reply{200, std::string(filters::kPacContentType), l->pac, {}};
+  }
+  return text(404, "no listener named '" + std::string(name) + "'\n");
+}
+
+Admin::Reply Server::adminReply(std::string_view method, std::string_view path,
+                                std::string_view query) {
   if (path == "/reload") {
     if (method != "POST") {
       Admin::Reply r = text(405, "/reload takes POST\n");
@@ -73,6 +93,7 @@ Admin::Reply Server::adminReply(std::string_view method, std::string_view path) 
   if (path == "/config_dump")
     return Admin::Reply{200, "application/yaml; charset=utf-8", config::dumpYaml(*bootstrap_), {}};
   if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo(), {}};
+  if (path == filters::kPacPath) return pacReply(query);
   if (path == "/") return text(200, std::string(kIndex));
   return text(404, "no such admin endpoint: " + std::string(path) + " (see /)\n");
 }

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "config/dump.h"
+#include "filters/pac.h"
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
@@ -388,8 +389,10 @@ void DownstreamConnection::handleHead() {
   out_framing_ = BodyFraming::None;
   keep_alive_ = head_.keep_alive && !draining_;
 
-  if (std::string err = http1::parseTarget(head_); !err.empty())
+  if (std::string err = http1::parseTarget(head_); !err.empty()) {
+    if (isPacRequest()) return replyPac();
     return replyError(400, Result::BadRequest, std::move(err));
+  }
   // A request from here on: counted as started (by kind, which parseTarget
   // knows) and, in finishRequest(), as finished.
   request_counted_ = true;
@@ -735,6 +738,25 @@ void DownstreamConnection::finishRequest() {
   for (const auto& f : listener_.filters) f->onComplete(head_, info_);
 }
 
+bool DownstreamConnection::isPacRequest() const {
+  if (!listener_.serve_pac || (head_.method != "GET" && head_.method != "HEAD")) return false;
+  const std::string_view path = std::string_view(head_.target).substr(0, head_.target.find('?'));
+  return path == filters::kPacPath;
+}
+
+void DownstreamConnection::replyPac() {
+  H2G_LOG(Debug, id_, requests_, "serving the PAC file");
+  info_.status = 200;
+  response_started_ = true;
+  keep_alive_ = false;
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Type: " + std::string(filters::kPacContentType) +
+      "\r\nContent-Length: " + std::to_string(listener_.pac.size()) +
+      "\r\nConnection: close\r\n\r\n";
+  write({head, head_.method == "HEAD" ? std::string_view() : listener_.pac}, nullptr);
+  closeAfterWrites();
+}
+
 void DownstreamConnection::replyError(int status, Result result, std::string reason,
                                       log::Level level) {
   if (state_ == State::Closed) return;
@@ -762,7 +784,7 @@ void DownstreamConnection::replyError(int status, Result result, std::string rea
   }
   response_started_ = true;
   keep_alive_ = false;
-  write({http1::errorResponse(status, reason, /*close=*/true)}, nullptr);
+  write({http1::errorResponse(status, reason, /*close=*/true, info_.reply_headers)}, nullptr);
   closeAfterWrites();
 }
 

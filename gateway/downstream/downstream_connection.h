@@ -92,7 +92,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   static std::string routeName(const std::string& cluster);
   void finishRequest();
   void nextRequest();
-  // Replies with an error of our own and closes after writing it.
+  // forward_proxy's pac.serve_on_listener: an origin-form GET/HEAD
+  // /proxy.pac gets the listener's PAC file (then the connection closes).
+  bool isPacRequest() const;
+  void replyPac();
+  // Replies with an error of our own and closes after writing it (with the
+  // header lines a rejecting filter left in info_.reply_headers).
   void replyError(int status, Result result, std::string reason,
                   log::Level level = log::Level::Info);
   void maybeFinishTunnel();

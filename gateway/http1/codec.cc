@@ -145,12 +145,14 @@ std::string_view reasonPhrase(int status) {
   }
 }
 
-std::string errorResponse(int status, std::string_view body, bool close) {
+std::string errorResponse(int status, std::string_view body, bool close,
+                          std::string_view extra_headers) {
   std::string text(body);
   text.push_back('\n');
   std::string out = "HTTP/1.1 " + std::to_string(status) + " " + std::string(reasonPhrase(status)) +
                     "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
                     std::to_string(text.size()) + "\r\n";
+  out += extra_headers;
   if (close) out += "Connection: close\r\n";
   out += "\r\n";
   out += text;

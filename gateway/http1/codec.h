@@ -33,7 +33,9 @@ void appendChunk(std::string& out, std::string_view data);
 void appendLastChunk(std::string& out);
 
 // A complete short error response with a text/plain body ending in "\n".
-std::string errorResponse(int status, std::string_view body, bool close);
+// `extra_headers` are whole header lines ("Name: value\r\n"), may be empty.
+std::string errorResponse(int status, std::string_view body, bool close,
+                          std::string_view extra_headers = {});
 std::string_view reasonPhrase(int status);
 
 }  // namespace h2gate::http1

@@ -568,12 +568,13 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
     if (head.framing == BodyFraming::ContentLength)
       fields.emplace_back("content-length", std::to_string(head.content_length));
   }
-  for (Header& h : forwardedHeaders(head, conn_->cluster(), /*lowercase=*/true))
+  for (Header& h : forwardedHeaders(head, info, conn_->cluster(), /*lowercase=*/true))
     fields.emplace_back(std::move(h.name), std::move(h.value));
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size());
   for (const auto& [n, v] : fields)
-    nva.push_back(makeNv(n, v, iequals(n, "proxy-authorization") ? NGHTTP2_NV_FLAG_NO_INDEX : 0));
+    nva.push_back(
+        makeNv(n, v, isSensitiveHeader(n, info, conn_->cluster()) ? NGHTTP2_NV_FLAG_NO_INDEX : 0));
 
   const bool with_body = head.is_connect || head.framing != BodyFraming::None;
   end_pending_ = !with_body;

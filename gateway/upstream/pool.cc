@@ -96,7 +96,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     info_->upstream = std::move(peer);
     const RequestHead& h = *head_;
     std::string bytes;
-    const Headers fwd = forwardedHeaders(h, pool_->cluster(), /*lowercase=*/false);
+    const Headers fwd = forwardedHeaders(h, *info_, pool_->cluster(), /*lowercase=*/false);
     if (h.is_connect) {
       bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
     } else {

@@ -18,28 +18,48 @@ std::string basicCredentials(const config::ProxyCredentials& c) {
   return "Basic " + out;
 }
 
-Headers forwardedHeaders(const RequestHead& head, const config::Cluster& cluster, bool lowercase) {
+bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
+                       const config::Cluster& cluster) {
+  if (iequals(name, "proxy-authorization")) return true;
+  return info.upstream_headers && findHeader(info.upstream_headers->forCluster(cluster.name), name);
+}
+
+Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
+                         const config::Cluster& cluster, bool lowercase) {
+  const Headers* added =
+      info.upstream_headers ? &info.upstream_headers->forCluster(cluster.name) : nullptr;
+  auto named = [lowercase](Header h) {
+    if (lowercase)
+      std::transform(h.name.begin(), h.name.end(), h.name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return h;
+  };
   Headers out;
   std::string via;
+  bool authorization = false;
   for (const Header& h : head.headers) {
-    if (http1::isHopByHop(h.name, head.headers, false)) continue;
+    if (http1::isHopByHop(h.name, head.headers, info.forward_proxy_authorization)) continue;
     if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "expect"))
       continue;
+    if (added && findHeader(*added, h.name)) continue;
     if (iequals(h.name, "via")) {
       via = h.value;
       continue;
     }
-    Header copy = h;
-    if (lowercase)
-      std::transform(copy.name.begin(), copy.name.end(), copy.name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    out.push_back(std::move(copy));
+    authorization = authorization || iequals(h.name, "proxy-authorization");
+    out.push_back(named(h));
   }
   if (!head.is_connect) {
     const std::string ours(http1::kVia);
     out.push_back({lowercase ? "via" : "Via", via.empty() ? ours : via + ", " + ours});
   }
-  if (cluster.credentials)
+  if (added) {
+    for (const Header& h : *added) {
+      authorization = authorization || iequals(h.name, "proxy-authorization");
+      out.push_back(named(h));
+    }
+  }
+  if (cluster.credentials && !authorization)
     out.push_back({lowercase ? "proxy-authorization" : "Proxy-Authorization",
                    basicCredentials(*cluster.credentials)});
   return out;

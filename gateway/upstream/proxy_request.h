@@ -16,8 +16,20 @@ std::string basicCredentials(const config::ProxyCredentials& credentials);
 
 // The app's end-to-end headers to pass on (lower-cased names for h2): no
 // hop-by-hop headers, no Host (the authority carries it), no app-sent
-// Proxy-Authorization, no framing headers; then Proxy-Authorization for the
-// cluster's credentials and Via for absolute-form requests.
-Headers forwardedHeaders(const RequestHead& head, const config::Cluster& cluster, bool lowercase);
+// Proxy-Authorization (unless info.forward_proxy_authorization), no framing
+// headers, none that info.upstream_headers replaces; then Via for
+// absolute-form requests, the headers of info.upstream_headers for this
+// cluster, and Proxy-Authorization for the cluster's credentials unless a
+// Proxy-Authorization is already there (one from upstream_headers wins over
+// the app's, which wins over the cluster's).
+Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
+                         const config::Cluster& cluster, bool lowercase);
+
+// Headers whose values are secrets on the wire to the proxy: HTTP/2 sends
+// them never-indexed (HPACK), so apps sharing a connection cannot probe them
+// through compression. Proxy-Authorization, and every header
+// upstream_headers adds (credentials, identity tokens).
+bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
+                       const config::Cluster& cluster);
 
 }  // namespace h2gate::upstream

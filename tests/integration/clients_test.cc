@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tests/support/h2_env.h"
+#include "tests/support/scrape.h"
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
@@ -343,9 +344,13 @@ TEST_CASE("clients: Java HttpClient with https.proxyHost/http.proxyHost", "[clie
       [&](const std::string& url, const std::string& file) { return cmd("put", url, file); });
 }
 
-TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page", "[clients]") {
-  if (!haveProgram("chromium")) FAIL("chromium not installed: run deploy/install-deps.sh --test");
-  ClientsEnv env;
+namespace {
+
+// Headless Chromium, pointed at h2gate by `proxy_flag`, renders
+// https://origin.test/web/index.html (a page with a stylesheet, a script
+// and two images) and takes a screenshot; checks it all came through the
+// h2 proxy.
+void renderThroughGate(ClientsEnv& env, const std::string& proxy_flag) {
   // index.html pulls a stylesheet, a script and two images; the script
   // writes what arrived into the title once the page has loaded.
   const std::string web = env.work.path().string() + "/web";
@@ -389,21 +394,20 @@ TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page"
   while (!hash.empty() && (hash.back() == '\n' || hash.back() == '\r')) hash.pop_back();
 
   const std::string profile = env.work.path().string() + "/chromium-profile";
-  const std::vector<std::string> chromium{
-      "chromium",
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--user-data-dir=" + profile,
-      "--proxy-server=http://127.0.0.1:" + str(env.gate->port()),
-      "--ignore-certificate-errors-spki-list=" + hash,
-      "--virtual-time-budget=5000",
-      "--window-size=800,600"};
+  const std::vector<std::string> chromium{"chromium",
+                                          "--headless",
+                                          "--no-sandbox",
+                                          "--disable-gpu",
+                                          "--disable-quic",
+                                          "--no-first-run",
+                                          "--disable-background-networking",
+                                          "--disable-component-update",
+                                          "--disable-sync",
+                                          "--user-data-dir=" + profile,
+                                          proxy_flag,
+                                          "--ignore-certificate-errors-spki-list=" + hash,
+                                          "--virtual-time-budget=5000",
+                                          "--window-size=800,600"};
   const std::string url = env.httpsUrl("/web/index.html");
   std::vector<std::string> dump = chromium;
   dump.insert(dump.end(), {"--dump-dom", url});
@@ -421,6 +425,26 @@ TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page"
   // The page and its sub-resources came through h2gate and the h2 proxy.
   CHECK(!env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).empty());
   CHECK(countOccurrences(env.nginx.accessLog(), "/web/a.png") >= 1);
+}
+
+}  // namespace
+
+TEST_CASE("clients: headless Chromium with --proxy-server renders an HTTPS page", "[clients]") {
+  if (!haveProgram("chromium")) FAIL("chromium not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  renderThroughGate(env, "--proxy-server=http://127.0.0.1:" + str(env.gate->port()));
+}
+
+TEST_CASE("clients: headless Chromium with --proxy-pac-url (h2gate's PAC) renders an HTTPS page",
+          "[clients][pac]") {
+  if (!haveProgram("chromium")) FAIL("chromium not installed: run deploy/install-deps.sh --test");
+  ClientsEnv env;
+  // The PAC file from the admin listener (the README's snippet): every
+  // request goes to PROXY 127.0.0.1:<listener>.
+  const std::string pac = "http://127.0.0.1:" + str(env.gate->adminPort()) + "/proxy.pac";
+  REQUIRE(adminGet(env.gate->adminPort(), "/proxy.pac")
+              .body.find("PROXY 127.0.0.1:" + str(env.gate->port())) != std::string::npos);
+  renderThroughGate(env, "--proxy-pac-url=" + pac);
 }
 
 TEST_CASE("clients: pip with the proxy in its config (PIP_PROXY = global.proxy)", "[clients]") {

@@ -43,6 +43,10 @@ class H2gate {
     //   --listen 127.0.0.1:0 --admin 127.0.0.1:0 --log-level debug
     std::vector<std::string> args;
     std::map<std::string, std::optional<std::string>> env;
+    // /etc/hosts lines for h2gate alone ("127.0.0.1 web.internal.test"):
+    // h2gate then runs in a mount namespace of its own with this file bound
+    // over /etc/hosts (unshare -m; needs root). Empty: the machine's.
+    std::string hosts;
     // Listener names to wait for; empty: wait for the first listener line.
     std::vector<std::string> listeners;
     bool expect_admin = true;

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -279,6 +280,12 @@ void Nghttpx::start(uint16_t fixed_port) {
   std::string last_error;
   for (int attempt = 0; attempt < 4; ++attempt) {
     port_ = fixed_port ? fixed_port : freePort();
+    std::string logged;
+    for (const std::string& h : options_.log_headers) {
+      std::string var = h;
+      std::replace(var.begin(), var.end(), '-', '_');
+      logged += " " + h + "=$http_" + var;
+    }
     std::ostringstream conf;
     conf << "frontend=127.0.0.1," << port_ << "\n"
          << "backend=127.0.0.1," << options_.backend_port << "\n"
@@ -289,7 +296,8 @@ void Nghttpx::start(uint16_t fixed_port) {
          << "private-key-file=" << cert_.key << "\n"
          << "certificate-file=" << cert_.cert << "\n"
          << "accesslog-file=" << d << "/access.log\n"
-         << "accesslog-format=$remote_addr:$remote_port $alpn \"$request\" $status\n"
+         << "accesslog-format=$remote_addr:$remote_port $alpn \"$request\" $status" << logged
+         << "\n"
          << "errorlog-file=" << d << "/error.log\n"
          << "pid-file=" << d << "/nghttpx.pid\n"
          << "frontend-http2-max-concurrent-streams=" << options_.max_concurrent_streams << "\n";

@@ -89,6 +89,9 @@ class Nghttpx {
     uint32_t window_size = 0;
     uint32_t connection_window_size = 0;
     std::string extra_config;  // appended to nghttpx.conf
+    // Request headers (lower case) appended to each access log line as
+    // " name=value" ("-" when absent), e.g. to see what h2gate added.
+    std::vector<std::string> log_headers;
   };
 
   explicit Nghttpx(Options options);
@@ -107,7 +110,7 @@ class Nghttpx {
   void restart();
 
   // One line per request or tunnel, written when the stream ends:
-  //   "<client ip>:<client port> <alpn> \"<request line>\" <status>"
+  //   "<client ip>:<client port> <alpn> \"<request line>\" <status>[ name=value...]"
   std::string accessLog() const;
   std::string errorLog() const;
   // Lines whose request line starts with `method` ("" = all).

@@ -16,8 +16,11 @@ const std::string kExamples = std::string(H2GATE_SOURCE_DIR) + "/config/examples
 }
 
 TEST_CASE("every example config loads cleanly", "[config][examples]") {
-  // upstream_auth.yaml documents ${PROXY_PASSWORD}.
+  // upstream_auth.yaml documents ${PROXY_PASSWORD}; per_app.yaml three more.
   ScopedEnv password("PROXY_PASSWORD", "example-password");
+  ScopedEnv ci("CI_PROXY_PASSWORD", "example-ci-password");
+  ScopedEnv browser("BROWSER_TOKEN", "example-token");
+  ScopedEnv lan("LAN_USER_PASSWORD", "example-lan-password");
   int count = 0;
   for (const auto& entry : std::filesystem::directory_iterator(kExamples)) {
     if (entry.path().extension() != ".yaml") continue;
@@ -26,7 +29,7 @@ TEST_CASE("every example config loads cleanly", "[config][examples]") {
     INFO(entry.path().string() << "\n" << allProblems(r.problems));
     CHECK(r.ok());
   }
-  CHECK(count >= 4);
+  CHECK(count >= 6);
 }
 
 TEST_CASE("upstream_auth.yaml needs PROXY_PASSWORD", "[config][examples]") {

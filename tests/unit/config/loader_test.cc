@@ -461,8 +461,8 @@ TEST_CASE("every problem is reported, in file order", "[config][loader][errors]"
       "IP address such as 127.0.0.1 or ::1 (listeners do not resolve host names), got "
       "'localhost'\n"
       "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: unknown "
-      "filter 'h2gate.filters.nope' (known: h2gate.filters.access_log, "
-      "h2gate.filters.forward_proxy)\n"
+      "filter 'h2gate.filters.nope' (known: h2gate.filters.access_log, h2gate.filters.acl, "
+      "h2gate.filters.forward_proxy, h2gate.filters.proxy_auth, h2gate.filters.upstream_headers)\n"
       "cfg.yaml:9:33: static_resources.listeners[0].filter_chains[0].filters[1].typed_config."
       "cluster: unknown cluster 'missing' (known: c)\n"
       "cfg.yaml:10:7: static_resources.listeners[0].filter_chains[1]: only one filter chain is "
@@ -538,8 +538,8 @@ TEST_CASE("filter chain shape is checked", "[config][loader][errors]") {
           "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
           "@type: expected type.googleapis.com/h2gate.filters.forward_proxy.v1.Config, got 'x.y'\n"
           "cfg.yaml:8:38: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
-          "route: unknown field (expected one of: @type, cluster, fallback_clusters, "
-          "direct_fallback)\n");
+          "route: unknown field (expected one of: @type, routes, cluster, fallback_clusters, "
+          "direct_fallback, pac)\n");
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "../config/test_util.h"
 #include "config/loader.h"
+#include "filter_env.h"
 #include "filters/registry.h"
 
 using namespace h2gate;
@@ -12,25 +13,12 @@ using h2gate::testing::allProblems;
 
 namespace {
 
-struct Env {
-  Env() : diag("fp.yaml") {
-    config::Cluster c;
-    c.name = "corp";
-    c.endpoints.push_back(config::SocketAddress{"proxy.example", 443});
-    bootstrap.clusters.push_back(c);
-    c.name = "backup";
-    bootstrap.clusters.push_back(c);
-    c.name = "third";
-    bootstrap.clusters.push_back(c);
-    listener.name = "l";
-  }
+struct Env : h2gate::testing::FilterEnv {
+  Env() : FilterEnv("fp.yaml", {"corp", "backup", "third"}) {}
   FilterPtr make(const char* yaml) {
     config::NodeReader r(yaml ? YAML::Load(yaml) : YAML::Node(), "typed_config", diag);
     return create(kForwardProxy, r, FactoryContext{bootstrap, listener});
   }
-  config::Diagnostics diag;
-  config::Bootstrap bootstrap;
-  config::Listener listener;
 };
 
 }  // namespace
@@ -74,8 +62,8 @@ TEST_CASE("forward_proxy config errors", "[filters][forward_proxy]") {
   CHECK(allProblems(env.diag.problems()) ==
         "fp.yaml:1:11: typed_config.cluster: unknown cluster 'other' (known: corp, backup, "
         "third)\n"
-        "fp.yaml:1:17: typed_config.rules: unknown field (expected one of: @type, cluster, "
-        "fallback_clusters, direct_fallback)\n"
+        "fp.yaml:1:17: typed_config.rules: unknown field (expected one of: @type, routes, "
+        "cluster, fallback_clusters, direct_fallback, pac)\n"
         "fp.yaml:1:1: typed_config: expected a mapping\n");
 }
 
@@ -130,8 +118,9 @@ TEST_CASE("forward_proxy fallback: clusters in order, then DIRECT when allowed",
   }
 }
 
-TEST_CASE("the registry knows both filters and nothing else", "[filters][registry]") {
-  CHECK(names() == std::vector<std::string>{kAccessLog, kForwardProxy});
+TEST_CASE("the registry knows the five filters and nothing else", "[filters][registry]") {
+  CHECK(names() ==
+        std::vector<std::string>{kAccessLog, kAcl, kForwardProxy, kProxyAuth, kUpstreamHeaders});
   CHECK(known(kAccessLog));
   CHECK(known(kForwardProxy));
   CHECK_FALSE(known("envoy.filters.network.http_connection_manager"));
@@ -142,7 +131,8 @@ TEST_CASE("the registry knows both filters and nothing else", "[filters][registr
   CHECK_FALSE(create("h2gate.filters.nope", r, FactoryContext{b, l}));
   CHECK(allProblems(diag.problems()) ==
         "r.yaml:4:15: x.typed_config: unknown filter 'h2gate.filters.nope' (known: "
-        "h2gate.filters.access_log, h2gate.filters.forward_proxy)\n");
+        "h2gate.filters.access_log, h2gate.filters.acl, h2gate.filters.forward_proxy, "
+        "h2gate.filters.proxy_auth, h2gate.filters.upstream_headers)\n");
   config::NodeReader ok(YAML::Node(), "y", diag);
   const FilterPtr log = create(kAccessLog, ok, FactoryContext{b, l});
   REQUIRE(log);

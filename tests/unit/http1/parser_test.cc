@@ -161,6 +161,18 @@ TEST_CASE("parseTarget") {
   CHECK_FALSE(target("CONNECT", "example.com:65536").empty());
   CHECK_FALSE(target("CONNECT", "[::1:443").empty());
   CHECK_FALSE(target("CONNECT", "exa mple.com:443").empty());
+  // IDN: apps send A-labels; raw UTF-8 (a U-label) is refused before any
+  // routing rule sees it, so rules compare A-labels only.
+  CHECK(target("CONNECT", "xn--bcher-kva.example:443").empty());
+  CHECK(target("CONNECT",
+               "b\xc3\xbc"
+               "cher.example:443") ==
+        "CONNECT target 'b\xc3\xbc"
+        "cher.example:443': invalid host");
+  CHECK_FALSE(target("GET",
+                     "http://b\xc3\xbc"
+                     "cher.example/")
+                  .empty());
 
   CHECK(target("GET", "http://Example.COM", &r).empty());
   CHECK(r.port == 80);

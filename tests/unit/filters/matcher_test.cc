@@ -1,0 +1,262 @@
+#include "filters/matcher.h"
+
+#include <catch2/catch.hpp>
+
+#include "../config/test_util.h"
+#include "filters/host_name.h"
+#include "filters/match_config.h"
+
+using namespace h2gate;
+using namespace h2gate::filters;
+using h2gate::testing::allProblems;
+
+namespace {
+
+HostPattern name(HostPattern::Kind kind, const std::string& n, uint16_t port = 0) {
+  HostPattern p;
+  p.kind = kind;
+  p.name = n;
+  p.port = port;
+  return p;
+}
+
+HostPattern cidr(const std::string& text) {
+  std::string error;
+  HostPattern p;
+  p.kind = HostPattern::Kind::Cidr;
+  auto r = parseCidr(text, true, &error);
+  REQUIRE(r);
+  p.cidr = *r;
+  return p;
+}
+
+bool in(const DestinationSet& set, const std::string& host, uint16_t port = 443) {
+  const Destination d(host, port, true);
+  return set.matches(d);
+}
+
+// A Match parsed from YAML (errors fail the test).
+struct Parsed {
+  explicit Parsed(const std::string& yaml) : diag("m.yaml") {
+    config::NodeReader r(YAML::Load(yaml), "match", diag);
+    auto parsed = parseMatch(r, &ignored);
+    INFO(allProblems(diag.problems()));
+    REQUIRE(parsed);
+    m = std::move(*parsed);
+  }
+  bool matches(const std::string& host, uint16_t port = 443, bool connect = true) const {
+    const Destination d(host, port, connect);
+    return m.matches(d);
+  }
+  config::Diagnostics diag;
+  std::vector<std::string> ignored;
+  Match m;
+};
+
+// The problems parseMatch records for `yaml`.
+std::string problems(const std::string& yaml) {
+  config::Diagnostics diag("m.yaml");
+  config::NodeReader r(YAML::Load(yaml), "match", diag);
+  std::vector<std::string> ignored;
+  CHECK_FALSE(parseMatch(r, &ignored));
+  return allProblems(diag.problems());
+}
+
+}  // namespace
+
+TEST_CASE("host normalisation: case, trailing dot, brackets, IDN", "[filters][matcher]") {
+  const Destination a("WWW.Example.COM.", 443, true);
+  CHECK(a.host() == "www.example.com");
+  CHECK_FALSE(a.ip());
+  const Destination b("[2001:DB8::1]", 80, false);
+  CHECK(b.host() == "2001:db8::1");
+  REQUIRE(b.ip());
+  CHECK(b.ip()->v6);
+  const Destination c("fe80::1%eth0", 80, false);  // zone ids do not matter
+  REQUIRE(c.ip());
+  CHECK(c.ip()->str() == "fe80::1");
+  const Destination d(std::string(300, 'a'), 80, false);  // longer than any DNS name
+  CHECK(d.host().empty());
+
+  std::string error;
+  CHECK(normalizeHostName("Bücher.Example.", &error) == "xn--bcher-kva.example");
+  CHECK(normalizeHostName("XN--BCHER-KVA.example", &error) == "xn--bcher-kva.example");
+  CHECK(normalizeHostName("München.DE", &error) == "xn--mnchen-3ya.de");
+  CHECK(normalizeHostName("under_score.internal", &error) == "under_score.internal");
+  CHECK_FALSE(normalizeHostName("a..b", &error));
+  CHECK(error == "'a..b' has an empty label");
+  CHECK_FALSE(normalizeHostName("a b", &error));
+  CHECK_FALSE(normalizeHostName("", &error));
+  CHECK_FALSE(normalizeHostName(".", &error));
+  CHECK_FALSE(normalizeHostName(std::string(254, 'a'), &error));
+}
+
+TEST_CASE("exact, domain and subdomain patterns", "[filters][matcher]") {
+  DestinationSet s;
+  s.add(name(HostPattern::Kind::Exact, "api.example.com"));
+  s.add(name(HostPattern::Kind::Domain, "corp.example"));
+  s.add(name(HostPattern::Kind::Subdomains, "internal.test"));
+  CHECK(in(s, "api.example.com"));
+  CHECK(in(s, "API.Example.Com."));
+  CHECK_FALSE(in(s, "x.api.example.com"));  // exact is exact
+  CHECK_FALSE(in(s, "example.com"));
+  CHECK(in(s, "corp.example"));           // a domain covers itself...
+  CHECK(in(s, "a.b.corp.example"));       // ...and every subdomain
+  CHECK_FALSE(in(s, "notcorp.example"));  // on a label boundary only
+  CHECK_FALSE(in(s, "corp.example.evil"));
+  CHECK(in(s, "x.internal.test"));
+  CHECK(in(s, "a.b.internal.test"));
+  CHECK_FALSE(in(s, "internal.test"));  // "*.x" is subdomains only
+  CHECK_FALSE(in(s, "xinternal.test"));
+  // Names never match IP literals, and an IP never matches a name pattern.
+  DestinationSet numeric;
+  numeric.add(name(HostPattern::Kind::Domain, "0.0.1"));
+  CHECK_FALSE(in(numeric, "10.0.0.1"));
+}
+
+TEST_CASE("CIDR ranges: edges, IPv4 and IPv6, parse errors", "[filters][matcher]") {
+  DestinationSet s;
+  s.add(cidr("10.0.0.0/8"));
+  s.add(cidr("192.168.1.128/25"));
+  s.add(cidr("fd00::/8"));
+  s.add(cidr("2001:db8::1"));  // one address: /128
+  CHECK(in(s, "10.0.0.0"));
+  CHECK(in(s, "10.255.255.255"));
+  CHECK_FALSE(in(s, "11.0.0.0"));
+  CHECK_FALSE(in(s, "9.255.255.255"));
+  CHECK(in(s, "192.168.1.128"));
+  CHECK(in(s, "192.168.1.255"));
+  CHECK_FALSE(in(s, "192.168.1.127"));
+  CHECK(in(s, "fd12:3456::1"));
+  CHECK(in(s, "[FD00::]"));
+  CHECK_FALSE(in(s, "fe00::1"));
+  CHECK(in(s, "2001:db8::1"));
+  CHECK(in(s, "2001:DB8:0:0:0:0:0:1"));
+  CHECK_FALSE(in(s, "2001:db8::2"));
+  CHECK_FALSE(in(s, "::ffff:10.0.0.1"));  // v4-mapped is IPv6, not in 10/8
+  CHECK_FALSE(in(s, "10.example"));
+
+  DestinationSet all;
+  all.add(cidr("0.0.0.0/0"));
+  CHECK(in(all, "1.2.3.4"));
+  CHECK_FALSE(in(all, "::1"));  // families never mix
+
+  std::string error;
+  CHECK_FALSE(parseCidr("10.1.2.3/8", true, &error));
+  CHECK(error == "'10.1.2.3/8' has host bits set (did you mean 10.0.0.0/8?)");
+  auto lenient = parseCidr("10.1.2.3/8", false, &error);
+  REQUIRE(lenient);
+  CHECK(lenient->str() == "10.0.0.0/8");
+  CHECK_FALSE(parseCidr("10.0.0.0/33", true, &error));
+  CHECK(error == "prefix length /33 is longer than the address (at most /32)");
+  CHECK_FALSE(parseCidr("fd00::/129", true, &error));
+  CHECK_FALSE(parseCidr("10.0.0.0/", true, &error));
+  CHECK_FALSE(parseCidr("10.0.0.0/x", true, &error));
+  CHECK_FALSE(parseCidr("300.0.0.0/8", true, &error));
+  CHECK(error == "'300.0.0.0' is not an IPv4 or IPv6 address");
+  CHECK_FALSE(parseCidr("010.0.0.0/8", true, &error));  // no octal-looking octets
+  CHECK_FALSE(parseCidr("example.com/8", true, &error));
+  CHECK(parseCidr("[fd00::]/8", true, &error));
+}
+
+TEST_CASE("patterns with a port, and Any", "[filters][matcher]") {
+  DestinationSet s;
+  s.add(name(HostPattern::Kind::Domain, "svc.test", 8080));
+  CHECK(in(s, "a.svc.test", 8080));
+  CHECK_FALSE(in(s, "a.svc.test", 443));
+  DestinationSet any;
+  any.add(name(HostPattern::Kind::Any, ""));
+  CHECK(any.matchesAny());
+  CHECK(in(any, "anything"));
+  CHECK(in(any, "::1"));
+}
+
+TEST_CASE("match: ports, port ranges and request kind", "[filters][matcher]") {
+  Parsed p("{ports: [443, '8000-8999', 65535]}");
+  CHECK(p.matches("x", 443));
+  CHECK(p.matches("x", 8000));
+  CHECK(p.matches("x", 8999));
+  CHECK_FALSE(p.matches("x", 7999));
+  CHECK_FALSE(p.matches("x", 9000));
+  CHECK(p.matches("x", 65535));
+  CHECK_FALSE(p.m.catchAll());
+
+  Parsed connect("{kind: connect}");
+  CHECK(connect.matches("x", 443, true));
+  CHECK_FALSE(connect.matches("x", 80, false));
+  Parsed absolute("{kind: absolute, hosts: [x]}");
+  CHECK(absolute.matches("x", 80, false));
+  CHECK_FALSE(absolute.matches("x", 443, true));
+  CHECK_FALSE(absolute.matches("y", 80, false));
+
+  // Destinations are any-of; then AND with ports and kind.
+  Parsed both("{hosts: [a.test], cidrs: [10.0.0.0/8], ports: [443]}");
+  CHECK(both.matches("a.test"));
+  CHECK(both.matches("10.1.1.1"));
+  CHECK_FALSE(both.matches("10.1.1.1", 80));
+  CHECK_FALSE(both.matches("b.test"));
+
+  CHECK(Parsed("{}").m.catchAll());
+  CHECK(Parsed("{hosts: ['*']}").m.catchAll());
+  CHECK(Parsed("{no_proxy: '*'}").m.catchAll());
+  CHECK_FALSE(Parsed("{hosts: ['*'], ports: [1]}").m.catchAll());
+  // An empty NO_PROXY bypasses nothing: the rule matches nothing.
+  Parsed empty("{no_proxy: ''}");
+  CHECK_FALSE(empty.m.catchAll());
+  CHECK_FALSE(empty.matches("x"));
+}
+
+TEST_CASE("match: hosts, suffixes and IDN from the config", "[filters][matcher]") {
+  Parsed p(
+      "{hosts: [API.example.com, '*.wild.test', 192.0.2.7, 'bücher.example'], "
+      "host_suffixes: [.corp.example, internal.test.]}");
+  CHECK(p.matches("api.example.com"));
+  CHECK(p.matches("x.wild.test"));
+  CHECK_FALSE(p.matches("wild.test"));
+  CHECK(p.matches("192.0.2.7"));
+  CHECK(p.matches("xn--bcher-kva.example"));  // what apps send for bücher.example
+  CHECK(p.matches("corp.example"));           // the leading dot changes nothing
+  CHECK(p.matches("a.corp.example"));
+  CHECK(p.matches("internal.test"));
+  CHECK(p.matches("deep.er.internal.test."));
+}
+
+TEST_CASE("match: errors name the path and position", "[filters][matcher]") {
+  CHECK(problems("{host: x}") ==
+        "m.yaml:1:2: match.host: unknown field (expected one of: hosts, host_suffixes, cidrs, "
+        "ports, kind, no_proxy, no_proxy_mode)\n");
+  CHECK(problems("{cidrs: [10.0.0.0/8, 10.0.0.1/8, 'fd00::/200', nope]}") ==
+        "m.yaml:1:22: match.cidrs[1]: bad CIDR range: '10.0.0.1/8' has host bits set (did you "
+        "mean 10.0.0.0/8?)\n"
+        "m.yaml:1:34: match.cidrs[2]: bad CIDR range: prefix length /200 is longer than the "
+        "address (at most /128)\n"
+        "m.yaml:1:48: match.cidrs[3]: bad CIDR range: 'nope' is not an IPv4 or IPv6 address\n");
+  CHECK(problems("{ports: [0, '90-80', 70000, x, '1-']}") ==
+        "m.yaml:1:10: match.ports[0]: bad port '0': ports are 1..65535\n"
+        "m.yaml:1:13: match.ports[1]: bad port range '90-80': the first port is above the last\n"
+        "m.yaml:1:22: match.ports[2]: bad port '70000': ports are 1..65535\n"
+        "m.yaml:1:29: match.ports[3]: bad port 'x': expected a port (443) or a range "
+        "(8000-8999)\n"
+        "m.yaml:1:32: match.ports[4]: bad port '1-': expected a port (443) or a range "
+        "(8000-8999)\n");
+  CHECK(problems("{hosts: ['a.*.b', .corp.example, 'a..b']}") ==
+        "m.yaml:1:10: match.hosts[0]: 'a.*.b': the only wildcards are a leading '*.' and '*' "
+        "alone\n"
+        "m.yaml:1:19: match.hosts[1]: '.corp.example': a leading dot is a domain suffix; put it "
+        "under host_suffixes (it matches corp.example and its subdomains) or write "
+        "'*.corp.example' (subdomains only)\n"
+        "m.yaml:1:34: match.hosts[2]: 'a..b' has an empty label\n");
+  CHECK(problems("{host_suffixes: ['*.x', 10.0.0.0/8]}") ==
+        "m.yaml:1:18: match.host_suffixes[0]: '*.x' is not a domain (host_suffixes takes names "
+        "such as corp.example; addresses and ranges go under cidrs, wildcards under hosts)\n"
+        "m.yaml:1:25: match.host_suffixes[1]: '10.0.0.0/8' is not a domain (host_suffixes takes "
+        "names such as corp.example; addresses and ranges go under cidrs, wildcards under "
+        "hosts)\n");
+  CHECK(problems("{kind: post}") ==
+        "m.yaml:1:8: match.kind: expected one of connect, absolute, got 'post'\n");
+  CHECK(problems("{no_proxy_mode: rust}") ==
+        "m.yaml:1:17: match.no_proxy_mode: expected one of curl, go, python, got 'rust'\n");
+  CHECK(problems("{no_proxy_mode: go}") ==
+        "m.yaml:1:17: match.no_proxy_mode: applies only with no_proxy\n");
+  CHECK(problems("[a]") == "m.yaml:1:1: match: expected a mapping\n");
+}
