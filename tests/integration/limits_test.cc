@@ -180,7 +180,9 @@ TEST_CASE("request_headers_timeout: a head trickling in one byte a second gets 4
   // h2gate still serves.
   RawConnection fresh(gate.port());
   REQUIRE(fresh.send(get(nginx.httpPort(), "/1k")));
-  CHECK(fresh.readResponse(milliseconds(5000)).status == 200);
+  const auto r = fresh.readResponse(milliseconds(5000));
+  INFO(r.raw.substr(0, 400) << "\n--- h2gate's log:\n" << gate.stderrText());
+  CHECK(r.status == 200);
 }
 
 TEST_CASE("tunnel_idle_timeout: a silent tunnel is closed, a busy one stays open",
