@@ -624,6 +624,18 @@ void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_
   }
 }
 
+void DownstreamConnection::onResponseHeadV(ResponseHead head, const std::string_view* pieces,
+                                           size_t n, upstream::Done done) {
+  hold_ = true;
+  onResponseHead(std::move(head));
+  hold_ = false;
+  if (state_ == State::Closed) return;
+  if (n > 0)
+    onResponseDataV(pieces, n, std::move(done));  // takes held_ along
+  else if (!held_.empty())
+    write(nullptr, 0, nullptr);
+}
+
 void DownstreamConnection::onResponseEnd() {
   if (state_ == State::Closed) return;
   response_done_ = true;
@@ -806,6 +818,29 @@ void DownstreamConnection::forceClose() {
 void DownstreamConnection::write(const std::string_view* pieces, size_t n_pieces,
                                  upstream::Done done) {
   if (state_ == State::Closed || write_failed_) return;
+  if (hold_) {
+    for (size_t i = 0; i < n_pieces; ++i) held_.append(pieces[i]);
+    if (done) done();  // copied
+    return;
+  }
+  if (!held_.empty()) {
+    // The held bytes first, in the same writev.
+    const std::string held = std::move(held_);
+    held_.clear();
+    auto withHeld = [&](auto& all) {
+      all[0] = held;
+      std::copy(pieces, pieces + n_pieces, all.begin() + 1);
+      write(all.data(), n_pieces + 1, std::move(done));
+    };
+    if (n_pieces + 1 <= kInlinePieces) {
+      std::array<std::string_view, kInlinePieces> all;
+      withHeld(all);
+    } else {
+      std::vector<std::string_view> all(n_pieces + 1);
+      withHeld(all);
+    }
+    return;
+  }
   size_t total = 0;
   for (size_t i = 0; i < n_pieces; ++i) total += pieces[i].size();
   size_t written = 0;

@@ -51,6 +51,9 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void onResponseData(std::string_view data, upstream::Done done) override;
   bool acceptsDataV() const override { return true; }
   void onResponseDataV(const std::string_view* pieces, size_t n, upstream::Done done) override;
+  // The head and first body bytes of one read from the proxy: one write.
+  void onResponseHeadV(ResponseHead head, const std::string_view* pieces, size_t n,
+                       upstream::Done done) override;
   void onResponseEnd() override;
   void onFailed(int status, Result result, std::string reason) override;
   void onReset(Result result, std::string reason) override;
@@ -208,6 +211,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
 
   // Output queue: bytes the socket did not take yet, and the done callbacks
   // keyed by the queue offset at which they are satisfied.
+  // While hold_ (onResponseHeadV), writes are gathered here and go out in
+  // front of the next write, so head and body leave in one writev.
+  std::string held_;
+  bool hold_ = false;
   std::string out_;         // queued, not yet handed to async_write
   std::string in_flight_;   // being written by async_write; immutable meanwhile
   uint64_t out_total_ = 0;  // bytes ever queued (async part)

@@ -703,7 +703,21 @@ void H2Stream::onHeadersDone(bool end_stream) {
     head.framing = BodyFraming::Chunked;  // the app side decides how to frame
   }
   response_started_ = true;
+  if (conn_->in_recv_ && callbacks_->acceptsDataV()) {
+    // Held until the DATA this read also carried: the app then gets the head
+    // and the first body bytes in one write (deliverBatch).
+    held_head_ = std::move(head);
+    has_held_head_ = true;
+    joinBatch();
+    return;
+  }
   callbacks_->onResponseHead(std::move(head));
+}
+
+void H2Stream::joinBatch() {
+  if (batched_) return;
+  batched_ = true;
+  conn_->batched_.push_back(weak_from_this());
 }
 
 void H2Stream::onData(const uint8_t* data, size_t len) {
@@ -716,7 +730,7 @@ void H2Stream::onData(const uint8_t* data, size_t len) {
   // The proxy cannot send more until the app takes some of these bytes.
   if (unconsumed_ >= window) setDownloadStalled(true);
   if (conn_->in_recv_) {
-    if (batch_.empty()) conn_->batched_.push_back(weak_from_this());
+    joinBatch();
     batch_.emplace_back(reinterpret_cast<const char*>(data), len);
     batch_bytes_ += len;
     return;
@@ -739,12 +753,23 @@ Done H2Stream::consumeWhenDone(size_t len) {
 }
 
 void H2Stream::deliverBatch() {
-  if (batch_.empty()) return;
+  batched_ = false;
+  if (batch_.empty() && !has_held_head_) return;
   auto self = shared_from_this();  // the app may let go of it in a callback
   std::vector<std::string_view> pieces;
   pieces.swap(batch_);
   size_t left = batch_bytes_;
   batch_bytes_ = 0;
+  if (has_held_head_) {
+    has_held_head_ = false;
+    if (callbacks_ && !aborted_) {
+      // (Held only for callbacks that take pieces at once.)
+      callbacks_->onResponseHeadV(std::move(held_head_), pieces.data(), pieces.size(),
+                                  left > 0 ? consumeWhenDone(left) : nullptr);
+      return;
+    }
+  }
+  if (pieces.empty()) return;
   if (callbacks_ && !aborted_ && callbacks_->acceptsDataV()) {
     callbacks_->onResponseDataV(pieces.data(), pieces.size(), consumeWhenDone(left));
     return;

@@ -214,6 +214,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   void setDownloadStalled(bool stalled);
   // The app's bytes are all in frames: hand `done` back (posted).
   void releasePending();
+  // Delivered when the connection's read has been dispatched (deliverBatch).
+  void joinBatch();
   void endStalls() {
     setUploadStalled(false);
     setDownloadStalled(false);
@@ -231,6 +233,11 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   TunnelCallbacks* callbacks_ = nullptr;
   std::vector<std::string_view> batch_;  // DATA not yet handed to the app
   size_t batch_bytes_ = 0;
+  bool batched_ = false;  // in the connection's batched_ list
+  // The response head that arrived in the current read, handed over with
+  // the DATA that came with it (onResponseHeadV).
+  ResponseHead held_head_;
+  bool has_held_head_ = false;
   RetryHook retry_;
   AnswerRetryHook answer_retry_;
   ResponseHead response_;

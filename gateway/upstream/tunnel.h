@@ -38,6 +38,14 @@ class TunnelCallbacks {
     (void)n;
     (void)done;
   }
+  // The response head and the body pieces that arrived with it (possibly
+  // none), so the app can get them in one write; `done` (null when n is 0)
+  // once the pieces are written. Only called when acceptsDataV() is true.
+  virtual void onResponseHeadV(ResponseHead head, const std::string_view* pieces, size_t n,
+                               Done done) {
+    onResponseHead(std::move(head));
+    if (n > 0) onResponseDataV(pieces, n, std::move(done));
+  }
   // The upstream finished its direction (END_STREAM / FIN / message end).
   virtual void onResponseEnd() = 0;
   // Nothing was sent to the app yet and the request cannot go on: the app

@@ -300,6 +300,15 @@ struct App : TunnelCallbacks {
   int v_calls = 0;
   size_t max_pieces = 0;
   bool acceptsDataV() const override { return vectored; }
+  // Heads handed over together with body pieces, and how many pieces.
+  int head_v_calls = 0;
+  size_t head_v_pieces = 0;
+  void onResponseHeadV(ResponseHead h, const std::string_view* pieces, size_t n,
+                       Done done) override {
+    ++head_v_calls;
+    head_v_pieces += n;
+    TunnelCallbacks::onResponseHeadV(std::move(h), pieces, n, std::move(done));
+  }
   void onResponseDataV(const std::string_view* pieces, size_t n, Done done) override {
     check();
     ++v_calls;
@@ -573,6 +582,34 @@ TEST_CASE("h2 upstream: bytes of closed streams are consumed; the connection win
   REQUIRE(h.runUntil([&] { return b.app.ends == 1; }));
   CHECK(b.app.body.size() == 10 * 65535);
   CHECK(h.peer->error().empty());
+}
+
+TEST_CASE("h2 upstream: a response head and the DATA that came with it reach the app together",
+          "[upstream][h2]") {
+  Harness h;
+  Request& a = h.request("GET", "a.test", 0);
+  a.app.vectored = true;
+  a.app.auto_done = true;
+  const int32_t id = h.idOf(a);
+  // HEADERS, DATA and END_STREAM leave the peer at once: one read.
+  h.peer->hold(true);
+  h.peer->respond(id, 200, 1000, true);
+  h.peer->hold(false);
+  REQUIRE(h.runUntil([&] { return a.app.ends == 1; }));
+  CHECK(a.app.head_v_calls == 1);
+  CHECK(a.app.head_v_pieces >= 1);
+  CHECK(a.app.v_calls == 1);  // the same pieces, through onResponseDataV (default)
+  CHECK(a.app.body.size() == 1000);
+  CHECK(a.app.bodyOk());
+  // An app that takes no pieces at once gets the head on its own.
+  Request& b = h.request("GET", "b.test", 0);
+  b.app.auto_done = true;
+  const int32_t idb = h.idOf(b);
+  h.peer->respond(idb, 200, 1000, true);
+  REQUIRE(h.runUntil([&] { return b.app.ends == 1; }));
+  CHECK(b.app.head_v_calls == 0);
+  CHECK(b.app.head.has_value());
+  CHECK(b.app.body.size() == 1000);
 }
 
 // 4. ------------------------------------------------------------------------
