@@ -11,8 +11,8 @@
 # ROUNDS (3), ONLY (sections to run, default "w1 up w2 w3 cold scale floor"),
 # H2GATE_BIN (build/h2gate, a Release build), CURL8_DIR, KEEP_WORK=1.
 # H2GATE_BIN2: a second h2gate binary (another build to compare with); when set,
-# W1 down and up also run it as workload (m) in the same rounds and print the
-# (a)/(m) CPU s/GB ratio per round. H2GATE_BIN2_LABEL names it in the table.
+# W1 down and up and W3 also run it as workload (m) in the same rounds and print
+# the (a)/(m) CPU s/GB and req/s ratios per round. H2GATE_BIN2_LABEL names it in the table.
 # H2GATE_NOMETRICS_BIN: the same, for a binary built with -DH2GATE_METRICS=OFF
 # (checked), labelled "metrics off": the cost of the metrics.
 # Sizes: W1_TRANSFERS (20), W1_MIB (100), UP_MIB (100), W2_TUNNELS (2000),
@@ -305,15 +305,19 @@ if want w3; then
     "$plain_port" "$plain_port" >"$work/abs.lua"
   log "W3 absolute-form: $W3_CONNS connections, ${W3_SECS}s each"
   for r in $(seq "$ROUNDS"); do
-    for w in $(rotate "$r" a c h); do
+    ws3=(a c h)
+    [[ -n ${bin2_pid:-} ]] && ws3+=(m)
+    for w in $(rotate "$r" "${ws3[@]}"); do
       case $w in
         a) w3_wrk a "$h2gate_port" && ra=$last_rps ;;
         c) w3_wrk c "$child_port" && rc=$last_rps ;;
         h) w3_h2load && rh=$last_rps ;;
+        m) w3_wrk m "$bin2_port" && rm=$last_rps ;;
       esac
     done
     add "w3 ratio a/c" "$(div "$ra" "$rc")"
     add "w3 ratio a/h" "$(div "$ra" "$rh")"
+    [[ -n ${bin2_pid:-} ]] && add "w3 ratio a/m" "$(div "$ra" "$rm")"
   done
 fi
 
@@ -459,6 +463,11 @@ if want w3; then
   row "$s" "squid child errors / h2load failed" "$(cell 'w3 c errs' %.0f) / $(cell 'w3 h failed' %.0f)" "" ""
   row "$s" "h2gate / squid child p99 ms" "$(cell 'w3 a p99' %.1f) / $(cell 'w3 c p99' %.1f)" "" ""
   row "$s" "h2gate / squid child CPU us per request" "$(cell 'w3 a cpu' %.0f) / $(cell 'w3 c cpu' %.0f)" "" ""
+  if [[ -n ${bin2_pid:-} ]]; then
+    row "$s" "(m) h2gate, $BIN2_LABEL: req/s" "$(cell 'w3 m rps' %.0f)" "" ""
+    row "$s" "(m) h2gate, $BIN2_LABEL: CPU us per request" "$(cell 'w3 m cpu' %.0f)" "" ""
+    row "$s" "req/s (a) / (m) (per round)" "$(cell 'w3 ratio a/m' %.3f)" "" ""
+  fi
 fi
 if want cold; then
   s="cold"
