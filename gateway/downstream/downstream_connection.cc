@@ -609,18 +609,24 @@ void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_
   // One chunk for all of them.
   char header[24];
   const int h = std::snprintf(header, sizeof header, "%zx\r\n", total);
-  auto frame = [&](auto& framed) {
-    framed[0] = std::string_view(header, static_cast<size_t>(h));
-    std::copy(pieces, pieces + n, framed.begin() + 1);
-    framed[n + 1] = "\r\n";
-    write(framed.data(), n + 2, std::move(done));
+  writeAround(std::string_view(header, static_cast<size_t>(h)), pieces, n, "\r\n", std::move(done));
+}
+
+void DownstreamConnection::writeAround(std::string_view before, const std::string_view* pieces,
+                                       size_t n, std::string_view after, upstream::Done done) {
+  auto fill = [&](auto& all) {
+    size_t k = 0;
+    if (!before.empty()) all[k++] = before;
+    for (size_t i = 0; i < n; ++i) all[k++] = pieces[i];
+    if (!after.empty()) all[k++] = after;
+    write(all.data(), k, std::move(done));
   };
   if (n + 2 <= kInlinePieces) {
-    std::array<std::string_view, kInlinePieces> framed;
-    frame(framed);
+    std::array<std::string_view, kInlinePieces> all;
+    fill(all);
   } else {
-    std::vector<std::string_view> framed(n + 2);
-    frame(framed);
+    std::vector<std::string_view> all(n + 2);
+    fill(all);
   }
 }
 
@@ -827,19 +833,7 @@ void DownstreamConnection::write(const std::string_view* pieces, size_t n_pieces
     // The held bytes first, in the same writev.
     const std::string held = std::move(held_);
     held_.clear();
-    auto withHeld = [&](auto& all) {
-      all[0] = held;
-      std::copy(pieces, pieces + n_pieces, all.begin() + 1);
-      write(all.data(), n_pieces + 1, std::move(done));
-    };
-    if (n_pieces + 1 <= kInlinePieces) {
-      std::array<std::string_view, kInlinePieces> all;
-      withHeld(all);
-    } else {
-      std::vector<std::string_view> all(n_pieces + 1);
-      withHeld(all);
-    }
-    return;
+    return writeAround(held, pieces, n_pieces, {}, std::move(done));
   }
   size_t total = 0;
   for (size_t i = 0; i < n_pieces; ++i) total += pieces[i].size();

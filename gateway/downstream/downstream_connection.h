@@ -144,6 +144,9 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
     write(pieces.begin(), pieces.size(), std::move(done));
   }
   void write(const std::string_view* pieces, size_t n, upstream::Done done);
+  // write() of `before`, the pieces and `after` (either may be empty).
+  void writeAround(std::string_view before, const std::string_view* pieces, size_t n,
+                   std::string_view after, upstream::Done done);
   void startAsyncWrite();
   void closeAfterWrites();
   void lingerRead();

@@ -20,6 +20,8 @@
 #include <asio.hpp>
 #include <catch2/catch.hpp>
 
+#include "tests/unit/upstream/io_util.h"
+
 using namespace h2gate;
 using namespace h2gate::upstream;
 using namespace std::chrono_literals;
@@ -386,13 +388,7 @@ struct Harness {
   }
 
   bool runUntil(const std::function<bool()>& done, std::chrono::milliseconds limit = 5s) {
-    const auto deadline = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() >= deadline) return false;
-      io.restart();
-      io.run_one_for(10ms);
-    }
-    return true;
+    return test::runUntil(io, done, limit);
   }
   void runFor(std::chrono::milliseconds d) {
     io.restart();

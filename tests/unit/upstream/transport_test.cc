@@ -19,6 +19,7 @@
 
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ca.h"
+#include "tests/unit/upstream/io_util.h"
 
 using namespace h2gate;
 using namespace h2gate::upstream;
@@ -85,13 +86,7 @@ class Server {
 
 bool runUntil(asio::io_context& io, const std::function<bool()>& done,
               std::chrono::milliseconds limit = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    io.restart();
-    io.run_one_for(10ms);
-  }
-  return true;
+  return test::runUntil(io, done, limit);
 }
 
 // A TLS client Transport to `port`, verifying against `ca`; the handshake's
