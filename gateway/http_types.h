@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -78,6 +79,7 @@ enum class Result {
   DownstreamReset,  // the app went away mid-transfer
   Drained,          // cut by shutdown after the drain timeout
 };
+inline constexpr size_t kResultCount = static_cast<size_t>(Result::Drained) + 1;
 std::string_view resultName(Result r);
 
 // Per request/tunnel bookkeeping. Filters read it on completion; the

@@ -34,10 +34,16 @@ ListenerStats::Route& ListenerStats::route(const std::string& cluster,
 
 void ListenerStats::finished(const std::string& cluster, const std::string& protocol, bool connect,
                              Result result) {
-  shard_
-      .counter(Family::RequestsFinished,
-               {listener_, cluster, protocol, connect ? "connect" : "forward", resultName(result)})
-      .add();
+  std::string key = cluster;
+  key += '\0';
+  key += protocol;
+  metrics::Counter*& cell =
+      finished_[key][(connect ? kResultCount : 0) + static_cast<size_t>(result)];
+  if (!cell)
+    cell = &shard_.counter(
+        Family::RequestsFinished,
+        {listener_, cluster, protocol, connect ? "connect" : "forward", resultName(result)});
+  cell->add();
 }
 
 void ListenerStats::errorReply(int status) {

@@ -3,6 +3,7 @@
 // used on the worker's thread only.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,9 @@ class ListenerStats {
   metrics::Shard& shard_;
   const std::string listener_;
   std::unordered_map<std::string, std::unique_ptr<Route>> routes_;
+  // requests_finished cells per (cluster, protocol), by kind and result:
+  // resolved once, not per request.
+  std::unordered_map<std::string, std::array<metrics::Counter*, 2 * kResultCount>> finished_;
 };
 
 }  // namespace h2gate::downstream

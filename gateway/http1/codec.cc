@@ -72,6 +72,9 @@ void appendOriginRequest(std::string& out, const RequestHead& req, bool close_af
 
 void appendResponseHead(std::string& out, const ResponseHead& resp, BodyFraming framing,
                         bool keep_alive) {
+  size_t size = 160;  // status line, Via, framing, Connection
+  for (const Header& h : resp.headers) size += h.name.size() + h.value.size() + 4;
+  out.reserve(out.size() + size);  // one allocation, not one per doubling
   out.append("HTTP/1.1 ").append(std::to_string(resp.status)).append(" ");
   out.append(resp.reason.empty() ? reasonPhrase(resp.status) : std::string_view(resp.reason));
   out.append("\r\n");

@@ -667,6 +667,7 @@ void H2Stream::onHeader(std::string_view name, std::string_view value) {
     int status = 0;
     std::from_chars(value.data(), value.data() + value.size(), status);
     response_ = ResponseHead{};
+    response_.headers.reserve(12);
     response_.status = status;
     return;
   }
