@@ -3,7 +3,6 @@
 
 #include <cstdio>
 
-#include "config/dump.h"
 #include "filters/pac.h"
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
@@ -21,14 +20,6 @@ constexpr size_t kInlinePieces = 16;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 // At most one "listener is at max_connections" line per listener this often.
 constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
-
-// t + d, saturating: a huge configured timeout means "never", not an
-// overflow into the past.
-std::chrono::steady_clock::time_point plus(std::chrono::steady_clock::time_point t,
-                                           config::Duration d) {
-  const auto room = std::chrono::steady_clock::time_point::max() - t;
-  return d >= room ? std::chrono::steady_clock::time_point::max() : t + d;
-}
 
 const char* stateName(int s) {
   static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
@@ -131,139 +122,6 @@ void DownstreamConnection::releaseSlot() {
   if (!slot_) return;
   slot_->release();
   slot_.reset();
-}
-
-std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::deadline() const {
-  switch (state_) {
-    case State::ReadingHead:
-      if (close_after_write_) return std::nullopt;  // an error reply is on its way out
-      if (head_started_) return plus(head_since_, listener_.request_headers_timeout);
-      return plus(idle_since_, listener_.idle_timeout);
-    case State::RequestBody:
-      if (!sending_up_) return std::nullopt;  // waiting for the app
-      [[fallthrough]];
-    case State::Connecting:
-    case State::AwaitResponse:
-      if (response_started_) return std::nullopt;
-      return plus(response_wait_since_, listener_.connect_response_timeout);
-    case State::Tunnel: {
-      Clock::time_point d = plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
-      // Once closing (half-close timeout reached), only the idle limit is left:
-      // it cuts a close that waits for an app that reads nothing.
-      if (half_close_armed_ && !close_after_write_)
-        d = std::min(d, plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
-      return d;
-    }
-    case State::Closed:
-      if (closed_for_good_) return std::nullopt;
-      return linger_until_;
-  }
-  return std::nullopt;
-}
-
-void DownstreamConnection::armTimer() {
-  const std::optional<Clock::time_point> d = deadline();
-  // No deadline: a live wait, if any, fires, finds nothing due and stops.
-  // A live wait due no later than `d`: it re-arms when it fires.
-  if (!d || timer_expiry_ <= *d) return;
-  timer_expiry_ = *d;
-  timer_.expires_at(*d);  // cancels the previous wait; its handler sees a stale generation
-  timer_.async_wait(
-      [self = shared_from_this(), gen = ++timer_generation_](const asio::error_code& ec) {
-        if (ec || gen != self->timer_generation_) return;
-        self->timer_expiry_ = Clock::time_point::max();
-        self->onTimer();
-      });
-}
-
-void DownstreamConnection::onTimer() {
-  const std::optional<Clock::time_point> d = deadline();
-  if (!d) return;
-  if (Clock::now() < *d) return armTimer();  // moved on since the wait began
-  switch (state_) {
-    case State::ReadingHead:
-      return onHeadTimeout();
-    case State::Connecting:
-    case State::RequestBody:
-    case State::AwaitResponse:
-      return onResponseTimeout();
-    case State::Tunnel:
-      return onTunnelTimeout();
-    case State::Closed:
-      return finalClose();
-  }
-}
-
-void DownstreamConnection::onHeadTimeout() {
-  if (!head_started_) {
-    H2G_LOG(Debug, id_, 0,
-            "idle keep-alive connection closed after "
-                << config::formatDuration(listener_.idle_timeout) << " (idle_timeout)");
-    return close(false);
-  }
-  if (head_bytes_ || parser_->inHead()) {
-    return replyError(408, Result::BadRequest,
-                      "request head not complete within " +
-                          config::formatDuration(listener_.request_headers_timeout) +
-                          " (request_headers_timeout)");
-  }
-  // The first request, and nothing at all since the accept: an unused
-  // pre-connect, not an error.
-  H2G_LOG(Debug, id_, 0,
-          "no request within " << config::formatDuration(listener_.request_headers_timeout)
-                               << " of the accept (request_headers_timeout): closing");
-  close(false);
-}
-
-void DownstreamConnection::onResponseTimeout() {
-  const std::string limit = config::formatDuration(listener_.connect_response_timeout);
-  const std::string via = info_.cluster.empty()
-                              ? std::string()
-                              : " through the upstream proxy of cluster '" + info_.cluster + "'";
-  std::string reason;
-  if (head_.is_connect && info_.cluster.empty())
-    reason = "could not connect to " + head_.authority() + " within " + limit;
-  else if (head_.is_connect)
-    reason = "no answer to CONNECT " + head_.authority() + via + " within " + limit;
-  else
-    reason = "no response from " + head_.authority() + via + " within " + limit;
-  replyError(504, Result::ConnectTimeout, reason + " (connect_response_timeout)");
-}
-
-void DownstreamConnection::onTunnelTimeout() {
-  const Clock::time_point now = Clock::now();
-  const auto idle = now - last_tunnel_activity_;
-  const std::string idle_text =
-      config::formatDuration(std::chrono::duration_cast<config::Duration>(idle));
-  if (close_after_write_) {
-    // Closing already, but the app has taken nothing for tunnel_idle_timeout.
-    H2G_LOG(Info, id_, requests_,
-            "tunnel to " << head_.authority() << ": the app took no bytes for " << idle_text
-                         << " while closing: dropping what it did not read");
-    return close(false);
-  }
-  if (half_close_armed_ && idle < listener_.tunnel_idle_timeout) {
-    H2G_LOG(Debug, id_, requests_,
-            "tunnel half-closed and silent for "
-                << config::formatDuration(listener_.tunnel_half_close_timeout) << ": closing it");
-    // Not a failure: one side said it was done, the other had nothing more.
-    // Marking both directions done keeps close() from calling it a reset;
-    // the upstream side still sees a cancel, since its stream never ended.
-    info_.reason = "closed after the half-close timeout";
-    request_done_ = response_done_ = true;
-    closeAfterWrites();
-    if (state_ == State::Tunnel) armTimer();  // bytes for the app still queued
-    return;
-  }
-  H2G_LOG(Info, id_, requests_,
-          "tunnel to " << head_.authority() << " idle for " << idle_text << " (tunnel_idle_timeout "
-                       << config::formatDuration(listener_.tunnel_idle_timeout)
-                       << "): closing both sides");
-  // A normal end, like the destination closing an idle connection itself.
-  info_.reason = "closed after " + idle_text + " without traffic (tunnel_idle_timeout)";
-  request_done_ = response_done_ = true;
-  if (writing_ || !out_.empty()) return close(false);  // the app read nothing meanwhile
-  closeAfterWrites();
 }
 
 void DownstreamConnection::readMore() {
@@ -716,13 +574,6 @@ void DownstreamConnection::maybeFinishTunnel() {
   } else if (request_done_ || response_done_) {
     armHalfCloseTimer();
   }
-}
-
-void DownstreamConnection::armHalfCloseTimer() {
-  if (half_close_armed_) return;
-  half_close_armed_ = true;
-  touchTunnel();
-  armTimer();
 }
 
 void DownstreamConnection::nextRequest() {
