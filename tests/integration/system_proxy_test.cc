@@ -8,17 +8,23 @@
 //              private user manager, tests/clients/systemd/run_unit.sh):
 //              curl and wget fetch 1 MiB over HTTPS and HTTP through h2gate,
 //              and a 127.0.0.1 URL goes direct (the NO_PROXY line).
+//   [wininet]  the ```bat block's `reg add` lines (per-user Internet
+//              Settings) run by wine's cmd and reg, then a WinINet client
+//              (tests/clients/windows/wininet_client.cc, cross-built with
+//              mingw-w64) fetches 1 MiB over HTTPS and HTTP through h2gate,
+//              and a dotless name goes direct (ProxyOverride <local>).
 //
-// Each runs as a ctest entry of its own (clients_systemd), which ctest
-// reports as skipped when the test prints "H2GATE-SKIP:" (no root for the
-// private manager). The test decides that before it checks anything, so a
-// skip never hides a failure.
+// Each runs as a ctest entry of its own (clients_systemd, clients_wininet),
+// which ctest reports as skipped when the test prints "H2GATE-SKIP:" (no
+// root for the private manager; no wine or no mingw-w64). The test decides
+// that before it checks anything, so a skip never hides a failure.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "tests/support/clients_env.h"
@@ -186,4 +192,113 @@ TEST_CASE("clients: a systemd service with the README's Environment= lines", "[s
   // the h2 proxy; the loopback URLs (NO_PROXY / no_proxy) went direct.
   checkCarried(env, 2, {"systemd-curl-http", "systemd-wget-http"},
                {"systemd-curl-loopback", "systemd-wget-loopback"});
+}
+
+namespace {
+
+// wine with a prefix of its own (H2GATE_WINEPREFIX, in the build tree),
+// WINEDEBUG=-all. Its wineserver is stopped when this goes out of scope, so
+// it holds no pipe or file of the test open.
+struct Wine {
+  std::string wine, prefix;
+
+  static std::string find() {
+    for (const char* name : {"wine64", "wine"})
+      if (std::string p = findProgram(name); !p.empty()) return p;
+    return std::filesystem::exists("/usr/lib/wine/wine64") ? "/usr/lib/wine/wine64" : "";
+  }
+
+  // Runs a Windows program (or wine's cmd, reg) with `args`.
+  CommandResult run(const std::vector<std::string>& args,
+                    milliseconds timeout = milliseconds(120000)) const {
+    std::vector<std::string> argv{"env", "WINEPREFIX=" + prefix, "WINEDEBUG=-all", wine};
+    argv.insert(argv.end(), args.begin(), args.end());
+    CommandResult r = runCommand(argv, timeout);
+    UNSCOPED_INFO("wine " << ClientsEnv::join(args) << "\nexit " << r.exit_code
+                          << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    return r;
+  }
+
+  ~Wine() {
+    const std::string server = std::filesystem::path(wine).parent_path() / "wineserver";
+    runCommand({"env", "WINEPREFIX=" + prefix,
+                std::filesystem::exists(server) ? server : std::string("wineserver"), "-k"},
+               milliseconds(10000));
+  }
+};
+
+// A Unix path as a Windows program under wine sees it (drive Z: is /).
+std::string winPath(std::string path) {
+  for (char& c : path)
+    if (c == '/') c = '\\';
+  return "Z:" + path;
+}
+
+const std::string kInternetSettings =
+    "HKCU\\Software\\Microsoft\\Windows\\CurrentVersion\\Internet Settings";
+
+}  // namespace
+
+TEST_CASE("clients: WinINet under wine with the README's per-user proxy (reg add)", "[wininet]") {
+  const std::string client = H2GATE_WININET_CLIENT;
+  const std::string wine = Wine::find();
+  if (wine.empty()) {
+    WARN("H2GATE-SKIP: wine not installed (Debian: wine64; deploy/install-deps.sh --test)");
+    return;
+  }
+  if (client.empty() || !std::filesystem::exists(client)) {
+    WARN(
+        "H2GATE-SKIP: the WinINet client was not built: mingw-w64 (Debian: "
+        "g++-mingw-w64-x86-64) was missing when cmake ran; deploy/install-deps.sh --test, "
+        "then cmake again");
+    return;
+  }
+  ClientsEnv env;
+  Wine w{wine, H2GATE_WINEPREFIX};
+
+  // A clean slate: a setting left in the prefix by an earlier run must not
+  // stand in for one the README lost, and the CAs of earlier runs (same
+  // name, other keys) must not be picked for this run's chain. (The first
+  // wine start makes the prefix.)
+  for (const char* value : {"ProxyEnable", "ProxyServer", "ProxyOverride"})
+    w.run({"reg", "delete", kInternetSettings, "/v", value, "/f"});
+  w.run({"reg", "delete", "HKCU\\Software\\Microsoft\\SystemCertificates\\Root", "/f"});
+  CHECK(w.run({"reg", "query", kInternetSettings, "/v", "ProxyServer"}).exit_code != 0);
+
+  // The README's lines (ProxyServer, ProxyOverride, ProxyEnable), as a batch
+  // file run by cmd (so its quoting is cmd's), each followed by a check of
+  // its exit status.
+  std::istringstream readme(
+      atListener(readmeBlock("bat", "reg add \"" + kInternetSettings + "\""), env.gate->port()));
+  std::string script = "@echo off\r\n", line;
+  int commands = 0;
+  while (std::getline(readme, line)) {
+    if (line.empty() || line.rfind("::", 0) == 0) continue;
+    script += line + "\r\nif errorlevel 1 exit /b 1\r\n";
+    ++commands;
+  }
+  CHECK(commands == 3);
+  const std::string bat = env.work.path().string() + "/set-proxy.cmd";
+  writeFile(bat, script);
+  REQUIRE(w.run({"cmd", "/c", winPath(bat)}).exit_code == 0);
+
+  // The origin's CA in the user's Root store (certutil's job on Windows).
+  REQUIRE(w.run({client, "trust", winPath(env.ca.caCertPath())}).exit_code == 0);
+
+  const std::string proxy_line =
+      "proxy: PROXY 127.0.0.1:" + str(env.gate->port()) + " bypass <local>";
+  const std::string https = "https://origin.test:" + str(env.nginx.tlsPort()) + "/1m?wininet-https";
+  const std::string http = "http://origin.test:" + str(env.nginx.httpPort()) + "/1m?wininet-http";
+  const std::string local = "http://localhost:" + str(env.nginx.httpPort()) + "/1m?wininet-local";
+  for (const auto& [url, file] : std::vector<std::pair<std::string, std::string>>{
+           {https, "wininet-https"}, {http, "wininet-http"}, {local, "wininet-local"}}) {
+    INFO(url);
+    const std::string out = env.out.file(file);
+    auto r = w.run({client, "get", url, winPath(out)});
+    CHECK(r.exit_code == 0);
+    // What WinINet read from the settings: the README's proxy and bypass list.
+    CHECK(r.out.substr(0, r.out.find_first_of("\r\n")) == proxy_line);
+    CHECK(env.same(out));
+  }
+  checkCarried(env, 1, {"wininet-http"}, {"wininet-local"});
 }
