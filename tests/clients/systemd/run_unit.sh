@@ -88,6 +88,8 @@ cleanup() {
   [[ -n ${H2GATE_KEEP_TEST_DIRS:-} ]] && log "H2GATE_KEEP_TEST_DIRS: kept $run" || rm -rf "$run"
 }
 trap cleanup EXIT
+# A signal (ctest's timeout) still runs the cleanup.
+trap 'exit 143' TERM INT HUP
 
 # The manager's runtime directory, its unit directory, and the default target.
 mkdir -p "$run/units"
