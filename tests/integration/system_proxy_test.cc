@@ -208,7 +208,9 @@ struct Wine {
     return std::filesystem::exists("/usr/lib/wine/wine64") ? "/usr/lib/wine/wine64" : "";
   }
 
-  // Runs a Windows program (or wine's cmd, reg) with `args`.
+  // Runs a Windows program (or wine's cmd, reg) with `args`. runCommand
+  // clears http_proxy & co.: wine's WinINet takes http_proxy from the
+  // environment when ProxyEnable is 0, so only the registry may speak here.
   CommandResult run(const std::vector<std::string>& args,
                     milliseconds timeout = milliseconds(120000)) const {
     std::vector<std::string> argv{"env", "WINEPREFIX=" + prefix, "WINEDEBUG=-all", wine};
