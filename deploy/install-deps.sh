@@ -89,7 +89,7 @@ if [[ -r /etc/os-release ]]; then
 fi
 
 apt_get() {
-  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q "$@"
+  "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=900 "$@"
 }
 
 updated=0
