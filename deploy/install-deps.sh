@@ -18,7 +18,7 @@ set -euo pipefail
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
-  node-llhttp catch2 ca-certificates
+  node-llhttp duktape-dev catch2 ca-certificates
 )
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
