@@ -31,9 +31,13 @@
 //   shExpMatch                            '*' any run, '?' one character; the
 //                                         other regular-expression characters
 //                                         keep their meaning, as in browsers
-// Where the browsers' own code has date arithmetic slips (Mozilla's
-// dateRange("JAN", "FEB") is true until March 3rd: it sets February on
-// December 31st), the definition wins: January and February.
+// Where the browsers' own code has date arithmetic slips, the definition
+// wins: Mozilla's dateRange("JAN", "FEB") is true until March 2nd or 3rd
+// (it sets February on December 31st), h2gate's ends with February; its
+// timeRange(..., "GMT") compares the UTC time with the *local* date, so it
+// is false all day when the two dates differ, h2gate's compares the UTC
+// time of day. tests/integration/pac_compare_test.cc lists every
+// difference with pacparser, which has Mozilla's code.
 //
 // The DNS functions block the calling thread (a PAC thread): PacHost bounds
 // each call.
