@@ -18,7 +18,7 @@ set -euo pipefail
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
-  node-llhttp duktape-dev catch2 ca-certificates
+  node-llhttp duktape-dev libpsl-dev catch2 ca-certificates
 )
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
@@ -29,6 +29,7 @@ TEST_PKGS=(
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
+  faketime libglib2.0-bin gsettings-desktop-schemas
 )
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
