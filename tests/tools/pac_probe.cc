@@ -8,8 +8,13 @@
 //       what FindProxyForURL returned, or "ERROR <kind>: <message>".
 //       --now-ms fixes Date's clock; --my-ip what myIpAddress() sees.
 //
-// Exit status: 0 when it ran (whatever the answers), 2 on bad usage or when
-// the PAC file does not load.
+//   pac_probe source (wpad | system | url URL | file PATH) [--query "URL HOST"]...
+//       Runs one attempt of that PAC source (gateway/pac/source.h) and
+//       prints "origin: ...", "sha256: ..." and "error: ..." lines, then
+//       the answer to each --query, as `eval` does.
+//
+// Exit status: 0 when it ran (whatever the answers), 1 when the source
+// found no PAC file, 2 on bad usage or when the PAC file does not load.
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -20,6 +25,7 @@
 
 #include "gateway/pac/evaluator.h"
 #include "gateway/pac/resolver.h"
+#include "gateway/pac/source.h"
 
 namespace {
 
@@ -51,7 +57,9 @@ std::string readAll(const std::string& path) {
 int usage(const std::string& why) {
   std::cerr << "pac_probe: " << why << "\n"
             << "usage: pac_probe eval --pac FILE --queries FILE [--now-ms MS] [--my-ip A,B]"
-               " [--timeout-ms MS]\n";
+               " [--timeout-ms MS]\n"
+               "       pac_probe source (wpad | system | url URL | file PATH) [--query \"URL "
+               "HOST\"]...\n";
   return 2;
 }
 
@@ -139,6 +147,73 @@ int evalCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+int sourceCommand(const std::vector<std::string>& args) {
+  if (args.empty()) return usage("source: which one?");
+  pac::PacSourceConfig config;
+  config.name = "probe";
+  config.refresh_interval = std::chrono::milliseconds(0);
+  std::size_t i = 1;
+  if (args[0] == "wpad") {
+    config.kind = pac::PacSourceConfig::Kind::Wpad;
+  } else if (args[0] == "system") {
+    config.kind = pac::PacSourceConfig::Kind::System;
+  } else if ((args[0] == "url" || args[0] == "file") && args.size() > 1) {
+    config.kind =
+        args[0] == "url" ? pac::PacSourceConfig::Kind::Url : pac::PacSourceConfig::Kind::File;
+    config.location = args[1];
+    i = 2;
+  } else {
+    return usage("source: unknown kind " + args[0]);
+  }
+  std::vector<std::string> queries;
+  for (; i < args.size(); ++i) {
+    if (args[i] != "--query" || i + 1 >= args.size()) return usage("unexpected " + args[i]);
+    queries.push_back(args[++i]);
+  }
+  asio::io_context io;
+  std::shared_ptr<pac::PacScript> script;
+  pac::PacSource source(config, io.get_executor(),
+                        [&](std::shared_ptr<pac::PacScript> s) { script = s; });
+  source.start();
+  runUntil(io, [&] {
+    const pac::PacSourceStatus st = source.status();
+    return script != nullptr || st.failures > 0;
+  });
+  const pac::PacSourceStatus st = source.status();
+  std::cout << "origin: " << st.origin << "\n"
+            << "sha256: " << st.sha256 << "\n"
+            << "error: " << st.last_error << "\n";
+  if (!script) return 1;
+
+  pac::PacEnvironment env;
+  env.resolver = std::make_shared<pac::SystemResolver>();
+  pac::PacEvaluator::Options options;
+  options.name = "probe";
+  options.cache_entries = 0;
+  pac::PacEvaluator evaluator(options, env);
+  std::optional<pac::PacError> loaded;
+  evaluator.setScript(script, io.get_executor(), [&](pac::PacError e) { loaded = std::move(e); });
+  runUntil(io, [&] { return loaded.has_value(); });
+  if (*loaded) {
+    std::cout << "load error: " << pac::kindName(loaded->kind) << ": " << loaded->message << "\n";
+    return 2;
+  }
+  for (const std::string& line : queries) {
+    const std::size_t space = line.find(' ');
+    pac::PacQuery q;
+    q.url = line.substr(0, space);
+    q.host = space == std::string::npos ? "" : line.substr(space + 1);
+    q.cache_key = line;
+    std::optional<pac::PacResult> r;
+    evaluator.evaluate(q, io.get_executor(), [&](pac::PacResult x) { r = std::move(x); });
+    runUntil(io, [&] { return r.has_value(); });
+    std::cout << "answer: "
+              << (r->error ? std::string("ERROR ") + pac::kindName(r->error.kind) : r->answer)
+              << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +223,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   try {
     if (command == "eval") return evalCommand(args);
+    if (command == "source") return sourceCommand(args);
   } catch (const std::exception& e) {
     return usage(e.what());
   }
