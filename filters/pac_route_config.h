@@ -1,0 +1,70 @@
+// A forward_proxy route that follows a PAC file (issue 19), proposed
+// schema. Parsed and validated here; the request path does not act on it
+// yet (the wiring comes with dynamic proxy endpoints), so forward_proxy
+// does not accept the key until then.
+//
+//   routes:
+//   - match: {}                  # as for every route (filters/match_config.h)
+//     pac:
+//       # exactly one of:
+//       url: http://wpad.corp.example/proxy.pac   # http:// or https://
+//       file: /etc/h2gate/proxy.pac
+//       wpad: true               # WPAD by DNS (gateway/pac/wpad.h)
+//       system: true             # the platform's setting (gateway/pac/system_proxy.h)
+//       refresh_interval: 600s   # fetch again this often; 0s: never (default 10 minutes)
+//       retry_interval: 30s      # after a failed fetch (default 30 s)
+//       fetch_timeout: 10s       # a download, redirects included (default 10 s)
+//       max_size: 8388608        # bytes, file or download (default 8 MiB)
+//       trusted_ca: /etc/ssl/corp-ca.pem   # for an https:// url; default: system store
+//       evaluation:
+//         timeout: 2s            # per FindProxyForURL, its DNS calls included (default 2 s)
+//         dns_timeout: 1s        # per DNS call from the file (default 1 s)
+//         memory_limit: 33554432 # bytes per JavaScript heap (default 32 MiB)
+//         threads: 2             # evaluation threads (default 2)
+//         cache_entries: 10000   # answers kept per scheme+host+port; 0: none
+//         cache_ttl: 60s         # how long one is kept (default 60 s)
+//       # When there is no PAC file yet or it cannot answer (exception,
+//       # timeout, no usable entry): one of direct: true (the default, as
+//       # browsers), cluster: NAME, reject: STATUS.
+//       fallback: {cluster: corp_proxy}
+//       # An answer naming h2gate's own listener: direct (the default) or
+//       # reject (503).
+//       on_loop: direct
+//
+// Errors name file, line, column and field like every config error.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "config/node_reader.h"
+#include "filters/registry.h"
+#include "gateway/pac/evaluator.h"
+#include "gateway/pac/source.h"
+
+namespace h2gate::filters {
+
+struct PacRouteConfig {
+  pac::PacSourceConfig source;
+  pac::PacEvaluator::Options evaluation;
+  std::chrono::milliseconds dns_timeout{1000};
+  std::size_t memory_limit = 32u << 20;
+
+  struct Fallback {
+    enum class Kind { Direct, Cluster, Reject };
+    Kind kind = Kind::Direct;
+    std::string cluster;
+    int status = 503;
+  } fallback;
+
+  enum class OnLoop { Direct, Reject };
+  OnLoop on_loop = OnLoop::Direct;
+};
+
+// Reads the `pac` mapping of route `route_name` ("routes[2]", for logs).
+// Records every problem; nullopt when there was one.
+std::optional<PacRouteConfig> parsePacRoute(config::NodeReader& pac, const FactoryContext& ctx,
+                                            const std::string& route_name);
+
+}  // namespace h2gate::filters
