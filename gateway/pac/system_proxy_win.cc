@@ -33,13 +33,13 @@ std::string narrow(const std::wstring& w) {
 
 std::string stringValue(const wchar_t* subkey, const wchar_t* name) {
   DWORD bytes = 0;
-  if (RegGetValueW(HKEY_CURRENT_USER, subkey, name, RRF_RT_REG_SZ | RRF_RT_REG_EXPAND_SZ, nullptr,
-                   nullptr, &bytes) != ERROR_SUCCESS ||
+  if (RegGetValueW(HKEY_CURRENT_USER, subkey, name, RRF_RT_REG_SZ, nullptr, nullptr, &bytes) !=
+          ERROR_SUCCESS ||
       bytes < sizeof(wchar_t))
     return {};
   std::wstring w(bytes / sizeof(wchar_t), L'\0');
-  if (RegGetValueW(HKEY_CURRENT_USER, subkey, name, RRF_RT_REG_SZ | RRF_RT_REG_EXPAND_SZ, nullptr,
-                   w.data(), &bytes) != ERROR_SUCCESS)
+  if (RegGetValueW(HKEY_CURRENT_USER, subkey, name, RRF_RT_REG_SZ, nullptr, w.data(), &bytes) !=
+      ERROR_SUCCESS)
     return {};
   w.resize(wcsnlen(w.c_str(), w.size()));
   return narrow(w);
