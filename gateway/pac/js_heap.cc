@@ -33,6 +33,10 @@ JsHeap::JsHeap(std::size_t max_bytes, Clock clock, void* owner)
 }
 
 JsHeap::~JsHeap() {
+  // Destroying the heap runs the script's finalizers; a cancelled heap
+  // stops any JavaScript at its first interrupt, so a finalizer that loops
+  // cannot hold the thread.
+  cancelled_.store(true, std::memory_order_relaxed);
   if (ctx_ != nullptr) duk_destroy_heap(ctx_);
 }
 

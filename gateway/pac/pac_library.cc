@@ -422,6 +422,11 @@ std::string joinAddresses(const std::vector<filters::IpAddress>& ips) {
 namespace {
 
 duk_ret_t installAll(duk_context* ctx, void*) {
+  // Duktape's own object (finalizers, bytecode dumps, heap info) is no PAC
+  // function and no browser has it.
+  duk_push_global_object(ctx);
+  duk_del_prop_string(ctx, -1, "Duktape");
+  duk_pop(ctx);
   for (const Native& n : kNatives) {
     duk_push_c_function(ctx, n.fn, n.nargs);
     duk_push_string(ctx, "name");

@@ -218,6 +218,8 @@ function FindProxyForURL(url, host) {
   if (host == "mixed") return "SOCKS5 socks.corp:1080; bogus; PROXY p.corp:3128";
   if (host == "big") { var s = "DIRECT;"; while (s.length < 100000) s += s; return s; }
   if (host == "ref") return noSuchFunction(host);
+  if (host == "recurse") { var f = function (n) { return f(n + 1) + 1; }; return f(0); }
+  if (host == "duktape") return typeof Duktape;
   return "DIRECT";
 }
 )JS")
@@ -230,6 +232,12 @@ function FindProxyForURL(url, host) {
   CHECK(kind("throwstr").error.message == "uncaught value: plain string");
   CHECK(kind("ref").error.kind == PacError::Kind::Exception);
   CHECK_THAT(kind("ref").error.message, Catch::Contains("ReferenceError"));
+
+  r = kind("recurse");
+  CHECK(r.error.kind == PacError::Kind::Exception);
+  CHECK_THAT(r.error.message, Catch::StartsWith("RangeError"));
+  CHECK(kind("duktape").error.kind == PacError::Kind::UnusableAnswer);  // "undefined"
+  CHECK(kind("duktape").answer == "undefined");
 
   r = kind("undef");
   CHECK(r.error.kind == PacError::Kind::BadReturn);
