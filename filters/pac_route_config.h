@@ -19,7 +19,8 @@
 //       evaluation:
 //         timeout: 2s            # per FindProxyForURL, its DNS calls included (default 2 s)
 //         dns_timeout: 1s        # per DNS call from the file (default 1 s)
-//         memory_limit: 33554432 # bytes per JavaScript heap (default 32 MiB)
+//         memory_limit: 33554432 # bytes per JavaScript heap (default 32 MiB); there is
+//                                #   one heap per thread, plus one while a new file loads
 //         threads: 2             # evaluation threads (default 2)
 //         cache_entries: 10000   # answers kept per scheme+host+port; 0: none
 //         cache_ttl: 60s         # how long one is kept (default 60 s)
