@@ -11,9 +11,11 @@
 
 #include "tests/support/origin.h"
 #include "tests/support/util.h"
+#include "tests/unit/pac/pac_test_util.h"
 
 using namespace h2gate::pac;
 using namespace h2gate::test;
+using h2gate::pac::test::MuteServer;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
@@ -36,42 +38,6 @@ Nginx::Options pacServer() {
       "    location = /gone.pac { return 404; }\n";
   return o;
 }
-
-// A TCP server on 127.0.0.1 that accepts and then does nothing (`hang`) or
-// closes each connection at once.
-class MuteServer {
- public:
-  explicit MuteServer(bool hang) : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
-    port_ = acceptor_.local_endpoint().port();
-    accept(hang);
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~MuteServer() {
-    io_.stop();
-    thread_.join();
-  }
-  uint16_t port() const { return port_; }
-  int accepted() const { return accepted_; }
-
- private:
-  void accept(bool hang) {
-    acceptor_.async_accept([this, hang](const asio::error_code& ec, asio::ip::tcp::socket s) {
-      if (ec) return;
-      ++accepted_;
-      if (hang)
-        held_.push_back(std::move(s));
-      else
-        s.close();
-      accept(hang);
-    });
-  }
-  asio::io_context io_;
-  asio::ip::tcp::acceptor acceptor_;
-  std::vector<asio::ip::tcp::socket> held_;
-  std::atomic<int> accepted_{0};
-  uint16_t port_ = 0;
-  std::thread thread_;
-};
 
 FetchResult fetch(const std::string& url, FetchOptions options = {}) {
   asio::io_context io;

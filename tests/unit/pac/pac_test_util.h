@@ -1,6 +1,7 @@
 // Helpers of the PAC unit tests: a resolver with a fixed table (and an
-// optional delay, to act out a slow DNS server), a fixed clock, and a way to
-// evaluate one JavaScript expression in a PAC heap.
+// optional delay, to act out a slow DNS server), a fixed clock, a way to
+// evaluate one JavaScript expression in a PAC heap, and a TCP server that
+// never answers.
 #pragma once
 
 #include <chrono>
@@ -10,6 +11,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <asio.hpp>
 
 #include "filters/matcher.h"
 #include "gateway/pac/pac_context.h"
@@ -106,6 +109,42 @@ class ExprRunner {
   std::shared_ptr<TableResolver> resolver_;
   PacEnvironment env_;
   double now_ = 0;
+};
+
+// A TCP server on 127.0.0.1 that accepts and then does nothing (`hang`) or
+// closes each connection at once.
+class MuteServer {
+ public:
+  explicit MuteServer(bool hang) : acceptor_(io_, {asio::ip::make_address("127.0.0.1"), 0}) {
+    port_ = acceptor_.local_endpoint().port();
+    accept(hang);
+    thread_ = std::thread([this] { io_.run(); });
+  }
+  ~MuteServer() {
+    io_.stop();
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  int accepted() const { return accepted_; }
+
+ private:
+  void accept(bool hang) {
+    acceptor_.async_accept([this, hang](const asio::error_code& ec, asio::ip::tcp::socket s) {
+      if (ec) return;
+      ++accepted_;
+      if (hang)
+        held_.push_back(std::move(s));
+      else
+        s.close();
+      accept(hang);
+    });
+  }
+  asio::io_context io_;
+  asio::ip::tcp::acceptor acceptor_;
+  std::vector<asio::ip::tcp::socket> held_;
+  std::atomic<int> accepted_{0};
+  uint16_t port_ = 0;
+  std::thread thread_;
 };
 
 }  // namespace h2gate::pac::test

@@ -11,6 +11,7 @@
 #include "tests/support/temp_dir.h"
 #include "tests/support/util.h"
 #include "tests/unit/config/test_util.h"
+#include "tests/unit/pac/pac_test_util.h"
 
 using namespace h2gate::pac;
 using namespace h2gate::test;
@@ -159,6 +160,27 @@ TEST_CASE("pac source: a URL from nginx, kept when nginx goes away", "[pac][sour
   CHECK_THAT(st.last_error, Catch::EndsWith(": cannot connect: Connection refused"));
   CHECK(st.have_script);
   CHECK(owner.scripts.size() == 1);
+}
+
+TEST_CASE("pac source: a URL whose server accepts and never answers", "[pac][source]") {
+  h2gate::pac::test::MuteServer hang(true);
+  Owner owner;
+  PacSourceConfig c;
+  c.kind = PacSourceConfig::Kind::Url;
+  c.location = "http://127.0.0.1:" + std::to_string(hang.port()) + "/proxy.pac";
+  c.fetch.timeout = 300ms;
+  c.retry_interval = 1s;
+  PacSource source(c, owner.io.get_executor(), owner.collect());
+  const auto start = Clock::now();
+  source.start();
+  REQUIRE(owner.runUntil([&] { return source.status().failures >= 2; }, 10s));
+  CHECK(Clock::now() - start >= 1200ms);  // the first timeout, then the retry's
+  const PacSourceStatus st = source.status();
+  CHECK(st.last_error ==
+        "127.0.0.1:" + std::to_string(hang.port()) + ": no complete answer within 300 ms");
+  CHECK_FALSE(st.have_script);
+  CHECK(owner.scripts.empty());
+  CHECK(hang.accepted() >= 2);
 }
 
 TEST_CASE("pac source: system from the environment becomes a PAC file", "[pac][source]") {
