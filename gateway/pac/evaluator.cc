@@ -238,8 +238,11 @@ void PacEvaluator::Impl::complete(const std::shared_ptr<Flight>& flight, const P
     if (it != flights.end() && it->second == flight) flights.erase(it);
     waiters.swap(flight->waiters);
   }
-  for (auto& w : waiters) {
-    asio::post(w->ex, [w, result] {
+  // The handlers take the only references this thread had: a Waiter (and
+  // its timer) must be destroyed on its executor's thread, never here.
+  for (auto& waiter : waiters) {
+    asio::any_io_executor ex = waiter->ex;
+    asio::post(ex, [w = std::move(waiter), result] {
       if (w->delivered.exchange(true)) return;
       if (w->timer) w->timer->cancel();
       w->done(result);

@@ -27,10 +27,12 @@
 // share one run.
 //
 // Callbacks are posted to the executor passed with each call, never run
-// inside the call. Callbacks still pending when the evaluator is destroyed
-// get a Shutdown error: their executors must outlive the evaluator or be
-// destroyed unrun (an io_context destroys posted handlers without running
-// them).
+// inside the call; what the evaluator keeps per caller (its timer) is only
+// ever touched and destroyed on that executor, which must therefore be
+// single-threaded (an io_context run by one thread, or a strand). Callbacks
+// still pending when the evaluator is destroyed get a Shutdown error: the
+// executors' io_contexts must outlive the evaluator (one destroyed later
+// destroys such handlers unrun, which is fine).
 #pragma once
 
 #include <atomic>

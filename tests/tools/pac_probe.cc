@@ -114,8 +114,8 @@ int evalCommand(const std::vector<std::string>& args) {
   options.name = "probe";
   options.cache_entries = 0;
   options.timeout = std::chrono::milliseconds(timeout_ms);
+  asio::io_context io;  // outlives the evaluator, which posts to it
   pac::PacEvaluator evaluator(options, env);
-  asio::io_context io;
 
   std::optional<pac::PacError> loaded;
   evaluator.setScript(pac::makeScript(readAll(pac_file), pac_file), io.get_executor(),
