@@ -153,11 +153,9 @@ void PacSource::fetchUrl(std::string url, std::string origin) {
 }
 
 void PacSource::runWpad(std::string origin_prefix) {
-  auto urls = std::make_shared<std::vector<std::string>>(wpadUrls(systemSearchDomains()));
-  if (urls->empty())
-    return fail(
-        "WPAD: no DNS search domain below a public suffix to look in (resolv.conf has no "
-        "usable search or domain line, and the host name has no domain)");
+  std::string why;
+  auto urls = std::make_shared<std::vector<std::string>>(wpadCandidates(&why));
+  if (urls->empty()) return fail("WPAD: " + why);
   wpadNext(urls, 0, std::make_shared<std::string>(), std::move(origin_prefix));
 }
 

@@ -1,16 +1,7 @@
 #include "gateway/pac/wpad.h"
 
-#include <libpsl.h>
-
 #include <algorithm>
-#include <fstream>
 #include <sstream>
-
-#ifdef _WIN32
-#include <winsock2.h>
-#else
-#include <unistd.h>
-#endif
 
 namespace h2gate::pac {
 namespace {
@@ -61,39 +52,6 @@ std::vector<std::string> searchDomains(std::string_view resolv_conf, std::string
   if (const std::size_t dot = hostname.find('.'); dot != std::string_view::npos)
     addUnique(out, normalized(hostname.substr(dot + 1)));
   return out;
-}
-
-std::vector<std::string> wpadUrls(const std::vector<std::string>& domains) {
-  // The list compiled into libpsl, or the newer one of Debian's
-  // publicsuffix package when it is installed.
-  static const psl_ctx_t* psl = psl_latest(nullptr);
-  std::vector<std::string> urls;
-  for (const std::string& domain : domains) {
-    const char* reg = psl ? psl_registrable_domain(psl, domain.c_str()) : nullptr;
-    if (reg == nullptr) continue;  // a public suffix itself, or a single label
-    const std::string registrable = reg;
-    std::string d = domain;
-    while (true) {
-      const std::string url = "http://wpad." + d + "/wpad.dat";
-      if (std::find(urls.begin(), urls.end(), url) == urls.end()) urls.push_back(url);
-      if (d.size() <= registrable.size()) break;
-      d = d.substr(d.find('.') + 1);
-    }
-  }
-  return urls;
-}
-
-std::vector<std::string> systemSearchDomains() {
-  std::string text;
-#ifndef _WIN32
-  std::ifstream in("/etc/resolv.conf");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  text = ss.str();
-#endif
-  char name[256] = {};
-  if (gethostname(name, sizeof name - 1) != 0) name[0] = '\0';
-  return searchDomains(text, name);
 }
 
 }  // namespace h2gate::pac

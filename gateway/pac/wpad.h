@@ -11,13 +11,15 @@
 // labels), gives no candidate. The first candidate whose name resolves and
 // that answers 200 with a file wins.
 //
-// DHCP (option 252, "auto-proxy-config") is not supported: on Linux the DHCP
+// DHCP (option 252, "auto-proxy-config") is not supported on Linux: the DHCP
 // client owns the lease (dhclient, NetworkManager, systemd-networkd each
 // keep its options their own way, most do not even request 252), and asking
 // the server ourselves needs a privileged socket on port 68. Chromium and
-// Firefox do not do it on Linux either. On Windows, WinHTTP's auto-detection
-// (WinHttpDetectAutoProxyConfigUrl) covers DHCP and DNS together and is the
-// way to add it there.
+// Firefox do not do it on Linux either.
+//
+// On Windows, detection is the system's own: WinHTTP's
+// WinHttpDetectAutoProxyConfigUrl asks DHCP, then DNS with Windows'
+// devolution rules (wpad_win.cc), as Edge and Chrome do there.
 #pragma once
 
 #include <string>
@@ -26,15 +28,24 @@
 
 namespace h2gate::pac {
 
+// The PAC URLs to try, in order: on POSIX wpadUrls(systemSearchDomains())
+// (wpad_posix.cc), on Windows the one WinHTTP detects (wpad_win.cc). Empty,
+// with *why set, when there is none to try. Blocking (file reads, on
+// Windows DHCP and DNS queries): call it off the event loop.
+std::vector<std::string> wpadCandidates(std::string* why);
+
 // The search domains in resolv.conf's text (the last "search" or "domain"
 // line wins, as in glibc), then the domain part of `hostname` when it has
 // one. Lower case, no trailing dot, no duplicates.
 std::vector<std::string> searchDomains(std::string_view resolv_conf, std::string_view hostname);
 
-// The candidate URLs for `domains`, in the order to try them.
+#ifndef _WIN32
+// The candidate URLs for `domains`, in the order to try them (the public
+// suffix list from libpsl; wpad_posix.cc).
 std::vector<std::string> wpadUrls(const std::vector<std::string>& domains);
 
 // This machine's: /etc/resolv.conf and gethostname() (blocking file read).
 std::vector<std::string> systemSearchDomains();
+#endif
 
 }  // namespace h2gate::pac
