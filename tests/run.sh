@@ -172,7 +172,7 @@ stage_windows() {
   case $rc in
     0)
       note windows "$(grep -Eo '[0-9]+% tests passed.*' "$log" | tail -n1)"
-      note windows "dependencies $(grep -Eo 'dependencies: .* \([0-9]+ s\)$' "$log" | grep -Eo '[0-9]+ s\)$' | tr -d ')')"
+      note windows "dependencies ready in $(grep -Eo 'dependencies: .* \([0-9]+ s\)$' "$log" | grep -Eo '[0-9]+ s\)$' | tr -d ')')"
       ;;
     2)
       note windows "build failed"

@@ -171,6 +171,7 @@ apt_src_cache() {
 # deb-src twins of the machine's `deb` entries for its Debian codename's suites.
 write_deb_src() {
   local codename f out
+  # shellcheck disable=SC1091 # the machine's, not ours
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   [[ -n $codename ]] || die "no VERSION_CODENAME in /etc/os-release: cannot tell the Debian suites" 3
   rm -rf "$APT_DIR/sources.list.d"
@@ -290,7 +291,7 @@ source_version_of() {
 align() {
   [[ $(id -u) -eq 0 ]] || die "--align installs packages: run it as root" 3
   take_lock
-  local i pkg src ver bv sv chosen cand binaries b
+  local i pkg src ver bv sv chosen cand binaries b attempt
   for i in "${!LINUX_PKGS[@]}"; do
     pkg=${LINUX_PKGS[$i]} src=${SRC_NAME[$i]} ver=${SRC_VERSION[$i]}
     if fetch_source "$src" "$ver"; then
@@ -299,18 +300,24 @@ align() {
     fi
     log "$pkg: the mirror does not serve $src $ver (installed): $(tail -n1 <<<"$FETCH_ERROR")"
     chosen=""
-    mapfile -t cand < <(apt-cache madison "$pkg" | awk -F'|' '{gsub(/ /, "", $2); print $2}' | sort -u)
-    # Newest first; only upgrades.
-    mapfile -t cand < <(printf '%s\n' "${cand[@]}" | while read -r bv; do
-      [[ -n $bv ]] && dpkg --compare-versions "$bv" gt "$(dpkg-query -W -f='${Version}' "$pkg")" && echo "$bv"
-    done | sort -r --version-sort)
-    for bv in "${cand[@]}"; do
-      sv=$(source_version_of "$pkg" "$bv")
-      if fetch_source "$src" "$sv"; then
-        chosen=$bv
-        break
-      fi
-      log "$pkg: $src $sv (for $pkg $bv) not served either"
+    for attempt in 1 2; do
+      # Binary versions newer than the installed one, newest first.
+      mapfile -t cand < <(apt-cache madison "$pkg" | awk -F'|' '{gsub(/ /, "", $2); print $2}' |
+        sort -u | while read -r bv; do
+        [[ -n $bv ]] && dpkg --compare-versions "$bv" gt "$(dpkg-query -W -f='${Version}' "$pkg")" &&
+          echo "$bv"
+      done | sort -r --version-sort)
+      for bv in "${cand[@]}"; do
+        sv=$(source_version_of "$pkg" "$bv")
+        if fetch_source "$src" "$sv"; then
+          chosen=$bv
+          break
+        fi
+        log "$pkg: $src $sv (for $pkg $bv) not served either"
+      done
+      [[ -z $chosen && $attempt == 1 ]] || break
+      log "$pkg: none of the versions apt knows will do: apt-get update, then again"
+      apt-get -q -o DPkg::Lock::Timeout=900 update >&2 || die "apt-get update failed"
     done
     [[ -n $chosen ]] ||
       die "$pkg: no version newer than the installed one whose source ($src) the mirror serves; served: $(served_versions "$src" | tr '\n' ' ')" 3
@@ -446,6 +453,7 @@ finish_sysroot() {
   local pc f bad
   # .pc files: prefix relative to the file (pkg-config's ${pcfiledir}).
   for pc in "$STAGE"/lib/pkgconfig/*.pc; do
+    # shellcheck disable=SC2016 # ${pcfiledir} is pkg-config's, written as is
     sed -i -e "s|$STAGE|\${pcfiledir}/../..|g" -e 's|C:/Program Files/OpenSSL|${pcfiledir}/../..|g' "$pc"
   done
   # Libraries only: nghttp2 installs its README and an OCSP helper script there.
@@ -519,7 +527,10 @@ build() {
     return 0
   fi
   # We hold the lock: temporaries are from runs that were killed.
-  rm -rf "$CACHE"/build.tmp.* "$CACHE"/sysroot-*.tmp.* "$CACHE"/sources/.tmp.*
+  if compgen -G "$CACHE/*.tmp.*" >/dev/null || compgen -G "$CACHE/sources/.tmp.*" >/dev/null; then
+    log "removing what an interrupted run left in $CACHE"
+    rm -rf "$CACHE"/build.tmp.* "$CACHE"/sysroot-*.tmp.* "$CACHE"/sources/.tmp.*
+  fi
   t0=$SECONDS
   log "building the Windows sysroot $final"
   log "sources: $(for i in "${!SRC_NAME[@]}"; do printf '%s %s  ' "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"; done)"

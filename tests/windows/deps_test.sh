@@ -69,8 +69,8 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 wait_port() { # PORT PID NAME LOG
-  local i
-  for i in $(seq 1 200); do
+  local _
+  for _ in $(seq 1 200); do
     kill -0 "$2" 2>/dev/null || fail "$3 exited: $(tail -n 20 "$4" 2>/dev/null)"
     (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
     sleep 0.05
