@@ -13,15 +13,16 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/h2_env.h"
 #include "tests/support/h2gate.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
 #include "tests/support/scrape.h"
+#include "tests/support/upstream_proxies.h"
 #include "tests/support/util.h"
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -31,10 +32,6 @@ H2gate::Options gateOptions(const std::string& listener_fields) {
   o.yaml = directModeYaml("", listener_fields);
   o.args = {"--log-level", "debug"};
   return o;
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -226,4 +223,46 @@ TEST_CASE("stream_idle_timeout: bodies that keep moving are not cut", "[limits][
     CHECK(r.exit_code == 0);
     CHECK(r.out == "yyyyyyyyyy\n200");
   }
+}
+
+TEST_CASE("stream_idle_timeout through an h2 upstream proxy: a stalled request body gets 408",
+          "[limits][stream_idle][upstream]") {
+  H2Env env;
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = upstreamModeYaml(env.nghttpx.port(), env.ca.caCertPath());
+  o.yaml.replace(o.yaml.find("    filter_chains:"), 0, "    stream_idle_timeout: 1s\n");
+  o.args = {"--log-level", "debug"};
+  env.gate = std::make_unique<H2gate>(std::move(o));
+  env.waitConnected();
+  H2gate& gate = *env.gate;
+  const std::string origin = "127.0.0.1:" + std::to_string(env.nginx.httpPort());
+
+  RawConnection app(gate.port());
+  REQUIRE(app.send("POST http://" + origin + "/upload HTTP/1.1\r\nHost: " + origin +
+                   "\r\nContent-Length: 100\r\n\r\n0123456789"));
+  const auto start = Clock::now();
+  const HttpResponse r = app.readResponse(milliseconds(5000));
+  const double secs = secondsSince(start);
+  INFO(r.raw << "\n" << gate.process().logTail(20));
+  CHECK(r.status == 408);
+  CHECK(secs >= 0.9);
+  CHECK(secs < 2.5);
+  CHECK(contains(r.body, "stream_idle_timeout"));
+  const AccessLogEntry e = lastWithStatus(gate, 408);
+  INFO(e.line);
+  CHECK(e.get("result") == "stream_idle_timeout");
+  CHECK(e.get("protocol") == "h2");
+  // The h2 stream was reset, and the abort went down the chain (nghttpx,
+  // squid): nginx logs the POST when its connection ends.
+  bool origin_done = false;
+  for (int i = 0; i < 100 && !origin_done; ++i) {
+    origin_done = contains(env.nginx.accessLog(), "POST /upload");
+    if (!origin_done) std::this_thread::sleep_for(milliseconds(50));
+  }
+  CHECK(origin_done);
+  // The h2 connection itself goes on serving.
+  const auto next = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k")},
+                             milliseconds(10000));
+  CHECK(next.out == "200");
 }
