@@ -141,9 +141,11 @@ void DownstreamConnection::onStreamIdleTimeout() {
   const std::string limit =
       config::formatDuration(listener_.stream_idle_timeout) + " (stream_idle_timeout)";
   if (close_after_write_) {
-    // Our own error reply is going out, and the app took none of it.
-    H2G_LOG(Info, id_, requests_,
-            "the app took nothing of h2gate's reply for " << limit << ": closing");
+    // The last bytes for the app (a response's end, or an error reply of
+    // ours) are queued before the close, and the app takes none of them.
+    H2G_LOG(
+        Info, id_, requests_,
+        "the app took no bytes for " << limit << " while closing: dropping what it did not read");
     return close(true);
   }
   const std::string via = info_.cluster.empty()
