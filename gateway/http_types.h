@@ -78,8 +78,11 @@ enum class Result {
   UpstreamReset,    // upstream reset or broke mid-transfer
   DownstreamReset,  // the app went away mid-transfer
   Drained,          // cut by shutdown after the drain timeout
+  // Nothing moved either way for the listener's stream_idle_timeout (a
+  // stalled request or response body).
+  StreamIdleTimeout,
 };
-inline constexpr size_t kResultCount = static_cast<size_t>(Result::Drained) + 1;
+inline constexpr size_t kResultCount = static_cast<size_t>(Result::StreamIdleTimeout) + 1;
 std::string_view resultName(Result r);
 
 // Per request/tunnel bookkeeping. Filters read it on completion; the

@@ -90,6 +90,13 @@ int Parser::onHeadersComplete(llhttp_t* p) {
     r.framing = framing;
     r.content_length = framing == BodyFraming::ContentLength ? p->content_length : 0;
     r.keep_alive = keep_alive;
+    // An Upgrade (h2c, websocket) offered with an absolute-form request is
+    // declined: the Upgrade and Connection headers are hop-by-hop and go no
+    // further (codec.h), the origin answers a plain request, and the bytes
+    // after this message are the app's next request. Without this llhttp
+    // would take them for the upgraded protocol and never report another
+    // head. (A proxy carries WebSockets in CONNECT tunnels.)
+    if (p->method != HTTP_CONNECT) p->upgrade = 0;
     // CONNECT's payload is tunnel data, not a body; stop here either way so
     // the caller sees the head before any body bytes.
     return HPE_PAUSED;

@@ -70,6 +70,38 @@ TEST_CASE("absolute-form with a Content-Length body, then a pipelined request") 
   CHECK(p.request().method == "GET");
 }
 
+TEST_CASE(
+    "an absolute-form request offering an Upgrade is parsed as a plain one; the next follows") {
+  // curl --http2 -x PROXY http://a sends an h2c upgrade offer; a WebSocket
+  // handshake looks the same. Both with and without a body.
+  const std::string body_headers = GENERATE(as<std::string>{}, "", "Content-Length: 3\r\n");
+  Parser p(Parser::Kind::Request, {});
+  std::string body;
+  const std::string first = "GET http://origin.test/a HTTP/1.1\r\nHost: origin.test\r\n" +
+                            body_headers +
+                            "Connection: Upgrade, HTTP2-Settings\r\nUpgrade: h2c\r\n"
+                            "HTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\n\r\n" +
+                            (body_headers.empty() ? "" : "abc");
+  const std::string second = "GET http://origin.test/b HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+  const std::string in = first + second;
+  Fed f = feed(p, in, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(p.request().target == "http://origin.test/a");
+  size_t off = f.consumed;
+  do {
+    f = feed(p, std::string_view(in).substr(off), &body);
+    off += f.consumed;
+  } while (f.event == Event::Body);
+  REQUIRE(f.event == Event::MessageComplete);
+  CHECK(body == (body_headers.empty() ? "" : "abc"));
+  CHECK(p.keepAlive());
+  CHECK(off == first.size());
+  f = feed(p, std::string_view(in).substr(off), &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(p.request().target == "http://origin.test/b");
+  CHECK(off + f.consumed == in.size());
+}
+
 TEST_CASE("chunked request bodies are decoded") {
   Parser p(Parser::Kind::Request, {});
   std::string body;
