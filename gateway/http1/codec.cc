@@ -137,6 +137,8 @@ std::string_view reasonPhrase(int status) {
       return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
     case 502:
       return "Bad Gateway";
     case 503:
