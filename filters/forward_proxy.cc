@@ -39,12 +39,17 @@ void ForwardProxyFilter::apply(const Route& route, std::size_t index, StreamInfo
   info.route_set = true;
 }
 
+std::size_t ForwardProxyFilter::firstMatch(const Destination& dest, std::size_t end) const {
+  for (std::size_t i = 0; i < end; ++i)
+    if (config_.routes[i].match.matches(dest)) return i;
+  return config_.routes.size();
+}
+
 FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamInfo& info) const {
   if (!config_.routes.empty()) {
     const Destination dest(head.host, head.port, head.is_connect);
-    for (std::size_t i = 0; i < config_.routes.size(); ++i) {
+    if (const std::size_t i = firstMatch(dest, config_.routes.size()); i < config_.routes.size()) {
       const Route& r = config_.routes[i];
-      if (!r.match.matches(dest)) continue;
       H2G_LOG(Debug, info.connection_id, info.stream_id,
               "route " << r.name << " matched " << head.authority() << ": "
                        << (r.action == Route::Action::Reject ? "reject " + std::to_string(r.status)
@@ -58,6 +63,21 @@ FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamIn
   info.fallbacks = default_.fallbacks;
   info.route_set = true;
   return FilterStatus::Stop;
+}
+
+std::optional<Refusal> ForwardProxyFilter::checkAddress(const RequestHead& head, const StreamInfo&,
+                                                        const IpAddress& address) const {
+  if (config_.routes.empty()) return std::nullopt;
+  // The rule the name chose (the same walk as onRequestHead), then the
+  // rules before it against the address.
+  const std::size_t chosen =
+      firstMatch(Destination(head.host, head.port, head.is_connect), config_.routes.size());
+  const Destination dest(address, head.port, head.is_connect);
+  const std::size_t i = firstMatch(dest, chosen);
+  if (i >= chosen || config_.routes[i].action != Route::Action::Reject) return std::nullopt;
+  const Route& r = config_.routes[i];
+  return Refusal{r.status,
+                 r.reason + " (" + head.host + " resolves to " + std::string(dest.host()) + ")"};
 }
 
 void ForwardProxyFilter::describePac(PacBuilder& pac) const {
