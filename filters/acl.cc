@@ -36,7 +36,7 @@ std::optional<Refusal> AclFilter::checkAddress(const RequestHead& head, const St
   const Destination dest(address, head.port, head.is_connect);
   for (const Entry& e : config_.deny) {
     if (!e.match.matches(dest)) continue;
-    return Refusal{403, "destination " + head.authority() + " (" + std::string(dest.host()) +
+    return Refusal{403, "destination " + head.authority() + " (" + dest.ip()->str() +
                             ") denied by policy: " + e.reason};
   }
   return std::nullopt;

@@ -17,9 +17,15 @@ ForwardProxyFilter::Decision ForwardProxyFilter::decision(const std::string& clu
 
 ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config)) {
   default_ = decision(config_.cluster, config_.fallback_clusters, config_.direct_fallback);
-  for (const Route& r : config_.routes)
+  for (const Route& r : config_.routes) {
     decisions_.push_back(decision(r.action == Route::Action::Cluster ? r.cluster : std::string(),
                                   r.fallback_clusters, r.direct_fallback));
+    // Only an address pattern can match an address the name did not: a
+    // rule without one matched the name as well, or matches no address.
+    if (r.action == Route::Action::Reject)
+      for (const HostPattern& p : r.match.destinations.patterns())
+        address_rejects_ = address_rejects_ || p.kind == HostPattern::Kind::Cidr;
+  }
 }
 
 std::string ForwardProxyFilter::init() {
@@ -67,17 +73,17 @@ FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamIn
 
 std::optional<Refusal> ForwardProxyFilter::checkAddress(const RequestHead& head, const StreamInfo&,
                                                         const IpAddress& address) const {
-  if (config_.routes.empty()) return std::nullopt;
-  // The rule the name chose (the same walk as onRequestHead), then the
-  // rules before it against the address.
-  const std::size_t chosen =
-      firstMatch(Destination(head.host, head.port, head.is_connect), config_.routes.size());
+  if (!address_rejects_) return std::nullopt;
+  // The first rule the address matches, if it is a reject rule that comes
+  // before the one the name chose (the same walk as onRequestHead): the
+  // first rule among those before the name's that matches the address.
   const Destination dest(address, head.port, head.is_connect);
-  const std::size_t i = firstMatch(dest, chosen);
-  if (i >= chosen || config_.routes[i].action != Route::Action::Reject) return std::nullopt;
+  const std::size_t i = firstMatch(dest, config_.routes.size());
+  if (i >= config_.routes.size() || config_.routes[i].action != Route::Action::Reject)
+    return std::nullopt;
+  if (firstMatch(Destination(head.host, head.port, head.is_connect), i) < i) return std::nullopt;
   const Route& r = config_.routes[i];
-  return Refusal{r.status,
-                 r.reason + " (" + head.host + " resolves to " + std::string(dest.host()) + ")"};
+  return Refusal{r.status, r.reason + " (" + head.host + " resolves to " + dest.ip()->str() + ")"};
 }
 
 void ForwardProxyFilter::describePac(PacBuilder& pac) const {

@@ -110,6 +110,7 @@ class ForwardProxyFilter : public Filter {
   std::size_t firstMatch(const Destination& dest, std::size_t end) const;
 
   Config config_;
+  bool address_rejects_ = false;  // a reject rule has a CIDR pattern
   Decision default_;
   std::vector<Decision> decisions_;  // per route (Cluster and Direct)
 };

@@ -143,11 +143,7 @@ Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
 }
 
 Destination::Destination(const IpAddress& ip, uint16_t port, bool is_connect)
-    : ip_(ip.unmapped()), port_(port), is_connect_(is_connect) {
-  const std::string text = ip_->str();
-  std::copy(text.begin(), text.end(), host_.begin());
-  length_ = text.size();
-}
+    : ip_(ip.unmapped()), port_(port), is_connect_(is_connect) {}
 
 std::string PortRange::str() const {
   return low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high);

@@ -69,7 +69,9 @@ class Destination {
   // CONNECT or not. An IPv4-mapped IPv6 literal is taken as its IPv4
   // address all the same.
   Destination(std::string_view host, uint16_t port, bool is_connect);
-  // An address itself (direct mode: one the destination name resolved to).
+  // An address itself (direct mode: one the destination name resolved to),
+  // unmapped. host() is empty: only address patterns match it, and writing
+  // the text would cost more than the matching.
   Destination(const IpAddress& ip, uint16_t port, bool is_connect);
   Destination(const Destination&) = delete;
   Destination& operator=(const Destination&) = delete;

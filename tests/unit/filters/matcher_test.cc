@@ -188,7 +188,7 @@ TEST_CASE("IPv4-mapped addresses: unmapped for matching, and as config ranges",
   const Destination d(ip("::ffff:169.254.169.254"), 80, false);
   REQUIRE(d.ip());
   CHECK_FALSE(d.ip()->v6);
-  CHECK(d.host() == "169.254.169.254");
+  CHECK(d.ip()->str() == "169.254.169.254");
   CHECK(d.port() == 80);
   CHECK_FALSE(d.isConnect());
 
