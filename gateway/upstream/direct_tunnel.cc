@@ -115,7 +115,7 @@ bool DirectTunnel::admitEndpoints() {
       }
     }
     asio::ip::tcp::endpoint e = ep;
-    if (ip.v6 != ep.address().is_v6()) {  // IPv4-mapped: connect to the IPv4 address
+    if (ip.v6 != ep.address().is_v6()) {  // IPv4-mapped/-compatible: connect to the IPv4 address
       asio::ip::address_v4::bytes_type b;
       std::copy(ip.bytes.begin(), ip.bytes.begin() + 4, b.begin());
       e = asio::ip::tcp::endpoint(asio::ip::address_v4(b), ep.port());
