@@ -42,9 +42,12 @@ struct UpstreamHeaders {
 // An app's request as the proxy understood it.
 struct RequestHead {
   std::string method;
-  std::string target;  // as sent: "host:port" for CONNECT, the absolute URL otherwise
+  // As sent ("host:port" for CONNECT, the absolute URL otherwise), except
+  // that an IP-literal host is rewritten in canonical form by
+  // http1::parseTarget ("http://0x7f.1/" becomes "http://127.0.0.1/").
+  std::string target;
   bool is_connect = false;
-  std::string host;  // without IPv6 brackets
+  std::string host;  // without IPv6 brackets; IP literals canonical
   uint16_t port = 0;
   std::string path;  // absolute-form only: path and query, at least "/"
   int http_minor = 1;

@@ -285,7 +285,8 @@ std::shared_ptr<upstream::Tunnel> DownstreamConnection::makeTunnel() {
   if (info_.cluster.empty()) {
     return std::make_shared<upstream::DirectTunnel>(
         static_cast<asio::io_context&>(socket_.get_executor().context()),
-        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer);
+        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer,
+        &listener_.filters);
   }
   auto pool = upstreams_.find(info_.cluster);
   if (pool == upstreams_.end()) {

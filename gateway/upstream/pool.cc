@@ -6,6 +6,7 @@
 
 #include "config/dump.h"
 #include "gateway/connection_id.h"
+#include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
@@ -102,9 +103,8 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     if (h.is_connect) {
       bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
     } else {
-      bytes = h.method + " " + h.target + " HTTP/1.1\r\n";
-      const Header* host = findHeader(h.headers, "host");
-      bytes += "Host: " + (host ? host->value : h.authority()) + "\r\n";
+      // Host from the target, not the app (RFC 9112 §3.2.2), as for h2's :authority.
+      bytes = h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
       if (h.framing == BodyFraming::ContentLength)
         bytes += "Content-Length: " + std::to_string(h.content_length) + "\r\n";
       else if (h.framing == BodyFraming::Chunked)
