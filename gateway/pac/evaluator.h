@@ -54,7 +54,7 @@ namespace h2gate::pac {
 // A PAC file as loaded: its text and where it came from.
 struct PacScript {
   std::string text;
-  std::string origin;  // "file /etc/h2gate/proxy.pac", "http://wpad.corp/wpad.dat", ...
+  std::string origin;  // "/etc/h2gate/proxy.pac", "http://wpad.corp/wpad.dat (WPAD)", "system: ..."
   std::string sha256;  // hex, of text
   std::chrono::system_clock::time_point loaded_at;
   uint64_t version = 0;  // set by the evaluator: 1, 2, ... per setScript()
