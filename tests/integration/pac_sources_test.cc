@@ -5,6 +5,10 @@
 // one, fall back up the domain, and never ask beyond the registrable
 // domain. nginx is first proven with curl in the same namespace.
 // [pac][wpad]
+//
+// And myIpAddress()/myIpAddressEx() from the system resolver in a network
+// namespace with a veth pair: the default routes' source addresses, the
+// interfaces' without routes, 127.0.0.1 with loopback only. [pac][myip]
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -193,4 +197,47 @@ TEST_CASE("pac wpad: no usable search domain", "[pac][wpad]") {
   CHECK(o.exit_code == 1);
   CHECK_THAT(o.probe, Catch::Contains("error: WPAD: no DNS search domain below a public suffix"));
   CHECK(o.access == "wpad.lan GET /wpad.dat HTTP/1.1 200\n");  // curl only
+}
+
+TEST_CASE("pac myIpAddress: the default route's source address, else the interfaces'",
+          "[pac][myip]") {
+  if (!haveNamespaces()) FAIL("needs root for a network namespace (unshare -n)");
+  TempDir dir("pac-myip");
+  dir.write("myip.pac",
+            "function FindProxyForURL(url, host) {\n"
+            "  return \"PROXY \" + myIpAddress() + \":1 | \" + myIpAddressEx();\n"
+            "}\n");
+  dir.write("q.txt", "http://x.example/ x.example\n");
+  // A namespace with a veth pair: 10.77.0.5 and fd77::5 on v0; first with
+  // default routes through them, then without, then with loopback only.
+  const std::string script = dir.write("run.sh", R"SH(#!/bin/sh
+set -e
+ip link set lo up
+probe() { "$PROBE" eval --pac "$D/myip.pac" --queries "$D/q.txt" 2>/dev/null; }
+probe > "$D/loopback.out"
+ip link add v0 type veth peer name v1
+ip addr add 10.77.0.5/24 dev v0
+ip -6 addr add fd77::5/64 dev v0 nodad
+ip link set v0 up
+ip link set v1 up
+ip route add default via 10.77.0.1
+ip -6 route add default via fd77::1
+ip route get 8.8.8.8 > "$D/route.out"
+probe > "$D/routes.out"
+ip route del default
+ip -6 route del default
+probe > "$D/interfaces.out"
+)SH");
+  const CommandResult r =
+      runCommand({"env", "D=" + dir.path().string(), "PROBE=" + std::string(H2GATE_PAC_PROBE),
+                  "unshare", "-n", "sh", script},
+                 milliseconds(30000));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // The fixture, as ip(8) sees it: the kernel routes 8.8.8.8 from 10.77.0.5.
+  CHECK_THAT(readFile(dir.file("route.out")), Catch::Contains("src 10.77.0.5"));
+  CHECK(readFile(dir.file("routes.out")) == "PROXY 10.77.0.5:1 | 10.77.0.5;fd77::5\n");
+  CHECK(readFile(dir.file("interfaces.out")) == "PROXY 10.77.0.5:1 | 10.77.0.5;fd77::5\n");
+  // Loopback only: Chromium's answers.
+  CHECK(readFile(dir.file("loopback.out")) == "PROXY 127.0.0.1:1 | \n");
 }
