@@ -191,7 +191,7 @@ std::string Server::start() {
 
   for (const config::Cluster& c : cfg.clusters) {
     health_.push_back(newHealth(c));
-    cluster_requests_[c.name] = std::make_shared<downstream::ConnectionLimit>();
+    cluster_requests_[c.name] = std::make_shared<net::ConnectionLimit>();
   }
   metrics_source_ = metrics::Registry::global().addSource(
       [this](std::vector<prometheus::MetricFamily>& out) { appendMetrics(out); });
@@ -309,7 +309,7 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
   std::vector<std::shared_ptr<upstream::ClusterHealth>> health;
   std::vector<const config::Cluster*> fresh_clusters;  // new pools
   std::unordered_map<std::string, std::shared_ptr<upstream::ClusterHealth>> health_by_name;
-  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests;
+  std::unordered_map<std::string, std::shared_ptr<net::ConnectionLimit>> cluster_requests;
   for (const config::Cluster& c : next->clusters) {
     std::shared_ptr<upstream::ClusterHealth> h;
     if (unchanged(c.name)) {
@@ -328,7 +328,7 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     auto running = cluster_requests_.find(c.name);
     cluster_requests[c.name] = running != cluster_requests_.end()
                                    ? running->second
-                                   : std::make_shared<downstream::ConnectionLimit>();
+                                   : std::make_shared<net::ConnectionLimit>();
   }
 
   std::vector<std::string> open;

@@ -37,7 +37,7 @@ void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx,
 
 void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
                         std::shared_ptr<upstream::ClusterHealth> health,
-                        std::shared_ptr<downstream::ConnectionLimit> requests) {
+                        std::shared_ptr<net::ConnectionLimit> requests) {
   upstreams_[cluster.name] = std::make_shared<upstream::UpstreamPool>(
       io_, cluster, std::move(tls), index_, shard_, std::move(health), std::move(requests));
 }

@@ -63,7 +63,7 @@ class Worker {
   // `requests` is the cluster's max_requests count, shared by every worker.
   void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
                   std::shared_ptr<upstream::ClusterHealth> health,
-                  std::shared_ptr<downstream::ConnectionLimit> requests);
+                  std::shared_ptr<net::ConnectionLimit> requests);
   // Before start(): accept on `fd` (a listening socket this worker now owns)
   // for listener `ctx`. `socket_id` names the socket across reloads (see
   // Reconfigure); the listener's other addresses share its ListenerStats.
@@ -90,7 +90,7 @@ class Worker {
       const config::Cluster* cluster = nullptr;
       std::shared_ptr<net::TlsContext> tls;
       std::shared_ptr<upstream::ClusterHealth> health;
-      std::shared_ptr<downstream::ConnectionLimit> requests;  // as addCluster's
+      std::shared_ptr<net::ConnectionLimit> requests;  // as addCluster's
     };
     std::vector<Socket> sockets;
     std::vector<Pool> pools;

@@ -95,7 +95,7 @@ void DownstreamConnection::start() {
   connection_counted_ = true;
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << peer_ << " on listener " << listener_.name);
-  ConnectionLimit& limit = *listener_.open_connections;
+  net::ConnectionLimit& limit = *listener_.open_connections;
   if (!limit.tryAcquire(listener_.max_connections)) {
     // Refuse politely: an answer the app can show, then close. Accepting
     // goes on; each refused connection lives only for the lingering close.
@@ -111,7 +111,8 @@ void DownstreamConnection::start() {
     return;
   }
   slot_ = listener_.open_connections;
-  // The first request's head is timed from the accept (request_headers_timeout).
+  // The first request's head is timed from the accept
+  // (request_headers_timeout).
   head_started_ = true;
   head_since_ = Clock::now();
   armTimer();

@@ -123,7 +123,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   //   RequestBody,   stream_idle_timeout since the last byte moved either
   //   AwaitResponse  way; and, until a response head, connect_response_timeout
   //                  (RequestBody: only while a body chunk waits for the
-  //                  upstream to take it; a slow app is not the upstream's fault)
+  //                  upstream to take it; a slow app is not the upstream's
+  //                  fault)
   //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
   //                  one direction has ended, both since the last tunnel byte
   //   Closed         the lingering close
@@ -181,7 +182,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   CloseHook on_close_;
   // Taken in start(), given back when the socket is closed; null when the
   // connection was refused (or the slot is back).
-  std::shared_ptr<ConnectionLimit> slot_;
+  std::shared_ptr<net::ConnectionLimit> slot_;
   asio::steady_timer timer_;
   Clock::time_point timer_expiry_ = Clock::time_point::max();  // of the live wait; max: none
   uint64_t timer_generation_ = 0;                              // only the live wait's handler acts

@@ -8,8 +8,8 @@
 
 #include "config/config.h"
 #include "filters/filter.h"
-#include "gateway/downstream/connection_limit.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/net/send_buffer.h"
 
 namespace h2gate::downstream {
@@ -59,7 +59,7 @@ struct ListenerContext {
   // The count max_connections is checked against. Shared (not copied) by
   // every worker; each connection holds a reference until it is released,
   // so the counter outlives the context if need be.
-  std::shared_ptr<ConnectionLimit> open_connections = std::make_shared<ConnectionLimit>();
+  std::shared_ptr<net::ConnectionLimit> open_connections = std::make_shared<net::ConnectionLimit>();
   // A tunnel one side of which has finished (FIN / END_STREAM) is closed
   // when the other side stays silent this long (HAProxy's client-fin /
   // server-fin). Needed because proxies such as nghttpx do not pass an

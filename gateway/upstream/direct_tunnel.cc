@@ -105,7 +105,7 @@ bool DirectTunnel::admitEndpoints() {
     }
     if (filters_) {
       for (const filters::FilterPtr& f : *filters_) {
-        std::optional<filters::Refusal> refusal = f->checkAddress(*head_, *info_, ip);
+        std::optional<Refusal> refusal = f->checkAddress(*head_, *info_, ip);
         if (!refusal) continue;
         H2G_LOG(Debug, conn_id_, stream_id_,
                 "direct: " << head_->host << " resolves to " << ip.str() << ": refused");
