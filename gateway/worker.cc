@@ -159,7 +159,7 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
     // the connection, whatever reloads happen meanwhile.
     auto conn = std::shared_ptr<downstream::DownstreamConnection>(
         new downstream::DownstreamConnection(
-            std::move(socket), *a->ctx, *a->stats, upstreams_, id,
+            std::move(socket), *a->ctx, *a->stats, router_, id,
             [this](uint64_t closed) { onConnectionClosed(closed); }),
         [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
     conns_.emplace(id, conn);

@@ -21,6 +21,7 @@
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/upstream/pool.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate {
 
@@ -149,6 +150,8 @@ class Worker {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
+  // Routes requests over upstreams_ and direct connections.
+  upstream::WorkerRouter router_{io_, upstreams_, shard_};
   std::vector<std::shared_ptr<upstream::UpstreamPool>> retired_;
   asio::steady_timer retired_timer_{io_};
   std::vector<std::shared_ptr<Acceptor>> acceptors_;

@@ -7,7 +7,6 @@
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
-#include "gateway/upstream/direct_tunnel.h"
 
 namespace h2gate::downstream {
 namespace {
@@ -31,12 +30,12 @@ const char* stateName(int s) {
 
 DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
                                            const ListenerContext& listener, ListenerStats& stats,
-                                           upstream::Upstreams& upstreams, uint64_t id,
+                                           upstream::Router& router, uint64_t id,
                                            CloseHook on_close)
     : socket_(std::move(socket)),
       listener_(listener),
       stats_(stats),
-      upstreams_(upstreams),
+      router_(router),
       id_(id),
       on_close_(std::move(on_close)),
       timer_(socket_.get_executor()) {}
@@ -111,8 +110,7 @@ void DownstreamConnection::start() {
     return;
   }
   slot_ = listener_.open_connections;
-  // The first request's head is timed from the accept
-  // (request_headers_timeout).
+  // The first request's head is timed from the accept (request_headers_timeout).
   head_started_ = true;
   head_since_ = Clock::now();
   armTimer();
@@ -228,7 +226,6 @@ void DownstreamConnection::beginRequest(RequestHead head) {
   request_open_ = true;
   head_ = std::move(head);
   info_ = StreamInfo{};
-  tried_.clear();
   info_.connection_id = id_;
   info_.stream_id = requests_;
   info_.listener_name = listener_.name;
@@ -274,27 +271,13 @@ void DownstreamConnection::handleHead() {
     return replyError(status, Result::Rejected,
                       info_.reason.empty() ? "rejected by policy" : info_.reason);
   }
-  std::shared_ptr<upstream::Tunnel> tunnel = makeTunnel();
-  if (!tunnel) return;  // replied
+  std::string error;
+  std::shared_ptr<upstream::Tunnel> tunnel = router_.route(info_, listener_.direct(), &error);
+  if (!tunnel) return replyError(502, Result::ConnectFailed, std::move(error));
   if (expect_continue) write({"HTTP/1.1 100 Continue\r\n\r\n"}, nullptr);
   response_wait_since_ = Clock::now();  // connect_response_timeout from here
   touchStream();                        // and stream_idle_timeout
   startRequest(std::move(tunnel));
-}
-
-std::shared_ptr<upstream::Tunnel> DownstreamConnection::makeTunnel() {
-  if (info_.cluster.empty()) {
-    return std::make_shared<upstream::DirectTunnel>(
-        static_cast<asio::io_context&>(socket_.get_executor().context()),
-        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer,
-        &listener_.filters);
-  }
-  auto pool = upstreams_.find(info_.cluster);
-  if (pool == upstreams_.end()) {
-    replyError(502, Result::ConnectFailed, "no upstream cluster '" + info_.cluster + "'");
-    return nullptr;
-  }
-  return pool->second->newTunnel(id_, requests_);
 }
 
 void DownstreamConnection::startRequest(std::shared_ptr<upstream::Tunnel> tunnel) {
@@ -528,43 +511,7 @@ void DownstreamConnection::onResponseEnd() {
 void DownstreamConnection::onFailed(int status, Result result, std::string reason) {
   if (state_ == State::Closed) return;
   tunnel_.reset();  // it already aborted itself
-  if (canFallBack(result)) return fallBack(status, std::move(reason));
-  if (!tried_.empty()) reason = tried_ + "; then " + routeName(info_.cluster) + ": " + reason;
   replyError(status, result, std::move(reason));
-}
-
-std::string DownstreamConnection::routeName(const std::string& cluster) {
-  return cluster.empty() ? std::string("DIRECT") : "cluster '" + cluster + "'";
-}
-
-bool DownstreamConnection::canFallBack(Result result) const {
-  if (info_.fallbacks.empty() || response_started_) return false;
-  // Only what can be sent again exactly as it was: a tunnel (the app's bytes
-  // wait in in_ until it opens) or a request without a body.
-  if (!head_.is_connect && head_.framing != BodyFraming::None) return false;
-  // The request never reached a proxy that could have acted on it.
-  return result == Result::ConnectFailed || result == Result::ConnectTimeout ||
-         result == Result::DnsFailed;
-}
-
-void DownstreamConnection::fallBack(int status, std::string reason) {
-  std::string next = std::move(info_.fallbacks.front());
-  info_.fallbacks.erase(info_.fallbacks.begin());
-  H2G_LOG(Info, id_, requests_,
-          head_.method << " " << head_.target << ": " << routeName(info_.cluster) << " failed ("
-                       << status << ", " << reason << "); falling back to " << routeName(next));
-  stats_.fallback(info_.cluster.empty() ? "direct" : info_.cluster, next.empty() ? "direct" : next);
-  tried_ += (tried_.empty() ? "" : "; then ") + routeName(info_.cluster) + ": " + reason;
-  info_.cluster = std::move(next);
-  info_.protocol.clear();
-  info_.upstream.clear();
-  route_ = nullptr;
-  // Not from inside the failed tunnel's callback, which may run inside its
-  // open(). The connect_response_timeout keeps running from the first try.
-  asio::post(socket_.get_executor(), [self = shared_from_this(), request = requests_] {
-    if (self->state_ == State::Closed || self->requests_ != request || self->tunnel_) return;
-    if (std::shared_ptr<upstream::Tunnel> t = self->makeTunnel()) self->startRequest(std::move(t));
-  });
 }
 
 void DownstreamConnection::onReset(Result result, std::string reason) {

@@ -21,7 +21,7 @@
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
 #include "gateway/log.h"
-#include "gateway/upstream/pool.h"
+#include "gateway/upstream/router.h"
 #include "gateway/upstream/tunnel.h"
 
 namespace h2gate::downstream {
@@ -30,9 +30,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
                              public upstream::TunnelCallbacks {
  public:
   using CloseHook = std::function<void(uint64_t id)>;
-  // `stats` is the worker's, for this listener; it outlives the connection.
+  // `stats` is the worker's, for this listener, and `router` the worker's:
+  // both outlive the connection.
   DownstreamConnection(asio::ip::tcp::socket socket, const ListenerContext& listener,
-                       ListenerStats& stats, upstream::Upstreams& upstreams, uint64_t id,
+                       ListenerStats& stats, upstream::Router& router, uint64_t id,
                        CloseHook on_close);
   ~DownstreamConnection() override;
 
@@ -84,15 +85,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void processBody();
   void pumpTunnel();
   void onAppEof();
-  // The tunnel for the current route (info_.cluster), or null after replying
-  // with an error.
-  std::shared_ptr<upstream::Tunnel> makeTunnel();
   void startRequest(std::shared_ptr<upstream::Tunnel> tunnel);
-  // Route fallback (forward_proxy's fallback_clusters / direct_fallback):
-  // whether a failure of the current route may go to the next one, and going.
-  bool canFallBack(Result result) const;
-  void fallBack(int status, std::string reason);
-  static std::string routeName(const std::string& cluster);
   void finishRequest();
   void nextRequest();
   // forward_proxy's pac.serve_on_listener: an origin-form GET/HEAD
@@ -123,8 +116,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   //   RequestBody,   stream_idle_timeout since the last byte moved either
   //   AwaitResponse  way; and, until a response head, connect_response_timeout
   //                  (RequestBody: only while a body chunk waits for the
-  //                  upstream to take it; a slow app is not the upstream's
-  //                  fault)
+  //                  upstream to take it; a slow app is not the upstream's fault)
   //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
   //                  one direction has ended, both since the last tunnel byte
   //   Closed         the lingering close
@@ -177,7 +169,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   bool first_byte_ = false;          // the first response byte of this request went to the app
   bool request_counted_ = false;     // in requests_started / requests_active
   bool connection_counted_ = false;  // in downstream_connections_active
-  upstream::Upstreams& upstreams_;   // the worker's pools; outlive its connections
+  upstream::Router& router_;         // the worker's; outlives its connections
   const uint64_t id_;
   CloseHook on_close_;
   // Taken in start(), given back when the socket is closed; null when the
@@ -214,7 +206,6 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // the tunnel is aborted or finished before they are reset.
   RequestHead head_;
   StreamInfo info_;
-  std::string tried_;  // routes that failed before the current one, with why
   uint64_t requests_ = 0;
   std::shared_ptr<upstream::Tunnel> tunnel_;
   std::string body_out_;           // decoded request body on its way upstream

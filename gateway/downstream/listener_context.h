@@ -1,8 +1,11 @@
 // What a downstream connection needs from its listener: the filter chain and
 // the limits. Built once per listener at start; shared read-only by workers.
+// It is also the listener's AddressPolicy for direct mode: its filters
+// judge each address a destination resolved to (Filter::checkAddress).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,10 +14,17 @@
 #include "gateway/http1/parser.h"
 #include "gateway/net/connection_limit.h"
 #include "gateway/net/send_buffer.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate::downstream {
 
-struct ListenerContext {
+struct ListenerContext final : upstream::AddressPolicy {
+  // The filters' Filter::checkAddress, in chain order: the first refusal.
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const net::IpAddress& ip) const override;
+  // DIRECT for this listener's requests (see upstream::DirectOptions).
+  upstream::DirectOptions direct() const { return {direct_connect_timeout, send_buffer, this}; }
+
   std::string name;
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
   http1::Limits limits;

@@ -238,7 +238,4 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> network_probes_;
 };
 
-// A worker's pools, by cluster name.
-using Upstreams = std::unordered_map<std::string, std::shared_ptr<UpstreamPool>>;
-
 }  // namespace h2gate::upstream
