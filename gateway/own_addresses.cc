@@ -1,0 +1,131 @@
+#include "gateway/own_addresses.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "gateway/net/address.h"
+
+namespace h2gate {
+namespace {
+
+asio::ip::address unmapped(const asio::ip::address& a) {
+  if (!a.is_v6()) return a;
+  const asio::ip::address_v6 v6 = a.to_v6();
+  if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
+  // IPv4-compatible (::a.b.c.d, deprecated but still parsed): the IPv4
+  // address. :: and ::1 are not.
+  const auto b = v6.to_bytes();
+  const bool compatible = std::all_of(b.begin(), b.begin() + 12, [](uint8_t x) { return x == 0; });
+  if (compatible && !v6.is_unspecified() && !v6.is_loopback())
+    return asio::ip::address_v4(asio::ip::address_v4::bytes_type{b[12], b[13], b[14], b[15]});
+  return a;
+}
+
+// connect() to an unspecified address reaches the local host (Linux:
+// loopback).
+asio::ip::address connectTarget(const asio::ip::address& a) {
+  if (!a.is_unspecified()) return a;
+  return a.is_v4() ? asio::ip::address(asio::ip::address_v4::loopback())
+                   : asio::ip::address(asio::ip::address_v6::loopback());
+}
+
+}  // namespace
+
+std::vector<asio::ip::address> OwnAddresses::destinationAddresses(std::string_view host) {
+  std::string h(host);
+  std::transform(h.begin(), h.end(), h.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.size() > 1 && h.back() == '.') h.pop_back();
+  if (h.empty()) return {};
+  if (h == "localhost" || h.ends_with(".localhost"))
+    return {asio::ip::address_v4::loopback(), asio::ip::address_v6::loopback()};
+  if (h.find(':') != std::string::npos) {
+    h = h.substr(0, h.find('%'));  // a zone index does not change the address
+    in6_addr a6{};
+    if (inet_pton(AF_INET6, h.c_str(), &a6) != 1) return {};
+    asio::ip::address_v6::bytes_type bytes;
+    std::copy(a6.s6_addr, a6.s6_addr + 16, bytes.begin());
+    return {connectTarget(unmapped(asio::ip::address_v6(bytes)))};
+  }
+  // inet_aton() reads what getaddrinfo() does for a numeric IPv4 host:
+  // 1 to 4 parts, each decimal, 0x hex or 0 octal. It stops at white space
+  // and accepts what follows, so only its own characters are let through.
+  if (!std::all_of(h.begin(), h.end(), [](char c) {
+        return std::isxdigit(static_cast<unsigned char>(c)) || c == 'x' || c == '.';
+      }))
+    return {};
+  in_addr a4{};
+  if (inet_aton(h.c_str(), &a4) == 0) return {};
+  return {connectTarget(asio::ip::address_v4(ntohl(a4.s_addr)))};
+}
+
+void OwnAddresses::add(Socket socket) {
+  socket.endpoint.address(unmapped(socket.endpoint.address()));
+  sockets_.push_back(std::move(socket));
+}
+
+bool OwnAddresses::hasWildcard() const {
+  return std::any_of(sockets_.begin(), sockets_.end(),
+                     [](const Socket& s) { return s.endpoint.address().is_unspecified(); });
+}
+
+void OwnAddresses::addInterfaceAddresses() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return;
+  for (const ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr) continue;
+    if (i->ifa_addr->sa_family == AF_INET) {
+      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+      interfaces_.push_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));
+    } else if (i->ifa_addr->sa_family == AF_INET6) {
+      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
+      asio::ip::address_v6::bytes_type bytes;
+      std::copy(sin6->sin6_addr.s6_addr, sin6->sin6_addr.s6_addr + 16, bytes.begin());
+      interfaces_.push_back(asio::ip::address_v6(bytes));
+    }
+  }
+  freeifaddrs(list);
+}
+
+bool OwnAddresses::reaches(const Socket& s, const asio::ip::address& dest) const {
+  const asio::ip::address bound = s.endpoint.address();
+  if (!bound.is_unspecified()) return bound == dest;
+  // A wildcard socket: every local address of its family (and IPv4 too for
+  // a dual-stack IPv6 one).
+  if (bound.is_v4() != dest.is_v4() && !(s.dual_stack && dest.is_v4())) return false;
+  if (dest.is_loopback()) return true;
+  return std::find(interfaces_.begin(), interfaces_.end(), dest) != interfaces_.end();
+}
+
+const OwnAddresses::Socket* OwnAddresses::find(std::string_view host, uint16_t port) const {
+  const std::vector<asio::ip::address> dests = destinationAddresses(host);
+  for (const Socket& s : sockets_) {
+    if (s.endpoint.port() != port) continue;
+    for (const asio::ip::address& d : dests)
+      if (reaches(s, d)) return &s;
+  }
+  return nullptr;
+}
+
+OwnAddressFilter::OwnAddressFilter(std::shared_ptr<const OwnAddresses> own, std::string listener)
+    : own_(std::move(own)), listener_(std::move(listener)) {}
+
+filters::FilterStatus OwnAddressFilter::onRequestHead(const RequestHead& head,
+                                                      StreamInfo& info) const {
+  const OwnAddresses::Socket* s = own_->find(head.host, head.port);
+  if (!s) return filters::FilterStatus::Continue;
+  info.status = 403;
+  info.reason = "destination " + head.authority() + " is h2gate's own " + s->what + " (" +
+                net::endpointText(s->endpoint) + "): refused, " +
+                (s->admin ? "apps and web pages must not reach the admin endpoint through the proxy"
+                          : "the request would loop back into h2gate") +
+                " (listener " + listener_ + ": deny_own_addresses: false allows it)";
+  return filters::FilterStatus::Stop;
+}
+
+}  // namespace h2gate
