@@ -340,7 +340,7 @@ Options:
       --max-config-size SIZE
                            refuse a config file larger than SIZE (bytes, or
                            with K, M, G: 64M); default 8M. Loading takes
-                           about 100 times the file's size in memory
+                           tens of times the file's size in memory
       --log-level LEVEL    trace, debug, info, warn or error (default info)
   -h, --help               this text
   -V, --version            print the version
