@@ -582,8 +582,10 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
   tls_files_ = std::move(tls_files);
   health_ = std::move(health);
   cluster_requests_ = std::move(cluster_requests);
-  for (auto& [name, cluster] : clusters_)
-    if (cluster_copies[name] != cluster) retire(std::move(cluster));
+  for (auto& [name, cluster] : clusters_) {
+    auto kept = cluster_copies.find(name);
+    if (kept == cluster_copies.end() || kept->second != cluster) retire(std::move(cluster));
+  }
   clusters_ = std::move(cluster_copies);
   // The running configuration is not used after this (nothing refers
   // into it); the next one keeps its filters in the contexts only.
