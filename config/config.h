@@ -92,6 +92,8 @@ struct Listener {
   Duration idle_timeout{std::chrono::seconds(60)};
   Duration tunnel_idle_timeout{std::chrono::hours(1)};
   Duration connect_response_timeout{std::chrono::seconds(60)};
+  // Envoy: the HTTP connection manager's stream_idle_timeout (same default).
+  Duration stream_idle_timeout{std::chrono::minutes(5)};
   uint32_t max_connections = 4096;
   // App-facing sockets (downloads to apps). TCP_NOTSENT_LOWAT 0: unset.
   SendBuffer send_buffer;

@@ -146,6 +146,7 @@ class Writer {
     field("idle_timeout", formatDuration(l.idle_timeout));
     field("tunnel_idle_timeout", formatDuration(l.tunnel_idle_timeout));
     field("connect_response_timeout", formatDuration(l.connect_response_timeout));
+    field("stream_idle_timeout", formatDuration(l.stream_idle_timeout));
     field("max_connections", l.max_connections);
     field("deny_own_addresses", l.deny_own_addresses);
     socketTuning(l.send_buffer, l.tcp_notsent_lowat);

@@ -216,8 +216,8 @@ Listener parseListener(NodeReader& r) {
   r.allowOnly({"name", "address", "additional_addresses", "filter_chains", "max_request_headers_kb",
                "max_request_headers_count", "direct_connect_timeout", "tunnel_half_close_timeout",
                "request_headers_timeout", "idle_timeout", "tunnel_idle_timeout",
-               "connect_response_timeout", "max_connections", "send_buffer", "tcp_notsent_lowat",
-               "deny_own_addresses"});
+               "connect_response_timeout", "stream_idle_timeout", "max_connections", "send_buffer",
+               "tcp_notsent_lowat", "deny_own_addresses"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     l.name = *name;
@@ -251,7 +251,8 @@ Listener parseListener(NodeReader& r) {
   for (auto [key, field] : {std::pair{"request_headers_timeout", &l.request_headers_timeout},
                             std::pair{"idle_timeout", &l.idle_timeout},
                             std::pair{"tunnel_idle_timeout", &l.tunnel_idle_timeout},
-                            std::pair{"connect_response_timeout", &l.connect_response_timeout}}) {
+                            std::pair{"connect_response_timeout", &l.connect_response_timeout},
+                            std::pair{"stream_idle_timeout", &l.stream_idle_timeout}}) {
     if (auto d = r.duration(key)) {
       if (d->count() <= 0)
         r.errorAt(key, "must be greater than 0s");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gateway/http_types.h"
@@ -13,6 +14,14 @@
 namespace h2gate::filters {
 
 class PacBuilder;  // filters/pac.h
+struct IpAddress;  // filters/matcher.h
+
+// Why a filter refuses an address (Filter::checkAddress): the status the app
+// gets (403 for the acl, a reject route's own) and the body.
+struct Refusal {
+  int status = 403;
+  std::string reason;
+};
 
 enum class FilterStatus {
   Continue,  // next filter
@@ -32,6 +41,17 @@ class Filter {
   // info.reason, return Stop) or set the route (info.cluster/route_set).
   virtual FilterStatus onRequestHead(const RequestHead&, StreamInfo&) const {
     return FilterStatus::Continue;
+  }
+
+  // Direct mode, before h2gate connects anywhere for this request: once per
+  // address the destination name resolved to, or the IP literal it named
+  // (IPv4-mapped addresses already unmapped). `head` and `info` are those
+  // onRequestHead saw. A refusal of any address refuses the request (h2gate
+  // connects to none of them). Filters whose rules match addresses (the
+  // acl's deny entries, forward_proxy's reject routes) override it.
+  virtual std::optional<Refusal> checkAddress(const RequestHead&, const StreamInfo&,
+                                              const IpAddress&) const {
+    return std::nullopt;
   }
 
   // Called once per request/tunnel when it ends, whatever the result.

@@ -29,6 +29,26 @@ std::string IpAddress::str() const {
   return buf;
 }
 
+IpAddress IpAddress::unmapped() const {
+  if (!v6) return *this;
+  const bool zero80 =
+      std::all_of(bytes.begin(), bytes.begin() + 10, [](uint8_t b) { return b == 0; });
+  if (!zero80) return *this;
+  const bool mapped = bytes[10] == 0xFF && bytes[11] == 0xFF;
+  // ::a.b.c.d, but not :: (unspecified) and ::1 (loopback).
+  const bool compat = bytes[10] == 0 && bytes[11] == 0 &&
+                      ((bytes[12] | bytes[13] | bytes[14]) != 0 || bytes[15] > 1);
+  if (!mapped && !compat) return *this;
+  IpAddress v4;
+  std::copy(bytes.begin() + 12, bytes.end(), v4.bytes.begin());
+  return v4;
+}
+
+bool IpAddress::unspecified() const {
+  if (!v6) return bytes[0] == 0;
+  return std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0; });
+}
+
 std::optional<IpAddress> parseIp(std::string_view text) {
   if (text.size() >= 2 && text.front() == '[' && text.back() == ']')
     text = text.substr(1, text.size() - 2);
@@ -91,11 +111,19 @@ std::optional<CidrRange> parseCidr(std::string_view text, bool strict, std::stri
   CidrRange range;
   range.base = *ip;
   range.prefix = static_cast<uint8_t>(prefix);
+  if (ip->v6 && prefix >= 96 && ip->bytes[10] == 0xFF && ip->bytes[11] == 0xFF &&
+      std::all_of(ip->bytes.begin(), ip->bytes.begin() + 10, [](uint8_t b) { return b == 0; })) {
+    range.base = IpAddress{};  // ::ffff:a.b.c.d/N is a.b.c.d/(N-96)
+    std::copy(ip->bytes.begin() + 12, ip->bytes.end(), range.base.bytes.begin());
+    range.prefix = static_cast<uint8_t>(prefix - 96);
+    prefix -= 96;
+  }
+  const IpAddress given = range.base;
   for (unsigned i = 0; i < 16; ++i) {
     const unsigned keep = prefix >= (i + 1) * 8 ? 8 : prefix > i * 8 ? prefix - i * 8 : 0;
     range.base.bytes[i] &= static_cast<uint8_t>(keep == 0 ? 0 : 0xFF << (8 - keep));
   }
-  if (strict && !(range.base == *ip)) {
+  if (strict && !(range.base == given)) {
     *error = "'" + std::string(text) + "' has host bits set (did you mean " + range.str() + "?)";
     return std::nullopt;
   }
@@ -111,7 +139,11 @@ Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
   std::transform(host.begin(), host.end(), host_.begin(), lower);
   length_ = host.size();
   ip_ = parseIp(this->host());
+  if (ip_) ip_ = ip_->unmapped();
 }
+
+Destination::Destination(const IpAddress& ip, uint16_t port, bool is_connect)
+    : ip_(ip.unmapped()), port_(port), is_connect_(is_connect) {}
 
 std::string PortRange::str() const {
   return low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high);

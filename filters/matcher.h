@@ -30,10 +30,19 @@ struct IpAddress {
   std::array<uint8_t, 16> bytes{};
   bool operator==(const IpAddress&) const = default;
   std::string str() const;
+  // An IPv4-mapped (::ffff:a.b.c.d) or IPv4-compatible (::a.b.c.d, RFC 4291
+  // §2.5.5; not :: or ::1) IPv6 address as the IPv4 address it carries;
+  // anything else unchanged. A dual-stack socket connecting to the mapped
+  // form reaches the IPv4 address, so rules judge that one.
+  IpAddress unmapped() const;
+  // 0.0.0.0/8 or ::: "this host" (RFC 1122 §3.2.1.3, RFC 4291 §2.5.2), never
+  // a destination; connecting to it reaches the local machine on Linux.
+  bool unspecified() const;
 };
 
 // "192.0.2.1", "2001:db8::1", "[2001:db8::1]", "fe80::1%eth0" (the zone is
 // ignored). Strict: no "010.1.1.1" style octets, no trailing garbage.
+// IPv4-mapped addresses stay IPv6 here (see IpAddress::unmapped()).
 std::optional<IpAddress> parseIp(std::string_view text);
 
 struct CidrRange {
@@ -47,14 +56,23 @@ struct CidrRange {
 // an IPv6 address are accepted ("[fd00::]/8"). With `strict`, an address
 // with host bits set under the prefix ("10.1.2.3/8") is an error; otherwise
 // they are cleared (curl, Go and Python do that with NO_PROXY entries).
-// Returns nullopt and sets *error.
+// A range inside ::ffff:0:0/96 is the IPv4 range it maps
+// ("::ffff:10.0.0.0/104" is 10.0.0.0/8), since destinations are compared
+// unmapped. Returns nullopt and sets *error.
 std::optional<CidrRange> parseCidr(std::string_view text, bool strict, std::string* error);
 
 // The request's destination in normal form. Built on the stack per request.
 class Destination {
  public:
-  // `host` as the request parser left it (no brackets); port; CONNECT or not.
+  // `host` as the request parser left it (no brackets; IP literals already
+  // canonical, see canonicalRequestHost() in filters/host_name.h); port;
+  // CONNECT or not. An IPv4-mapped IPv6 literal is taken as its IPv4
+  // address all the same.
   Destination(std::string_view host, uint16_t port, bool is_connect);
+  // An address itself (direct mode: one the destination name resolved to),
+  // unmapped. host() is empty: only address patterns match it, and writing
+  // the text would cost more than the matching.
+  Destination(const IpAddress& ip, uint16_t port, bool is_connect);
   Destination(const Destination&) = delete;
   Destination& operator=(const Destination&) = delete;
 
@@ -88,7 +106,8 @@ struct HostPattern {
     Domain,      // "example.com" as a suffix: the name and every subdomain
     Subdomains,  // "*.example.com": every subdomain, not the name itself
     Any,         // "*": every destination, names and addresses
-    Cidr,        // IP-literal destinations in `cidr`
+    Cidr,        // IP destinations in `cidr` (literals; in direct mode also
+                 // the addresses a name resolves to, see Filter::checkAddress)
   };
   Kind kind = Kind::Exact;
   std::string name;   // normal form, without "*." or a leading dot

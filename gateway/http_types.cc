@@ -52,6 +52,8 @@ std::string_view resultName(Result r) {
       return "downstream_reset";
     case Result::Drained:
       return "drained";
+    case Result::StreamIdleTimeout:
+      return "stream_idle_timeout";
   }
   return "unknown";
 }

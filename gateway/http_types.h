@@ -42,9 +42,12 @@ struct UpstreamHeaders {
 // An app's request as the proxy understood it.
 struct RequestHead {
   std::string method;
-  std::string target;  // as sent: "host:port" for CONNECT, the absolute URL otherwise
+  // As sent ("host:port" for CONNECT, the absolute URL otherwise), except
+  // that an IP-literal host is rewritten in canonical form by
+  // http1::parseTarget ("http://0x7f.1/" becomes "http://127.0.0.1/").
+  std::string target;
   bool is_connect = false;
-  std::string host;  // without IPv6 brackets
+  std::string host;  // without IPv6 brackets; IP literals canonical
   uint16_t port = 0;
   std::string path;  // absolute-form only: path and query, at least "/"
   int http_minor = 1;
@@ -78,8 +81,11 @@ enum class Result {
   UpstreamReset,    // upstream reset or broke mid-transfer
   DownstreamReset,  // the app went away mid-transfer
   Drained,          // cut by shutdown after the drain timeout
+  // Nothing moved either way for the listener's stream_idle_timeout (a
+  // stalled request or response body).
+  StreamIdleTimeout,
 };
-inline constexpr size_t kResultCount = static_cast<size_t>(Result::Drained) + 1;
+inline constexpr size_t kResultCount = static_cast<size_t>(Result::StreamIdleTimeout) + 1;
 std::string_view resultName(Result r);
 
 // Per request/tunnel bookkeeping. Filters read it on completion; the

@@ -100,6 +100,7 @@ std::string Server::buildListeners(const Prepared& p, const std::vector<uint16_t
     ctx->idle_timeout = l.idle_timeout;
     ctx->tunnel_idle_timeout = l.tunnel_idle_timeout;
     ctx->connect_response_timeout = l.connect_response_timeout;
+    ctx->stream_idle_timeout = l.stream_idle_timeout;
     ctx->max_connections = l.max_connections;
     // On a reload, a listener keeps its open-connection count: connections
     // accepted before count against the new max_connections too.

@@ -11,8 +11,11 @@
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
 #            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
-#   windows  mingw-w64 cross build of the send-buffer tuner + WinSock backend in
-#            build-windows/, its tests run under wine (tests/windows/run.sh)
+#   windows  tests/windows/run.sh: the Windows builds of OpenSSL, nghttp2, yaml-cpp and
+#            prometheus-cpp from Debian's sources (deploy/windows/build-deps.sh, cached
+#            outside the tree), then the mingw-w64 cross build in build-windows/ of the
+#            send-buffer tuner, network monitor and a program using every library, run
+#            under wine against nginx and nghttpx
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
 #            skipped, with the reason, where podman cannot run containers
@@ -199,13 +202,16 @@ stage_windows() {
   local log=build-windows/run.log rc=0
   timed tests/windows/run.sh build-windows 2>&1 | tee "$log" || rc=$?
   case $rc in
-    0) note windows "$(grep -Eo 'All tests passed.*' "$log" | tail -n1)" ;;
+    0)
+      note windows "$(grep -Eo '[0-9]+% tests passed.*' "$log" | tail -n1)"
+      note windows "dependencies ready in $(grep -Eo 'dependencies: .* \([0-9]+ s\)$' "$log" | grep -Eo '[0-9]+ s\)$' | tr -d ')')"
+      ;;
     2)
       note windows "build failed"
       return 2
       ;;
     3)
-      note windows "mingw-w64 or wine missing"
+      note windows "cannot build here: $(grep -Eo 'build-deps: error: .*|missing:.*' "$log" | tail -n1 | cut -c1-300)"
       return 1
       ;;
     *)

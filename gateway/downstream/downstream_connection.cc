@@ -176,6 +176,7 @@ void DownstreamConnection::onRead(const asio::error_code& ec, size_t n) {
     return;
   }
   in_end_ += n;
+  if (state_ == State::RequestBody) touchStream();
   if (state_ == State::ReadingHead) {
     head_bytes_ = true;
     if (!head_started_) {
@@ -276,6 +277,7 @@ void DownstreamConnection::handleHead() {
   if (!tunnel) return;  // replied
   if (expect_continue) write({"HTTP/1.1 100 Continue\r\n\r\n"}, nullptr);
   response_wait_since_ = Clock::now();  // connect_response_timeout from here
+  touchStream();                        // and stream_idle_timeout
   startRequest(std::move(tunnel));
 }
 
@@ -283,7 +285,8 @@ std::shared_ptr<upstream::Tunnel> DownstreamConnection::makeTunnel() {
   if (info_.cluster.empty()) {
     return std::make_shared<upstream::DirectTunnel>(
         static_cast<asio::io_context&>(socket_.get_executor().context()),
-        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer);
+        listener_.direct_connect_timeout, id_, requests_, listener_.send_buffer,
+        &listener_.filters);
   }
   auto pool = upstreams_.find(info_.cluster);
   if (pool == upstreams_.end()) {
@@ -346,6 +349,7 @@ void DownstreamConnection::processBody() {
     self->sending_up_ = false;
     self->body_out_.clear();
     if (self->state_ != State::RequestBody) return;
+    self->touchStream();  // the upstream took the chunk
     if (!last) return self->processBody();
     self->request_done_ = true;
     self->response_wait_since_ = Clock::now();  // the whole request is up: a full wait
@@ -410,6 +414,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
   if (state_ == State::Closed) return;
   info_.status = head.status;
   response_started_ = true;
+  touchStream();
   if (head_.is_connect && head.status / 100 == 2) {
     info_.status = 200;
     if (ListenerStats::Route* r = route())
@@ -459,7 +464,10 @@ void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += pieces[i].size();
   countDown(total);
-  if (state_ == State::Tunnel) touchTunnel();
+  if (state_ == State::Tunnel)
+    touchTunnel();
+  else
+    touchStream();
   if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
     write(pieces, n, std::move(done));
     return;
@@ -768,7 +776,11 @@ void DownstreamConnection::startAsyncWrite() {
         }
         self->out_flushed_ += n;
         self->in_flight_.clear();
-        if (self->state_ == State::Tunnel) self->touchTunnel();  // the app took bytes
+        // The app took bytes.
+        if (self->state_ == State::Tunnel)
+          self->touchTunnel();
+        else
+          self->touchStream();
         self->tuner_->afterSend();
         // Waiters are in queue order: run those now satisfied.
         size_t k = 0;

@@ -109,14 +109,21 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // Tunnel bytes moved (either way). Only stamps the time: the timer picks
   // it up lazily when it fires, so no per-chunk re-arm.
   void touchTunnel() { last_tunnel_activity_ = Clock::now(); }
+  // A byte of the current absolute-form request moved (a body chunk from
+  // the app or taken by the upstream, response bytes from the upstream or
+  // taken by the app). Lazy like touchTunnel(): it only moves a deadline
+  // later.
+  void touchStream() { stream_activity_ = Clock::now(); }
 
   // The connection's one timer. What it measures follows the state:
   //   ReadingHead    request_headers_timeout (a head is under way, or the
   //                  connection's first request) or idle_timeout (between
   //                  keep-alive requests)
-  //   Connecting,    connect_response_timeout, until a response head
-  //   RequestBody,   (RequestBody: only while a body chunk waits for the
-  //   AwaitResponse  upstream to take it; a slow app is not the upstream's fault)
+  //   Connecting     connect_response_timeout, until a response head
+  //   RequestBody,   stream_idle_timeout since the last byte moved either
+  //   AwaitResponse  way; and, until a response head, connect_response_timeout
+  //                  (RequestBody: only while a body chunk waits for the
+  //                  upstream to take it; a slow app is not the upstream's fault)
   //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
   //                  one direction has ended, both since the last tunnel byte
   //   Closed         the lingering close
@@ -125,10 +132,16 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // a new phase). Later deadlines need no call: the pending wait fires early,
   // and onTimer() finds nothing due and waits again.
   std::optional<Clock::time_point> deadline() const;
+  // RequestBody/AwaitResponse: the two deadlines deadline() takes the
+  // earlier of. connect_response_timeout applies only while no response
+  // head came and h2gate waits for the upstream (nullopt otherwise).
+  std::optional<Clock::time_point> responseWaitDeadline() const;
+  Clock::time_point streamIdleDeadline() const;
   void armTimer();
   void onTimer();
   void onHeadTimeout();
   void onResponseTimeout();
+  void onStreamIdleTimeout();
   void onTunnelTimeout();
   void close(bool abortive);
   // Metrics: the current request's route cells once its protocol is known
@@ -178,7 +191,8 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   Clock::time_point idle_since_{};           // ReadingHead between requests
   Clock::time_point response_wait_since_{};  // hand-off, or a body chunk handed upstream
   Clock::time_point last_tunnel_activity_{};
-  Clock::time_point linger_until_{};  // Closed: lingering until then
+  Clock::time_point stream_activity_{};  // RequestBody/AwaitResponse: see touchStream()
+  Clock::time_point linger_until_{};     // Closed: lingering until then
   bool half_close_armed_ = false;
   State state_ = State::ReadingHead;
   std::string peer_;

@@ -41,6 +41,16 @@ struct ListenerContext {
   // it. On expiry the app gets 504 and the tunnel is aborted.
   // Config: the listener's connect_response_timeout.
   config::Duration connect_response_timeout{std::chrono::seconds(60)};
+  // An absolute-form request, from its head until its response is complete,
+  // with no byte moving in either direction for this long (a request body
+  // the app stops sending, a response body the origin stops sending, an
+  // app that stops reading) is ended. Before a response head went to the
+  // app: 408 when h2gate was waiting for the app's body, 504 when it was
+  // waiting for the upstream; after: the app connection is reset (the
+  // message cannot be completed). Counted as result stream_idle_timeout;
+  // the upstream side is aborted. CONNECT tunnels have tunnel_idle_timeout
+  // instead. Config: the listener's stream_idle_timeout (Envoy's name).
+  config::Duration stream_idle_timeout{std::chrono::minutes(5)};
   // Open app connections of this listener, across all workers. Beyond it a
   // new connection gets 503 + Connection: close and is closed (accepting
   // goes on). Config: the listener's max_connections.

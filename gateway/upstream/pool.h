@@ -37,8 +37,14 @@
 // endpoint whose connect or TLS handshake fails, or whose connection dies
 // (no PING answer, an error), is down for a back-off (kBackoffMin doubling
 // to kBackoffMax) and retried in the background when it ends. Waiting
-// requests move on to the next endpoint; when every endpoint is down a new
-// request gets 503 at once, with each endpoint's last error. Every
+// requests move on to the next endpoint. When every endpoint is down, a new
+// request does not wait for a back-off to end: it probes one down endpoint
+// at once (the one whose back-off ends first among those with no attempt
+// in flight; at most one attempt per endpoint at a time) and waits for
+// that attempt, so a proxy that is back serves the first request after its
+// restart. When the probe fails too (or every down endpoint has an attempt
+// in flight that fails), the waiting requests get 503 with each endpoint's
+// last error. Every
 // outcome is reported to the cluster's ClusterHealth (shared by all
 // workers, for /ready and h2gate_upstream_endpoint_up). For h2 the pool
 // keeps one usable connection open (after a loss, or a GOAWAY, it opens a
@@ -137,10 +143,15 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
     uint64_t id;  // of this idle period: the watch and the timer find it by this
     std::chrono::steady_clock::time_point since;
   };
-  // To `endpoint`, or to the next endpoint that is not down. False when
-  // every endpoint is down (or shutting down).
-  bool openConnection(std::optional<size_t> endpoint = std::nullopt);
-  std::optional<size_t> pickEndpoint();
+  // To `endpoint`, or to the next endpoint that is not down; with `probe`
+  // (a request is waiting), when every endpoint is down, to the down one
+  // picked by pickEndpoint(). False when no attempt was started (every
+  // endpoint down, and, with `probe`, each has an attempt in flight; or
+  // shutting down).
+  bool openConnection(std::optional<size_t> endpoint = std::nullopt, bool probe = false);
+  std::optional<size_t> pickEndpoint(bool probe);
+  // A connection attempt to `endpoint` is in flight.
+  bool connectingTo(size_t endpoint) const;
   // `verified`: a connection attempt failed. A connection that died is down
   // but unverified: the path may have died, not the proxy (a NAT, a
   // network change), so when no endpoint is up a request may still try it.
@@ -211,6 +222,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
     std::chrono::steady_clock::time_point until{};
     std::string last_error;
     std::unique_ptr<asio::steady_timer> retry;  // background attempt when `until` comes
+    // The attempt in flight was started for a waiting request while the
+    // endpoint was down (before `until`): see openConnection().
+    bool probing = false;
   };
   std::vector<Backoff> backoff_;  // index as in cluster_.endpoints
   std::deque<std::weak_ptr<ClusterTunnel>> waiting_;

@@ -81,6 +81,7 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     CHECK(x.idle_timeout == y.idle_timeout);
     CHECK(x.tunnel_idle_timeout == y.tunnel_idle_timeout);
     CHECK(x.connect_response_timeout == y.connect_response_timeout);
+    CHECK(x.stream_idle_timeout == y.stream_idle_timeout);
     CHECK(x.max_connections == y.max_connections);
     CHECK(x.send_buffer.mode == y.send_buffer.mode);
     CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
@@ -308,6 +309,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "idle_timeout: 60s",
            "tunnel_idle_timeout: 3600s",
            "connect_response_timeout: 60s",
+           "stream_idle_timeout: 300s",
            "max_connections: 4096",
            "connect_timeout: 5s",
            "cluster_name: c",
@@ -345,6 +347,7 @@ static_resources:
     idle_timeout: 90s
     tunnel_idle_timeout: 2h
     connect_response_timeout: 1500ms
+    stream_idle_timeout: 2m
     max_connections: 7
     filter_chains:
     - filters:
@@ -388,6 +391,7 @@ static_resources:
   CHECK(contains(dump, "idle_timeout: 90s"));
   CHECK(contains(dump, "tunnel_idle_timeout: 7200s"));
   CHECK(contains(dump, "connect_response_timeout: 1.500s"));
+  CHECK(contains(dump, "stream_idle_timeout: 120s"));
   CHECK(contains(dump, "max_connections: 7"));
   CHECK(contains(dump, "connection_keepalive: {interval: 2.500s, timeout: 1.000000005s}"));
   const YAML::Node clusters = YAML::Load(dump)["static_resources"]["clusters"];

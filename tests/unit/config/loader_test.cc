@@ -255,8 +255,9 @@ TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
                    "unknown field (expected one of: name, address, additional_addresses, "
                    "filter_chains, max_request_headers_kb, max_request_headers_count, "
                    "direct_connect_timeout, tunnel_half_close_timeout, request_headers_timeout, "
-                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, max_connections, "
-                   "send_buffer, tcp_notsent_lowat, deny_own_addresses)"));
+                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, "
+                   "stream_idle_timeout, max_connections, send_buffer, tcp_notsent_lowat, "
+                   "deny_own_addresses)"));
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
                    "static_resources, h2gate)"));
@@ -786,11 +787,13 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.idle_timeout == seconds(60));
     CHECK(l.tunnel_idle_timeout == std::chrono::hours(1));
     CHECK(l.connect_response_timeout == seconds(60));
+    CHECK(l.stream_idle_timeout == std::chrono::minutes(5));
     CHECK(l.max_connections == 4096);
     // The built-in default listener has them too.
     const Bootstrap defaults = defaultBootstrap();
     const Listener& d = defaults.listeners.at(0);
     CHECK(d.request_headers_timeout == seconds(10));
+    CHECK(d.stream_idle_timeout == std::chrono::minutes(5));
     CHECK(d.max_connections == 4096);
   }
   SECTION("values") {
@@ -799,6 +802,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
                               "    idle_timeout: 5m\n"
                               "    tunnel_idle_timeout: 1500ms\n"
                               "    connect_response_timeout: {seconds: 3}\n"
+                              "    stream_idle_timeout: 90s\n"
                               "    max_connections: 5\n");
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
@@ -807,6 +811,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.idle_timeout == std::chrono::minutes(5));
     CHECK(l.tunnel_idle_timeout == std::chrono::milliseconds(1500));
     CHECK(l.connect_response_timeout == seconds(3));
+    CHECK(l.stream_idle_timeout == seconds(90));
     CHECK(l.max_connections == 5);
   }
   SECTION("errors, all reported at their values") {
@@ -815,9 +820,10 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
                               "    idle_timeout: -1s\n"
                               "    tunnel_idle_timeout: soon\n"
                               "    connect_response_timeout: 0ms\n"
-                              "    max_connections: 0\n");
+                              "    max_connections: 0\n"
+                              "    stream_idle_timeout: 0s\n");
     INFO(allProblems(r.problems));
-    CHECK(r.problems.size() == 5);
+    CHECK(r.problems.size() == 6);
     auto at = [](int line, int col) {
       return "cfg.yaml:" + std::to_string(line) + ":" + std::to_string(col) +
              ": static_resources.listeners[0].";
@@ -827,6 +833,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(hasProblem(r.problems, at(10, 26) + "tunnel_idle_timeout: expected a duration like 5s"));
     CHECK(hasProblem(r.problems, at(11, 31) + "connect_response_timeout: must be greater than 0s"));
     CHECK(hasProblem(r.problems, at(12, 22) + "max_connections: must be in 1..1000000, got 0"));
+    CHECK(hasProblem(r.problems, at(13, 26) + "stream_idle_timeout: must be greater than 0s"));
   }
 }
 

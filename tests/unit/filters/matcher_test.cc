@@ -133,7 +133,12 @@ TEST_CASE("CIDR ranges: edges, IPv4 and IPv6, parse errors", "[filters][matcher]
   CHECK(in(s, "2001:db8::1"));
   CHECK(in(s, "2001:DB8:0:0:0:0:0:1"));
   CHECK_FALSE(in(s, "2001:db8::2"));
-  CHECK_FALSE(in(s, "::ffff:10.0.0.1"));  // v4-mapped is IPv6, not in 10/8
+  // IPv4-mapped and -compatible IPv6 is the IPv4 address it carries (a
+  // dual-stack socket connects there): in 10/8.
+  CHECK(in(s, "::ffff:10.0.0.1"));
+  CHECK(in(s, "[::ffff:a00:1]"));
+  CHECK(in(s, "::10.0.0.1"));
+  CHECK_FALSE(in(s, "::ffff:11.0.0.1"));
   CHECK_FALSE(in(s, "10.example"));
 
   DestinationSet all;
@@ -157,6 +162,45 @@ TEST_CASE("CIDR ranges: edges, IPv4 and IPv6, parse errors", "[filters][matcher]
   CHECK_FALSE(parseCidr("010.0.0.0/8", true, &error));  // no octal-looking octets
   CHECK_FALSE(parseCidr("example.com/8", true, &error));
   CHECK(parseCidr("[fd00::]/8", true, &error));
+}
+
+TEST_CASE("IPv4-mapped addresses: unmapped for matching, and as config ranges",
+          "[filters][matcher]") {
+  auto ip = [](const char* text) {
+    auto parsed = parseIp(text);
+    REQUIRE(parsed);
+    return *parsed;
+  };
+  CHECK(ip("::ffff:127.0.0.1").unmapped() == ip("127.0.0.1"));
+  CHECK(ip("::127.0.0.1").unmapped() == ip("127.0.0.1"));
+  CHECK(ip("::0.0.0.2").unmapped() == ip("0.0.0.2"));
+  CHECK(ip("::1").unmapped() == ip("::1"));  // loopback, not 0.0.0.1
+  CHECK(ip("::").unmapped() == ip("::"));
+  CHECK(ip("64:ff9b::7f00:1").unmapped() == ip("64:ff9b::7f00:1"));  // NAT64 is a real route
+  CHECK(ip("2001:db8::1").unmapped() == ip("2001:db8::1"));
+  CHECK(ip("0.0.0.0").unspecified());
+  CHECK(ip("0.255.1.1").unspecified());
+  CHECK(ip("::").unspecified());
+  CHECK_FALSE(ip("::1").unspecified());
+  CHECK_FALSE(ip("1.0.0.0").unspecified());
+
+  // A destination made from an address (a resolved one) is that address.
+  const Destination d(ip("::ffff:169.254.169.254"), 80, false);
+  REQUIRE(d.ip());
+  CHECK_FALSE(d.ip()->v6);
+  CHECK(d.ip()->str() == "169.254.169.254");
+  CHECK(d.port() == 80);
+  CHECK_FALSE(d.isConnect());
+
+  // A range written in the mapped space is the IPv4 range.
+  std::string error;
+  auto mapped = parseCidr("::ffff:10.0.0.0/104", true, &error);
+  REQUIRE(mapped);
+  CHECK(mapped->str() == "10.0.0.0/8");
+  CHECK(parseCidr("::ffff:169.254.169.254", true, &error)->str() == "169.254.169.254/32");
+  CHECK_FALSE(parseCidr("::ffff:10.0.0.1/104", true, &error));
+  CHECK(error == "'::ffff:10.0.0.1/104' has host bits set (did you mean 10.0.0.0/8?)");
+  CHECK(parseCidr("::/96", true, &error)->str() == "::/96");  // not the mapped space
 }
 
 TEST_CASE("patterns with a port, and Any", "[filters][matcher]") {
@@ -252,6 +296,16 @@ TEST_CASE("match: errors name the path and position", "[filters][matcher]") {
         "m.yaml:1:25: match.host_suffixes[1]: '10.0.0.0/8' is not a domain (host_suffixes takes "
         "names such as corp.example; addresses and ranges go under cidrs, wildcards under "
         "hosts)\n");
+  CHECK(problems("{hosts: ['127.1', '0x7f000001', '1.2.3.256', '0']}") ==
+        "m.yaml:1:10: match.hosts[0]: '127.1' is the IPv4 address 127.0.0.1 in a non-standard "
+        "notation; write 127.0.0.1 (requests are compared in that form)\n"
+        "m.yaml:1:19: match.hosts[1]: '0x7f000001' is the IPv4 address 127.0.0.1 in a "
+        "non-standard notation; write 127.0.0.1 (requests are compared in that form)\n"
+        "m.yaml:1:33: match.hosts[2]: '1.2.3.256' ends in a number, so it must be an IPv4 "
+        "address (as in a browser), and it is not one\n"
+        "m.yaml:1:46: match.hosts[3]: '0' is the unspecified address (0.0.0.0/8, ::), which "
+        "means this host and is not a destination\n");
+  CHECK(problems("{host_suffixes: ['0.1']}").find("'0.1' is not a domain") != std::string::npos);
   CHECK(problems("{kind: post}") ==
         "m.yaml:1:8: match.kind: expected one of connect, absolute, got 'post'\n");
   CHECK(problems("{no_proxy_mode: rust}") ==

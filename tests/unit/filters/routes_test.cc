@@ -5,6 +5,7 @@
 #include "filter_env.h"
 #include "filters/acl.h"
 #include "filters/forward_proxy.h"
+#include "filters/matcher.h"
 #include "filters/registry.h"
 
 using namespace h2gate;
@@ -38,6 +39,16 @@ std::string route(const Filter& f, const std::string& host, uint16_t port = 443,
   std::string out = info.cluster.empty() ? "DIRECT" : "cluster " + info.cluster;
   for (const std::string& f : info.fallbacks) out += " > " + (f.empty() ? "DIRECT" : f);
   return out;
+}
+
+// What the filter says about one resolved address of `host` (direct mode):
+// "ok" or "STATUS: reason".
+std::string address(const Filter& f, const std::string& host, const std::string& ip,
+                    uint16_t port = 443, bool connect = true) {
+  const std::optional<IpAddress> a = parseIp(ip);
+  REQUIRE(a);
+  const std::optional<Refusal> r = f.checkAddress(head(host, port, connect), StreamInfo{}, *a);
+  return r ? std::to_string(r->status) + ": " + r->reason : "ok";
 }
 
 constexpr const char* kRoutes = R"(
@@ -197,4 +208,78 @@ TEST_CASE("acl: config errors", "[filters][acl]") {
         "r.yaml:1:39: typed_config.deny[0].why: unknown field (expected one of: match, reason)\n"
         "r.yaml:1:25: typed_config.deny[0].match.cidrs[0]: bad CIDR range: prefix length /40 is "
         "longer than the address (at most /32)\n");
+}
+
+TEST_CASE("acl: deny ranges judge the resolved addresses too", "[filters][acl]") {
+  Env env;
+  const FilterPtr f = env.make(kAcl,
+                               "deny:\n"
+                               "- match: {cidrs: [127.0.0.0/8, 169.254.169.254, '::1']}\n"
+                               "  reason: loopback and metadata\n"
+                               "- match: {cidrs: [10.0.0.0/8], ports: [22]}\n"
+                               "- match: {hosts: [evil.test]}\n"
+                               "allow:\n"
+                               "- match: {host_suffixes: [example.com]}\n");
+  INFO(allProblems(env.diag.problems()));
+  REQUIRE(f);
+  // The name passes onRequestHead; its address does not.
+  CHECK(route(*f, "rebind.example.com") == "continue");
+  CHECK(address(*f, "rebind.example.com", "127.0.0.1") ==
+        "403: destination rebind.example.com:443 (127.0.0.1) denied by policy: loopback and "
+        "metadata");
+  CHECK(address(*f, "rebind.example.com", "::ffff:169.254.169.254", 80, false) ==
+        "403: destination rebind.example.com:80 (169.254.169.254) denied by policy: loopback and "
+        "metadata");
+  CHECK(address(*f, "rebind.example.com", "::1").starts_with("403: "));
+  CHECK(address(*f, "www.example.com", "93.184.216.34") == "ok");
+  // Ports and kinds still apply; the allow list judges names, not addresses.
+  CHECK(address(*f, "db.example.com", "10.1.1.1", 22) ==
+        "403: destination db.example.com:22 (10.1.1.1) denied by policy: acl deny[1]");
+  CHECK(address(*f, "db.example.com", "10.1.1.1", 443) == "ok");
+  CHECK(address(*f, "www.example.com", "192.0.2.1") == "ok");
+
+  // Literals: IPv4 in any notation reaches the filter canonical (the request
+  // parser's job); IPv4-mapped IPv6 is matched as IPv4 here as well.
+  CHECK(route(*f, "::ffff:127.0.0.1") ==
+        "reject 403: destination [::ffff:127.0.0.1]:443 denied by policy: loopback and metadata");
+
+  // Opted out: names are judged as written only.
+  const FilterPtr off = env.make(kAcl,
+                                 "deny: [{match: {cidrs: [127.0.0.0/8]}}]\n"
+                                 "check_resolved_addresses: false\n");
+  REQUIRE(off);
+  CHECK(address(*off, "rebind.example.com", "127.0.0.1") == "ok");
+  CHECK(route(*off, "127.0.0.1").starts_with("reject 403"));
+  CHECK_FALSE(env.make(kAcl, "deny: [{match: {}}]\ncheck_resolved_addresses: maybe\n"));
+}
+
+TEST_CASE("routes: reject rules judge the resolved addresses, in rule order", "[filters][routes]") {
+  Env env;
+  const FilterPtr f = env.make(kForwardProxy,
+                               "routes:\n"
+                               "- match: {hosts: [metadata.internal.test]}\n"
+                               "  direct: true\n"  // named before the range: the exception
+                               "- match: {cidrs: [169.254.0.0/16]}\n"
+                               "  reject: 451\n"
+                               "  reason: link-local\n"
+                               "- match: {cidrs: [10.0.0.0/8]}\n"
+                               "  cluster: corp\n"
+                               "- match: {cidrs: [10.0.0.0/8, 192.168.0.0/16]}\n"
+                               "  reject: 403\n"
+                               "- match: {host_suffixes: [internal.test]}\n"
+                               "  direct: true\n");
+  INFO(allProblems(env.diag.problems()));
+  REQUIRE(f);
+  // The default route (DIRECT): every rule is tried against the address.
+  CHECK(address(*f, "a.example", "169.254.169.254") ==
+        "451: link-local (a.example resolves to 169.254.169.254)");
+  CHECK(address(*f, "a.example", "192.168.1.1") ==
+        "403: refused by h2gate route rule routes[3] (a.example resolves to 192.168.1.1)");
+  CHECK(address(*f, "a.example", "10.1.1.1") == "ok");  // first match: the cluster rule
+  CHECK(address(*f, "a.example", "8.8.8.8") == "ok");
+  // A name chosen by rule 4: rules 0..3 are tried against its address.
+  CHECK(address(*f, "db.internal.test", "192.168.1.1").starts_with("403: "));
+  CHECK(address(*f, "db.internal.test", "::ffff:169.254.1.1").starts_with("451: "));
+  // A name chosen by rule 0: nothing before it.
+  CHECK(address(*f, "metadata.internal.test", "169.254.169.254") == "ok");
 }

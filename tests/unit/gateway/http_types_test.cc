@@ -43,4 +43,5 @@ TEST_CASE("resultName gives stable label values", "[http_types]") {
   CHECK(resultName(Result::UpstreamReset) == "upstream_reset");
   CHECK(resultName(Result::DownstreamReset) == "downstream_reset");
   CHECK(resultName(Result::Drained) == "drained");
+  CHECK(resultName(Result::StreamIdleTimeout) == "stream_idle_timeout");
 }

@@ -142,8 +142,13 @@ TEST_CASE("scrapes while a worker writes see a monotonic counter and the final v
   Counter& c = s.counter(Family::RelayedBytes, {"proxy", "up", "h2", "upstream"});
   constexpr uint64_t kAdds = 2'000'000;
   std::atomic<bool> done{false};
+  std::atomic<int> scrapes{0};
   std::thread writer([&] {
     for (uint64_t i = 0; i < kAdds; ++i) {
+      // Halfway, wait for a scrape: on a loaded machine the writer could
+      // otherwise finish before the scraping thread ran at all.
+      if (i == kAdds / 2)
+        while (scrapes.load() == 0) std::this_thread::yield();
       c.add(3);
       if (i % 100000 == 0)  // new cells appear while scrapes walk the shard
         s.counter(Family::RelayedBytes, {"proxy", "up", std::to_string(i), "upstream"}).add();
@@ -152,7 +157,6 @@ TEST_CASE("scrapes while a worker writes see a monotonic counter and the final v
   });
   double last = 0;
   bool monotonic = true;
-  int scrapes = 0;
   while (!done) {
     const auto all = r.Collect();
     for (const auto& m : family(all, "h2gate_relayed_bytes_total")->metric)
@@ -164,7 +168,7 @@ TEST_CASE("scrapes while a worker writes see a monotonic counter and the final v
   }
   writer.join();
   CHECK(monotonic);
-  CHECK(scrapes > 0);
+  CHECK(scrapes.load() > 0);
   CHECK(c.value() == 3 * kAdds);
 }
 
