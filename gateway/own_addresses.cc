@@ -103,29 +103,54 @@ bool OwnAddresses::reaches(const Socket& s, const asio::ip::address& dest) const
 }
 
 const OwnAddresses::Socket* OwnAddresses::find(std::string_view host, uint16_t port) const {
-  const std::vector<asio::ip::address> dests = destinationAddresses(host);
-  for (const Socket& s : sockets_) {
-    if (s.endpoint.port() != port) continue;
-    for (const asio::ip::address& d : dests)
-      if (reaches(s, d)) return &s;
-  }
+  for (const asio::ip::address& d : destinationAddresses(host))
+    if (const Socket* s = find(d, port)) return s;
+  return nullptr;
+}
+
+const OwnAddresses::Socket* OwnAddresses::find(const asio::ip::address& address,
+                                               uint16_t port) const {
+  const asio::ip::address dest = connectTarget(unmapped(address));
+  for (const Socket& s : sockets_)
+    if (s.endpoint.port() == port && reaches(s, dest)) return &s;
   return nullptr;
 }
 
 OwnAddressFilter::OwnAddressFilter(std::shared_ptr<const OwnAddresses> own, std::string listener)
     : own_(std::move(own)), listener_(std::move(listener)) {}
 
+std::string OwnAddressFilter::reason(const RequestHead& head, const std::string& resolved,
+                                     const OwnAddresses::Socket& s) const {
+  return "destination " + head.authority() + resolved + " is h2gate's own " + s.what + " (" +
+         net::endpointText(s.endpoint) + "): refused, " +
+         (s.admin ? "apps and web pages must not reach the admin endpoint through the proxy"
+                  : "the request would loop back into h2gate") +
+         " (listener " + listener_ + ": deny_own_addresses: false allows it)";
+}
+
 filters::FilterStatus OwnAddressFilter::onRequestHead(const RequestHead& head,
                                                       StreamInfo& info) const {
   const OwnAddresses::Socket* s = own_->find(head.host, head.port);
   if (!s) return filters::FilterStatus::Continue;
   info.status = 403;
-  info.reason = "destination " + head.authority() + " is h2gate's own " + s->what + " (" +
-                net::endpointText(s->endpoint) + "): refused, " +
-                (s->admin ? "apps and web pages must not reach the admin endpoint through the proxy"
-                          : "the request would loop back into h2gate") +
-                " (listener " + listener_ + ": deny_own_addresses: false allows it)";
+  info.reason = reason(head, "", *s);
   return filters::FilterStatus::Stop;
+}
+
+std::optional<filters::Refusal> OwnAddressFilter::checkAddress(
+    const RequestHead& head, const StreamInfo&, const filters::IpAddress& address) const {
+  asio::ip::address a;
+  if (address.v6) {
+    asio::ip::address_v6::bytes_type b;
+    std::copy(address.bytes.begin(), address.bytes.end(), b.begin());
+    a = asio::ip::address_v6(b);
+  } else {
+    a = asio::ip::address_v4(asio::ip::address_v4::bytes_type{address.bytes[0], address.bytes[1],
+                                                              address.bytes[2], address.bytes[3]});
+  }
+  const OwnAddresses::Socket* s = own_->find(a, head.port);
+  if (!s) return std::nullopt;
+  return filters::Refusal{403, reason(head, " (" + a.to_string() + ")", *s)};
 }
 
 }  // namespace h2gate

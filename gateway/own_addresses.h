@@ -14,9 +14,10 @@
 // 2130706433), IPv6 (IPv4-mapped and -compatible addresses as IPv4),
 // 0.0.0.0 and :: (which connect to the local host), "localhost" and names
 // under .localhost (RFC 6761: loopback), with or without a trailing dot.
-// Other names are not resolved here: one that resolves to h2gate's
-// addresses is not caught by this filter (an acl can deny the loopback
-// range).
+// (The request parser already canonicalises numeric hosts and refuses the
+// unspecified address; this filter does not rely on it.) Other names are
+// not resolved here; in direct mode the addresses they resolve to are
+// judged too (checkAddress).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "filters/filter.h"
+#include "filters/matcher.h"
 
 namespace h2gate {
 
@@ -49,6 +51,8 @@ class OwnAddresses {
   // The own socket that a connection to host:port would reach, or nullptr.
   // `host` as the request parser left it (no brackets).
   const Socket* find(std::string_view host, uint16_t port) const;
+  // The same for an address (IPv4-mapped IPv6 taken as IPv4).
+  const Socket* find(const asio::ip::address& address, uint16_t port) const;
 
   // The addresses the system would connect to for `host` (see above):
   // empty when it is a name other than localhost.
@@ -60,15 +64,21 @@ class OwnAddresses {
   std::vector<asio::ip::address> interfaces_;
 };
 
-// Rejects, with 403 and the reason, requests and tunnels to an own socket.
-// Put by the server just before the terminal forward_proxy filter of every
-// listener whose deny_own_addresses is on.
+// Rejects, with 403 and the reason, requests and tunnels to an own socket:
+// by the destination as written (onRequestHead) and, in direct mode, by
+// every address its name resolved to (checkAddress: a name rebound to
+// 127.0.0.1). Put by the server just before the terminal forward_proxy
+// filter of every listener whose deny_own_addresses is on.
 class OwnAddressFilter : public filters::Filter {
  public:
   OwnAddressFilter(std::shared_ptr<const OwnAddresses> own, std::string listener);
   filters::FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
+  std::optional<filters::Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                               const filters::IpAddress& address) const override;
 
  private:
+  std::string reason(const RequestHead& head, const std::string& resolved,
+                     const OwnAddresses::Socket& s) const;
   std::shared_ptr<const OwnAddresses> own_;
   std::string listener_;
 };

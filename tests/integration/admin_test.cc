@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <iostream>
@@ -182,6 +183,31 @@ TEST_CASE("the proxy does not carry apps to h2gate's own admin endpoint or liste
   const auto log = gate.waitForAccessLog(1 + 2 * cases.size() + 2);
   REQUIRE(log.size() >= 3);
   CHECK(log[1].get("result") == "rejected");
+}
+
+TEST_CASE("direct mode: a name that resolves to h2gate's own address is refused too",
+          "[admin][listener]") {
+  if (::geteuid() != 0) {
+    WARN("skipped: needs root (an /etc/hosts of its own for h2gate: unshare -m)");
+    return;
+  }
+  H2gate::Options o = options();
+  o.hosts = "127.0.0.1 rebound.test\n";
+  H2gate gate(std::move(o));
+  const std::string a = str(gate.adminPort());
+  for (bool connect : {true, false}) {
+    INFO((connect ? "CONNECT" : "absolute-form"));
+    const std::string authority = "rebound.test:" + a;
+    const HttpResponse r =
+        rawRequest(gate.port(),
+                   connect ? "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority + "\r\n\r\n"
+                           : "GET http://" + authority + "/healthz HTTP/1.1\r\nHost: " + authority +
+                                 "\r\nConnection: close\r\n\r\n",
+                   false);
+    CHECK(r.status == 403);
+    CHECK(r.body.find("destination rebound.test:" + a +
+                      " (127.0.0.1) is h2gate's own admin endpoint") != std::string::npos);
+  }
 }
 
 TEST_CASE("deny_own_addresses: false lets the proxy reach the admin endpoint",
