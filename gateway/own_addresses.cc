@@ -1,13 +1,10 @@
 #include "gateway/own_addresses.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-
 #include <algorithm>
 #include <cctype>
 
 #include "gateway/net/address.h"
+#include "gateway/net/host_addresses.h"
 
 namespace h2gate {
 namespace {
@@ -46,22 +43,15 @@ std::vector<asio::ip::address> OwnAddresses::destinationAddresses(std::string_vi
     return {asio::ip::address_v4::loopback(), asio::ip::address_v6::loopback()};
   if (h.find(':') != std::string::npos) {
     h = h.substr(0, h.find('%'));  // a zone index does not change the address
-    in6_addr a6{};
-    if (inet_pton(AF_INET6, h.c_str(), &a6) != 1) return {};
-    asio::ip::address_v6::bytes_type bytes;
-    std::copy(a6.s6_addr, a6.s6_addr + 16, bytes.begin());
-    return {connectTarget(unmapped(asio::ip::address_v6(bytes)))};
+    asio::error_code ec;
+    const asio::ip::address_v6 a6 = asio::ip::make_address_v6(h, ec);
+    if (ec) return {};
+    return {connectTarget(unmapped(a6))};
   }
-  // inet_aton() reads what getaddrinfo() does for a numeric IPv4 host:
-  // 1 to 4 parts, each decimal, 0x hex or 0 octal. It stops at white space
-  // and accepts what follows, so only its own characters are let through.
-  if (!std::all_of(h.begin(), h.end(), [](char c) {
-        return std::isxdigit(static_cast<unsigned char>(c)) || c == 'x' || c == '.';
-      }))
-    return {};
-  in_addr a4{};
-  if (inet_aton(h.c_str(), &a4) == 0) return {};
-  return {connectTarget(asio::ip::address_v4(ntohl(a4.s_addr)))};
+  // What getaddrinfo() reads for a numeric IPv4 host.
+  const std::optional<asio::ip::address_v4> a4 = net::parseIpv4AnyNotation(h);
+  if (!a4) return {};
+  return {connectTarget(*a4)};
 }
 
 void OwnAddresses::add(Socket socket) {
@@ -75,21 +65,7 @@ bool OwnAddresses::hasWildcard() const {
 }
 
 void OwnAddresses::addInterfaceAddresses() {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return;
-  for (const ifaddrs* i = list; i; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    if (i->ifa_addr->sa_family == AF_INET) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
-      interfaces_.push_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));
-    } else if (i->ifa_addr->sa_family == AF_INET6) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(i->ifa_addr);
-      asio::ip::address_v6::bytes_type bytes;
-      std::copy(sin6->sin6_addr.s6_addr, sin6->sin6_addr.s6_addr + 16, bytes.begin());
-      interfaces_.push_back(asio::ip::address_v6(bytes));
-    }
-  }
-  freeifaddrs(list);
+  for (const asio::ip::address& a : net::interfaceAddresses()) interfaces_.push_back(a);
 }
 
 bool OwnAddresses::reaches(const Socket& s, const asio::ip::address& dest) const {

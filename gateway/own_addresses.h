@@ -44,7 +44,8 @@ class OwnAddresses {
 
   void add(Socket socket);
   // The machine's interface addresses, which reach a socket bound to
-  // 0.0.0.0 or ::. Read once (getifaddrs), when a context is built.
+  // 0.0.0.0 or ::. Read once (net::interfaceAddresses), when a context is
+  // built.
   void addInterfaceAddresses();
   bool hasWildcard() const;
 
