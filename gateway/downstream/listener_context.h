@@ -28,7 +28,6 @@ struct ListenerContext final : upstream::AddressPolicy {
   std::string name;
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
   http1::Limits limits;
-  const config::Bootstrap* bootstrap = nullptr;
   // Direct mode: one deadline for DNS and all connect attempts
   // (config: the listener's direct_connect_timeout).
   config::Duration direct_connect_timeout{std::chrono::seconds(10)};
