@@ -113,8 +113,8 @@ filters::FilterStatus OwnAddressFilter::onRequestHead(const RequestHead& head,
   return filters::FilterStatus::Stop;
 }
 
-std::optional<filters::Refusal> OwnAddressFilter::checkAddress(
-    const RequestHead& head, const StreamInfo&, const filters::IpAddress& address) const {
+std::optional<Refusal> OwnAddressFilter::checkAddress(const RequestHead& head, const StreamInfo&,
+                                                      const net::IpAddress& address) const {
   asio::ip::address a;
   if (address.v6) {
     asio::ip::address_v6::bytes_type b;
@@ -126,7 +126,7 @@ std::optional<filters::Refusal> OwnAddressFilter::checkAddress(
   }
   const OwnAddresses::Socket* s = own_->find(a, head.port);
   if (!s) return std::nullopt;
-  return filters::Refusal{403, reason(head, " (" + a.to_string() + ")", *s)};
+  return Refusal{403, reason(head, " (" + a.to_string() + ")", *s)};
 }
 
 }  // namespace h2gate

@@ -74,8 +74,8 @@ class OwnAddressFilter : public filters::Filter {
  public:
   OwnAddressFilter(std::shared_ptr<const OwnAddresses> own, std::string listener);
   filters::FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
-  std::optional<filters::Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
-                                               const filters::IpAddress& address) const override;
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const net::IpAddress& address) const override;
 
  private:
   std::string reason(const RequestHead& head, const std::string& resolved,

@@ -280,7 +280,7 @@ std::string Server::start() {
 
   for (const config::Cluster& c : cfg.clusters) {
     health_.push_back(newHealth(c));
-    cluster_requests_[c.name] = std::make_shared<downstream::ConnectionLimit>();
+    cluster_requests_[c.name] = std::make_shared<net::ConnectionLimit>();
     clusters_[c.name] = std::make_shared<const config::Cluster>(c);
   }
   metrics_source_ = metrics::Registry::global().addSource(
@@ -472,7 +472,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
   std::unordered_map<std::string, std::shared_ptr<const config::Cluster>> cluster_copies;
   std::vector<std::string> fresh_clusters;  // new pools
   std::unordered_map<std::string, std::shared_ptr<upstream::ClusterHealth>> health_by_name;
-  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests;
+  std::unordered_map<std::string, std::shared_ptr<net::ConnectionLimit>> cluster_requests;
   for (const config::Cluster& c : next->clusters) {
     std::shared_ptr<upstream::ClusterHealth> h;
     if (unchanged(c.name)) {
@@ -493,7 +493,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
     auto running_count = cluster_requests_.find(c.name);
     cluster_requests[c.name] = running_count != cluster_requests_.end()
                                    ? running_count->second
-                                   : std::make_shared<downstream::ConnectionLimit>();
+                                   : std::make_shared<net::ConnectionLimit>();
   }
 
   std::vector<std::string> open;

@@ -179,7 +179,7 @@ class Server {
   // shared with every worker's pool. Kept across a reload by name, even when
   // the cluster changed: requests still on the old pools count against the
   // new limit. Main thread only.
-  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests_;
+  std::unordered_map<std::string, std::shared_ptr<net::ConnectionLimit>> cluster_requests_;
   size_t metrics_source_ = 0;  // in metrics::Registry::global()
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};

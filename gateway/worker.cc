@@ -38,7 +38,7 @@ void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx,
 std::shared_ptr<upstream::UpstreamPool> Worker::newPool(
     std::shared_ptr<const config::Cluster> cluster, std::shared_ptr<net::TlsContext> tls,
     std::shared_ptr<upstream::ClusterHealth> health,
-    std::shared_ptr<downstream::ConnectionLimit> requests) {
+    std::shared_ptr<net::ConnectionLimit> requests) {
   auto* pool = new upstream::UpstreamPool(io_, *cluster, std::move(tls), index_, shard_,
                                           std::move(health), std::move(requests));
   return std::shared_ptr<upstream::UpstreamPool>(
@@ -48,7 +48,7 @@ std::shared_ptr<upstream::UpstreamPool> Worker::newPool(
 void Worker::addCluster(std::shared_ptr<const config::Cluster> cluster,
                         std::shared_ptr<net::TlsContext> tls,
                         std::shared_ptr<upstream::ClusterHealth> health,
-                        std::shared_ptr<downstream::ConnectionLimit> requests) {
+                        std::shared_ptr<net::ConnectionLimit> requests) {
   const std::string name = cluster->name;
   upstreams_[name] =
       newPool(std::move(cluster), std::move(tls), std::move(health), std::move(requests));
@@ -179,7 +179,7 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
     // the connection, whatever reloads happen meanwhile.
     auto conn = std::shared_ptr<downstream::DownstreamConnection>(
         new downstream::DownstreamConnection(
-            std::move(socket), *a->ctx, *a->stats, upstreams_, id,
+            std::move(socket), *a->ctx, *a->stats, router_, id,
             [this](uint64_t closed) { onConnectionClosed(closed); }),
         [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
     conns_.emplace(id, conn);

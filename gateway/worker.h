@@ -22,6 +22,7 @@
 #include "gateway/metrics/registry.h"
 #include "gateway/net/accept_backoff.h"
 #include "gateway/upstream/pool.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate {
 
@@ -66,7 +67,7 @@ class Worker {
   void addCluster(std::shared_ptr<const config::Cluster> cluster,
                   std::shared_ptr<net::TlsContext> tls,
                   std::shared_ptr<upstream::ClusterHealth> health,
-                  std::shared_ptr<downstream::ConnectionLimit> requests);
+                  std::shared_ptr<net::ConnectionLimit> requests);
   // Before start(): accept on `fd` (a listening socket this worker now owns)
   // for listener `ctx`. `socket_id` names the socket across reloads (see
   // Reconfigure); the listener's other addresses share its ListenerStats.
@@ -93,7 +94,7 @@ class Worker {
       std::shared_ptr<const config::Cluster> cluster;
       std::shared_ptr<net::TlsContext> tls;
       std::shared_ptr<upstream::ClusterHealth> health;
-      std::shared_ptr<downstream::ConnectionLimit> requests;  // as addCluster's
+      std::shared_ptr<net::ConnectionLimit> requests;  // as addCluster's
     };
     std::vector<Socket> sockets;
     std::vector<Pool> pools;
@@ -127,10 +128,10 @@ class Worker {
     net::AcceptBackoff backoff{};
   };
   // A pool that holds `cluster` as long as it exists.
-  std::shared_ptr<upstream::UpstreamPool> newPool(
-      std::shared_ptr<const config::Cluster> cluster, std::shared_ptr<net::TlsContext> tls,
-      std::shared_ptr<upstream::ClusterHealth> health,
-      std::shared_ptr<downstream::ConnectionLimit> requests);
+  std::shared_ptr<upstream::UpstreamPool> newPool(std::shared_ptr<const config::Cluster> cluster,
+                                                  std::shared_ptr<net::TlsContext> tls,
+                                                  std::shared_ptr<upstream::ClusterHealth> health,
+                                                  std::shared_ptr<net::ConnectionLimit> requests);
   // The listener's cells (one ListenerStats per listener name, kept for the
   // worker's life so connections of a removed listener can still count).
   downstream::ListenerStats& statsFor(const std::string& listener);
@@ -158,6 +159,8 @@ class Worker {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
+  // Routes requests over upstreams_ and direct connections.
+  upstream::WorkerRouter router_{io_, upstreams_, shard_};
   std::vector<std::shared_ptr<upstream::UpstreamPool>> retired_;
   asio::steady_timer retired_timer_{io_};
   std::vector<std::shared_ptr<Acceptor>> acceptors_;

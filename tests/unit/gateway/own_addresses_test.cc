@@ -113,18 +113,18 @@ TEST_CASE("own addresses: a name that resolved to an own address (direct mode)",
   h.port = 9901;
   StreamInfo info;
   CHECK(filter.onRequestHead(h, info) == filters::FilterStatus::Continue);  // a name
-  filters::IpAddress loopback;
+  net::IpAddress loopback;
   loopback.bytes = {127, 0, 0, 1};
   const auto refused = filter.checkAddress(h, info, loopback);
   REQUIRE(refused);
   CHECK(refused->status == 403);
   CHECK(refused->reason.starts_with(
       "destination rebound.example:9901 (127.0.0.1) is h2gate's own admin endpoint"));
-  filters::IpAddress mapped;
+  net::IpAddress mapped;
   mapped.v6 = true;
   mapped.bytes = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1};
   CHECK(filter.checkAddress(h, info, mapped));
-  filters::IpAddress other;
+  net::IpAddress other;
   other.bytes = {192, 0, 2, 1};
   CHECK_FALSE(filter.checkAddress(h, info, other));
   h.port = 443;
