@@ -11,17 +11,13 @@
 
 #include "gateway/http_types.h"
 
+namespace h2gate::net {
+struct IpAddress;  // gateway/net/ip_address.h
+}  // namespace h2gate::net
+
 namespace h2gate::filters {
 
 class PacBuilder;  // filters/pac.h
-struct IpAddress;  // filters/matcher.h
-
-// Why a filter refuses an address (Filter::checkAddress): the status the app
-// gets (403 for the acl, a reject route's own) and the body.
-struct Refusal {
-  int status = 403;
-  std::string reason;
-};
 
 enum class FilterStatus {
   Continue,  // next filter
@@ -50,7 +46,7 @@ class Filter {
   // connects to none of them). Filters whose rules match addresses (the
   // acl's deny entries, forward_proxy's reject routes) override it.
   virtual std::optional<Refusal> checkAddress(const RequestHead&, const StreamInfo&,
-                                              const IpAddress&) const {
+                                              const net::IpAddress&) const {
     return std::nullopt;
   }
 

@@ -21,6 +21,10 @@ bool iequals(std::string_view a, std::string_view b);
 // First header with this name (case-insensitive), or nullptr.
 const Header* findHeader(const Headers& headers, std::string_view name);
 
+// "Basic base64(user:password)" (RFC 7617): a Proxy-Authorization value.
+// The result is a secret: never log it.
+std::string basicCredentials(std::string_view user, std::string_view password);
+
 enum class BodyFraming { None, ContentLength, Chunked, UntilClose };
 
 // Headers added to what h2gate sends to an upstream proxy (the CONNECT or
@@ -87,6 +91,14 @@ enum class Result {
 };
 inline constexpr size_t kResultCount = static_cast<size_t>(Result::StreamIdleTimeout) + 1;
 std::string_view resultName(Result r);
+
+// Why a request is refused before anything is sent for it (a filter's
+// verdict on an address, see upstream::AddressPolicy): the status the app
+// gets (403 for the acl, a reject route's own) and the body.
+struct Refusal {
+  int status = 403;
+  std::string reason;
+};
 
 // Per request/tunnel bookkeeping. Filters read it on completion; the
 // forward_proxy filter writes the route.

@@ -5,6 +5,9 @@
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
 #            the README's systemd and Windows proxy settings: clients_systemd,
 #            clients_wininet; a test that cannot run here is listed as skipped)
+#   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
+#            about a minute) with build/h2gate: every workload runs and the table
+#            has a figure in every row; the figures and their targets are not judged
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
 #            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
@@ -31,7 +34,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 ROOT=$PWD
 
-STAGES=(format release asan fuzz windows container)
+STAGES=(format release bench asan fuzz windows container)
 SKIP=",${H2GATE_SKIP:-},"
 FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-60}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
@@ -101,6 +104,35 @@ build_and_ctest() {
 stage_release() {
   build_and_ctest release build -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON \
     -DH2GATE_TESTS=ON -DH2GATE_SANITIZE=OFF -DH2GATE_FUZZ=OFF
+}
+
+# The benchmark suite in its quick mode, so it cannot rot unseen: it must run to the
+# end and print its table with a figure in every row ("-" means a workload gave
+# none, "nan" a ratio without one). Its ✓/✗ are not judged: they depend on the
+# machine and its load.
+stage_bench() {
+  local out=build/bench.out err=build/bench.err rc=0
+  QUICK=1 H2GATE_BIN="$ROOT/build/h2gate" timed tests/bench/run.sh >"$out" 2>"$err" || rc=$?
+  cat "$out"
+  if ((rc)); then
+    tail -n 40 "$err"
+    note bench "tests/bench/run.sh exited $rc (log: $err)"
+    return 1
+  fi
+  local sections=("W1 down" "W1 up" "W2 setup" "W3 abs" cold scale floor) missing=() s empty
+  grep -q '^h2gate benchmark suite: ' "$out" || missing+=("the title")
+  for s in "${sections[@]}"; do
+    grep -q "^$s *| " "$out" || missing+=("$s")
+  done
+  # Rows: "section | figure | value | target | mark"; the header row excepted.
+  empty=$(awk -F'|' 'NR > 1 && NF >= 3 && $1 !~ /^section/ {
+      v = $3; gsub(/^ +| +$/, "", v); if (v == "-" || v == "" || v ~ /nan/) print $1 "|" $2 }' "$out")
+  if ((${#missing[@]})) || [[ -n $empty ]]; then
+    if [[ -n $empty ]]; then printf 'rows without a figure:\n%s\n' "$empty"; fi
+    note bench "table incomplete:${missing[*]:+ no ${missing[*]};}${empty:+ $(wc -l <<<"$empty") row(s) without a figure}"
+    return 1
+  fi
+  note bench "QUICK=1: $(grep -c '^[A-Za-z0-9 ]* *| ' "$out") table rows, every section"
 }
 
 stage_asan() {

@@ -24,7 +24,7 @@ std::chrono::steady_clock::time_point plus(std::chrono::steady_clock::time_point
 std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::deadline() const {
   switch (state_) {
     case State::ReadingHead:
-      if (close_after_write_) return std::nullopt;  // an error reply is on its way out
+      if (socket_.closingAfterWrites()) return std::nullopt;  // an error reply is on its way out
       if (head_started_) return plus(head_since_, listener_.request_headers_timeout);
       return plus(idle_since_, listener_.idle_timeout);
     case State::Connecting:
@@ -40,13 +40,12 @@ std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::dea
       Clock::time_point d = plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
       // Once closing (half-close timeout reached), only the idle limit is left:
       // it cuts a close that waits for an app that reads nothing.
-      if (half_close_armed_ && !close_after_write_)
+      if (half_close_armed_ && !socket_.closingAfterWrites())
         d = std::min(d, plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
       return d;
     }
     case State::Closed:
-      if (closed_for_good_) return std::nullopt;
-      return linger_until_;
+      return std::nullopt;  // the socket's lingering close times itself
   }
   return std::nullopt;
 }
@@ -97,7 +96,7 @@ void DownstreamConnection::onTimer() {
     case State::Tunnel:
       return onTunnelTimeout();
     case State::Closed:
-      return finalClose();
+      return;
   }
 }
 
@@ -140,7 +139,7 @@ void DownstreamConnection::onResponseTimeout() {
 void DownstreamConnection::onStreamIdleTimeout() {
   const std::string limit =
       config::formatDuration(listener_.stream_idle_timeout) + " (stream_idle_timeout)";
-  if (close_after_write_) {
+  if (socket_.closingAfterWrites()) {
     // The last bytes for the app (a response's end, or an error reply of
     // ours) are queued before the close, and the app takes none of them.
     H2G_LOG(
@@ -165,7 +164,7 @@ void DownstreamConnection::onStreamIdleTimeout() {
   // The response is under way and cannot be completed: reset the app's
   // connection, so that no framing (a close-delimited body above all) can
   // make the part it got look whole. The upstream side is aborted.
-  const bool app_not_reading = writing_ || !out_.empty();
+  const bool app_not_reading = socket_.backlog();
   info_.result = Result::StreamIdleTimeout;
   info_.reason =
       std::string(app_not_reading ? "the app read nothing"
@@ -182,7 +181,7 @@ void DownstreamConnection::onTunnelTimeout() {
   const auto idle = now - last_tunnel_activity_;
   const std::string idle_text =
       config::formatDuration(std::chrono::duration_cast<config::Duration>(idle));
-  if (close_after_write_) {
+  if (socket_.closingAfterWrites()) {
     // Closing already, but the app has taken nothing for tunnel_idle_timeout.
     H2G_LOG(Info, id_, requests_,
             "tunnel to " << head_.authority() << ": the app took no bytes for " << idle_text
@@ -198,7 +197,7 @@ void DownstreamConnection::onTunnelTimeout() {
     // the upstream side still sees a cancel, since its stream never ended.
     info_.reason = "closed after the half-close timeout";
     request_done_ = response_done_ = true;
-    closeAfterWrites();
+    socket_.closeAfterWrites();
     if (state_ == State::Tunnel) armTimer();  // bytes for the app still queued
     return;
   }
@@ -209,8 +208,8 @@ void DownstreamConnection::onTunnelTimeout() {
   // A normal end, like the destination closing an idle connection itself.
   info_.reason = "closed after " + idle_text + " without traffic (tunnel_idle_timeout)";
   request_done_ = response_done_ = true;
-  if (writing_ || !out_.empty()) return close(false);  // the app read nothing meanwhile
-  closeAfterWrites();
+  if (socket_.backlog()) return close(false);  // the app read nothing meanwhile
+  socket_.closeAfterWrites();
 }
 
 void DownstreamConnection::armHalfCloseTimer() {

@@ -1,24 +1,33 @@
 // What a downstream connection needs from its listener: the filter chain and
 // the limits. Built once per listener at start; shared read-only by workers.
+// It is also the listener's AddressPolicy for direct mode: its filters
+// judge each address a destination resolved to (Filter::checkAddress).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "filters/filter.h"
-#include "gateway/downstream/connection_limit.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/net/send_buffer.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate::downstream {
 
-struct ListenerContext {
+struct ListenerContext final : upstream::AddressPolicy {
+  // The filters' Filter::checkAddress, in chain order: the first refusal.
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const net::IpAddress& ip) const override;
+  // DIRECT for this listener's requests (see upstream::DirectOptions).
+  upstream::DirectOptions direct() const { return {direct_connect_timeout, send_buffer, this}; }
+
   std::string name;
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
   http1::Limits limits;
-  const config::Bootstrap* bootstrap = nullptr;
   // Direct mode: one deadline for DNS and all connect attempts
   // (config: the listener's direct_connect_timeout).
   config::Duration direct_connect_timeout{std::chrono::seconds(10)};
@@ -59,7 +68,7 @@ struct ListenerContext {
   // The count max_connections is checked against. Shared (not copied) by
   // every worker; each connection holds a reference until it is released,
   // so the counter outlives the context if need be.
-  std::shared_ptr<ConnectionLimit> open_connections = std::make_shared<ConnectionLimit>();
+  std::shared_ptr<net::ConnectionLimit> open_connections = std::make_shared<net::ConnectionLimit>();
   // A tunnel one side of which has finished (FIN / END_STREAM) is closed
   // when the other side stays silent this long (HAProxy's client-fin /
   // server-fin). Needed because proxies such as nghttpx do not pass an

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "filters/host_name.h"
+#include "gateway/net/host_name.h"
 
 namespace h2gate::http1 {
 
@@ -272,7 +272,7 @@ bool validHost(std::string_view host, bool bracketed) {
 }
 
 struct Authority {
-  std::string host;  // canonical (filters::canonicalRequestHost), no brackets
+  std::string host;  // canonical (net::canonicalRequestHost), no brackets
   uint16_t port = 0;
   bool port_given = false;
   bool changed = false;  // the canonical host differs from the one written
@@ -311,7 +311,7 @@ std::string splitAuthority(std::string_view auth, uint16_t default_port, Authori
     return "invalid port";
   }
   std::string error;
-  std::optional<std::string> canonical = filters::canonicalRequestHost(h, bracketed, &error);
+  std::optional<std::string> canonical = net::canonicalRequestHost(h, bracketed, &error);
   if (!canonical) return error;
   out->changed = *canonical != h;
   out->host = std::move(*canonical);

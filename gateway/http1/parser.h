@@ -111,7 +111,7 @@ class Parser {
 // Fills is_connect/host/port/path from request.method/target. Authority-form
 // for CONNECT ("host:port", IPv6 in brackets, port required), absolute-form
 // "http://host[:port]/path" otherwise. The host comes out canonical
-// (filters::canonicalRequestHost: "0x7f.1" and "[::ffff:127.0.0.1]" are
+// (net::canonicalRequestHost: "0x7f.1" and "[::ffff:127.0.0.1]" are
 // 127.0.0.1), and when that differs from what the app wrote, `target` is
 // rewritten with it. Returns "" or a reason for a 400: origin-form "GET /"
 // sent to a proxy, a target with bytes outside visible ASCII (TAB, form

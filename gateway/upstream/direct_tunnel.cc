@@ -1,11 +1,11 @@
 #include "gateway/upstream/direct_tunnel.h"
-#include "gateway/net/address.h"
 
 #include <algorithm>
 
-#include "filters/matcher.h"
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
+#include "gateway/net/address.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
 
@@ -20,10 +20,10 @@ bool isLocalhostName(std::string_view host) {
 
 DirectTunnel::DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,
                            uint64_t stream_id, net::SendBufferConfig tuning,
-                           const std::vector<filters::FilterPtr>* filters)
+                           const AddressPolicy* policy)
     : connect_timeout_(connect_timeout),
       tuning_(tuning),
-      filters_(filters),
+      policy_(policy),
       conn_id_(conn_id),
       stream_id_(stream_id),
       resolver_(io),
@@ -79,8 +79,8 @@ void DirectTunnel::onResolved(const asio::error_code& ec,
 
 namespace {
 
-filters::IpAddress toIp(const asio::ip::address& a) {
-  filters::IpAddress ip;
+net::IpAddress toIp(const asio::ip::address& a) {
+  net::IpAddress ip;
   if (a.is_v4()) {
     const auto b = a.to_v4().to_bytes();
     std::copy(b.begin(), b.end(), ip.bytes.begin());
@@ -98,15 +98,13 @@ bool DirectTunnel::admitEndpoints() {
   std::vector<asio::ip::tcp::endpoint> admitted;
   std::string unspecified;
   for (const asio::ip::tcp::endpoint& ep : endpoints_) {
-    const filters::IpAddress ip = toIp(ep.address()).unmapped();
+    const net::IpAddress ip = toIp(ep.address()).unmapped();
     if (ip.unspecified()) {
       unspecified = ip.str();
       continue;
     }
-    if (filters_) {
-      for (const filters::FilterPtr& f : *filters_) {
-        std::optional<filters::Refusal> refusal = f->checkAddress(*head_, *info_, ip);
-        if (!refusal) continue;
+    if (policy_) {
+      if (std::optional<Refusal> refusal = policy_->checkAddress(*head_, *info_, ip)) {
         H2G_LOG(Debug, conn_id_, stream_id_,
                 "direct: " << head_->host << " resolves to " << ip.str() << ": refused");
         stopConnecting();

@@ -1,6 +1,6 @@
 // DIRECT: h2gate connects to the destination itself (no upstream proxy).
 // Resolves the name (localhost without DNS), puts every address to the
-// listener's filters (Filter::checkAddress: the acl's deny ranges judge the
+// listener's AddressPolicy (its filters: the acl's deny ranges judge the
 // addresses actually connected to, not just the name), tries every address
 // under one deadline, then hands the connection to an Http1Exchange: a raw
 // relay for CONNECT, an origin-form request over a fresh connection
@@ -14,9 +14,9 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "filters/filter.h"
 #include "gateway/net/send_buffer.h"
 #include "gateway/upstream/pending_tunnel.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate::upstream {
 
@@ -24,12 +24,11 @@ class DirectTunnel : public PendingTunnel, public std::enable_shared_from_this<D
  public:
   // `tuning`: the listener's send-buffer settings, for the socket to the
   // destination (uploads leave the machine there in direct mode).
-  // `filters`: the listener's chain, asked about each address before any
-  // connect; null: none. It must outlive the connecting phase (the
-  // listener context does: the app connection holds it).
+  // `policy`: asked about each address before any connect; null: none. It
+  // must outlive the connecting phase (see DirectOptions::policy).
   DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,
                uint64_t stream_id, net::SendBufferConfig tuning = {},
-               const std::vector<filters::FilterPtr>* filters = nullptr);
+               const AddressPolicy* policy = nullptr);
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void abort() override;
@@ -38,7 +37,7 @@ class DirectTunnel : public PendingTunnel, public std::enable_shared_from_this<D
   void onResolved(const asio::error_code& ec, asio::ip::tcp::resolver::results_type results);
   // Before the first connect: IPv4-mapped addresses as IPv4, the
   // unspecified address (0.0.0.0, ::: this host) dropped, and every address
-  // put to the filters; any refusal refuses the request. False when the
+  // put to the policy; any refusal refuses the request. False when the
   // request ended here (refused, or no address left).
   bool admitEndpoints();
   void connectNext();
@@ -47,7 +46,7 @@ class DirectTunnel : public PendingTunnel, public std::enable_shared_from_this<D
 
   config::Duration connect_timeout_;
   net::SendBufferConfig tuning_;
-  const std::vector<filters::FilterPtr>* filters_;
+  const AddressPolicy* policy_;
   uint64_t conn_id_;
   uint64_t stream_id_;
   bool connecting_ = false;

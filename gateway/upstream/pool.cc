@@ -175,7 +175,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   uint64_t stream_id_;
   bool waiting_ = false;
   // The cluster's max_requests count while this holds a slot of it.
-  std::shared_ptr<downstream::ConnectionLimit> slot_;
+  std::shared_ptr<net::ConnectionLimit> slot_;
   // A request the proxy refused, or whose connection died before anything
   // was sent either way, goes to another connection at most this often.
   static constexpr int kMaxRetries = 2;
@@ -189,7 +189,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                            std::shared_ptr<net::TlsContext> tls, uint32_t worker,
                            metrics::Shard& shard, std::shared_ptr<ClusterHealth> health,
-                           std::shared_ptr<downstream::ConnectionLimit> requests)
+                           std::shared_ptr<net::ConnectionLimit> requests)
     : io_(io),
       cluster_(cluster),
       tls_(std::move(tls)),
@@ -391,8 +391,8 @@ bool UpstreamPool::anyProbing() const {
   return std::any_of(h2_.begin(), h2_.end(), [](const H2Entry& e) { return e.conn->probing(); });
 }
 
-std::shared_ptr<downstream::ConnectionLimit> UpstreamPool::acquireRequest(uint64_t conn_id,
-                                                                          uint64_t stream_id) {
+std::shared_ptr<net::ConnectionLimit> UpstreamPool::acquireRequest(uint64_t conn_id,
+                                                                   uint64_t stream_id) {
   if (requests_->tryAcquire(cluster_.max_requests)) return requests_;
   if (const uint64_t n =
           requests_->noteRefusal(std::chrono::steady_clock::now(), kRefusalLogInterval))

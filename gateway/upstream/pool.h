@@ -11,7 +11,7 @@
 //
 // max_requests (circuit breaker) bounds the requests and tunnels in progress
 // on the cluster, waiting or on a connection, across every worker's pool:
-// one count shared by all (downstream::ConnectionLimit). A request beyond it
+// one count shared by all (net::ConnectionLimit). A request beyond it
 // gets 503 at once, before it queues. Its slot is taken when the request is
 // opened and given back exactly once when it ends, however it ends (see
 // ClusterTunnel); a retry onto another connection keeps the slot it has.
@@ -61,7 +61,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/downstream/connection_limit.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/connector.h"
 #include "gateway/upstream/h2_connection.h"
@@ -88,7 +88,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                std::shared_ptr<net::TlsContext> tls, uint32_t worker, metrics::Shard& shard,
                std::shared_ptr<ClusterHealth> health,
-               std::shared_ptr<downstream::ConnectionLimit> requests);
+               std::shared_ptr<net::ConnectionLimit> requests);
   ~UpstreamPool() override;
 
   std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
@@ -113,7 +113,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // release() exactly once when the request ends; null when the cluster is
   // at max_requests (counted in overflows, logged at most every
   // kRefusalLogInterval).
-  std::shared_ptr<downstream::ConnectionLimit> acquireRequest(uint64_t conn_id, uint64_t stream_id);
+  std::shared_ptr<net::ConnectionLimit> acquireRequest(uint64_t conn_id, uint64_t stream_id);
   // What a request refused by acquireRequest() is told.
   std::string maxRequestsReason() const;
   void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
@@ -208,7 +208,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::shared_ptr<ClusterStats> cluster_stats_;
   std::vector<std::shared_ptr<EndpointStats>> endpoint_stats_;  // index as in cluster_.endpoints
   std::shared_ptr<ClusterHealth> health_;
-  std::shared_ptr<downstream::ConnectionLimit> requests_;  // max_requests, all workers
+  std::shared_ptr<net::ConnectionLimit> requests_;  // max_requests, all workers
   std::vector<H2Entry> h2_;
   std::vector<std::shared_ptr<Connector>> connecting_;
   size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
@@ -237,8 +237,5 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // H2Connection::id()), until the PING's deadline; see onNetworkChange().
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> network_probes_;
 };
-
-// A worker's pools, by cluster name.
-using Upstreams = std::unordered_map<std::string, std::shared_ptr<UpstreamPool>>;
 
 }  // namespace h2gate::upstream

@@ -10,10 +10,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "filters/host_name.h"
 #include "filters/matcher.h"
 #include "gateway/http1/codec.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/host_name.h"
 
 namespace {
 
@@ -21,12 +21,12 @@ void checkTarget(const h2gate::RequestHead& r) {
   using namespace h2gate;
   const bool v6 = r.host.find(':') != std::string::npos;
   std::string error;
-  const std::optional<std::string> again = filters::canonicalRequestHost(r.host, v6, &error);
+  const std::optional<std::string> again = net::canonicalRequestHost(r.host, v6, &error);
   if (!again || *again != r.host) std::abort();  // not a fixed point
   const filters::Destination d(r.host, r.port, r.is_connect);
   if (v6 && !d.ip()) std::abort();
   if (d.ip() && (d.ip()->unspecified() || !(d.ip()->unmapped() == *d.ip()))) std::abort();
-  if (filters::endsInNumber(r.host) && !d.ip()) std::abort();
+  if (net::endsInNumber(r.host) && !d.ip()) std::abort();
   if (!r.is_connect) {
     std::string out;
     http1::appendOriginRequest(out, r, true);

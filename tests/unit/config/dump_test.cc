@@ -59,6 +59,7 @@ void checkSameAddress(const SocketAddress& a, const SocketAddress& b) {
 void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
   checkSameAddress(a.admin.address, b.admin.address);
   CHECK(a.admin.enabled == b.admin.enabled);
+  CHECK(a.admin.allowed_hosts == b.admin.allowed_hosts);
   CHECK(a.concurrency == b.concurrency);
   CHECK(a.drain_timeout == b.drain_timeout);
   CHECK(a.network_change_timeout == b.network_change_timeout);
@@ -85,6 +86,7 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     CHECK(x.send_buffer.mode == y.send_buffer.mode);
     CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
     CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
+    CHECK(x.deny_own_addresses == y.deny_own_addresses);
     REQUIRE(x.filters.size() == y.filters.size());
     for (std::size_t k = 0; k < x.filters.size(); ++k) {
       CHECK(x.filters[k].name == y.filters[k].name);
@@ -145,6 +147,13 @@ std::string roundTrip(const Bootstrap& b) {
   REQUIRE(again.ok());
   checkEquivalent(b, again.bootstrap);
   CHECK(dumpYaml(again.bootstrap) == dump);
+  // The running server's form (the filters' YAML dropped, their redacted
+  // text kept) dumps the same.
+  Bootstrap compact = again.bootstrap;
+  dropFilterYaml(compact);
+  for (const Listener& l : compact.listeners)
+    for (const FilterConfig& f : l.filters) CHECK_FALSE(f.typed_config.IsMap());
+  CHECK(dumpYaml(compact) == dump);
   return dump;
 }
 
@@ -479,4 +488,30 @@ TEST_CASE("the source comment stays on one line", "[config][dump]") {
   const LoadResult again = loadString(dump, "x");
   INFO(allProblems(again.problems));
   CHECK(again.ok());
+}
+
+TEST_CASE("dropFilterYaml keeps the redacted text only, and the dump the same", "[config][dump]") {
+  LoadResult r = loadString(std::string(h2gate::testing::kMinimalConfig) +
+                                "    deny_own_addresses: false\n"
+                                "admin:\n"
+                                "  address: {socket_address: {address: 127.0.0.1, port_value: 1}}\n"
+                                "  allowed_hosts: [h2gate.example, \"mon.example:9901\"]\n",
+                            "cfg.yaml");
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const std::string before = roundTrip(r.bootstrap);
+  CHECK(contains(before, "deny_own_addresses: false"));
+  CHECK(contains(before, "allowed_hosts: [h2gate.example, mon.example:9901]"));
+
+  // A filter with a secret: the tree goes, the redacted text stays.
+  Bootstrap b = r.bootstrap;
+  FilterConfig& f = b.listeners[0].filters[0];
+  f.typed_config.reset(YAML::Load("{routes: [], nested: {api_token: s3cret}}"));
+  const YAML::Node shared = f.typed_config;  // another copy of the Bootstrap would share it
+  dropFilterYaml(b);
+  CHECK(f.typed_config.IsNull());
+  CHECK_FALSE(contains(f.redacted_yaml, "s3cret"));
+  CHECK(contains(f.redacted_yaml, "api_token: \"[redacted]\""));
+  CHECK(shared["nested"]["api_token"].as<std::string>() == "s3cret");  // untouched
+  CHECK(contains(dumpYaml(b), "api_token: \"[redacted]\""));
 }

@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "../config/test_util.h"
-#include "filters/host_name.h"
 #include "filters/match_config.h"
 
 using namespace h2gate;
@@ -64,7 +63,7 @@ std::string problems(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("host normalisation: case, trailing dot, brackets, IDN", "[filters][matcher]") {
+TEST_CASE("destination host: case, trailing dot, brackets, zone", "[filters][matcher]") {
   const Destination a("WWW.Example.COM.", 443, true);
   CHECK(a.host() == "www.example.com");
   CHECK_FALSE(a.ip());
@@ -77,18 +76,6 @@ TEST_CASE("host normalisation: case, trailing dot, brackets, IDN", "[filters][ma
   CHECK(c.ip()->str() == "fe80::1");
   const Destination d(std::string(300, 'a'), 80, false);  // longer than any DNS name
   CHECK(d.host().empty());
-
-  std::string error;
-  CHECK(normalizeHostName("Bücher.Example.", &error) == "xn--bcher-kva.example");
-  CHECK(normalizeHostName("XN--BCHER-KVA.example", &error) == "xn--bcher-kva.example");
-  CHECK(normalizeHostName("München.DE", &error) == "xn--mnchen-3ya.de");
-  CHECK(normalizeHostName("under_score.internal", &error) == "under_score.internal");
-  CHECK_FALSE(normalizeHostName("a..b", &error));
-  CHECK(error == "'a..b' has an empty label");
-  CHECK_FALSE(normalizeHostName("a b", &error));
-  CHECK_FALSE(normalizeHostName("", &error));
-  CHECK_FALSE(normalizeHostName(".", &error));
-  CHECK_FALSE(normalizeHostName(std::string(254, 'a'), &error));
 }
 
 TEST_CASE("exact, domain and subdomain patterns", "[filters][matcher]") {
@@ -114,7 +101,7 @@ TEST_CASE("exact, domain and subdomain patterns", "[filters][matcher]") {
   CHECK_FALSE(in(numeric, "10.0.0.1"));
 }
 
-TEST_CASE("CIDR ranges: edges, IPv4 and IPv6, parse errors", "[filters][matcher]") {
+TEST_CASE("CIDR patterns: edges, IPv4 and IPv6", "[filters][matcher]") {
   DestinationSet s;
   s.add(cidr("10.0.0.0/8"));
   s.add(cidr("192.168.1.128/25"));
@@ -145,45 +132,15 @@ TEST_CASE("CIDR ranges: edges, IPv4 and IPv6, parse errors", "[filters][matcher]
   all.add(cidr("0.0.0.0/0"));
   CHECK(in(all, "1.2.3.4"));
   CHECK_FALSE(in(all, "::1"));  // families never mix
-
-  std::string error;
-  CHECK_FALSE(parseCidr("10.1.2.3/8", true, &error));
-  CHECK(error == "'10.1.2.3/8' has host bits set (did you mean 10.0.0.0/8?)");
-  auto lenient = parseCidr("10.1.2.3/8", false, &error);
-  REQUIRE(lenient);
-  CHECK(lenient->str() == "10.0.0.0/8");
-  CHECK_FALSE(parseCidr("10.0.0.0/33", true, &error));
-  CHECK(error == "prefix length /33 is longer than the address (at most /32)");
-  CHECK_FALSE(parseCidr("fd00::/129", true, &error));
-  CHECK_FALSE(parseCidr("10.0.0.0/", true, &error));
-  CHECK_FALSE(parseCidr("10.0.0.0/x", true, &error));
-  CHECK_FALSE(parseCidr("300.0.0.0/8", true, &error));
-  CHECK(error == "'300.0.0.0' is not an IPv4 or IPv6 address");
-  CHECK_FALSE(parseCidr("010.0.0.0/8", true, &error));  // no octal-looking octets
-  CHECK_FALSE(parseCidr("example.com/8", true, &error));
-  CHECK(parseCidr("[fd00::]/8", true, &error));
 }
 
-TEST_CASE("IPv4-mapped addresses: unmapped for matching, and as config ranges",
+TEST_CASE("a destination made from an IPv4-mapped address is the IPv4 address",
           "[filters][matcher]") {
   auto ip = [](const char* text) {
     auto parsed = parseIp(text);
     REQUIRE(parsed);
     return *parsed;
   };
-  CHECK(ip("::ffff:127.0.0.1").unmapped() == ip("127.0.0.1"));
-  CHECK(ip("::127.0.0.1").unmapped() == ip("127.0.0.1"));
-  CHECK(ip("::0.0.0.2").unmapped() == ip("0.0.0.2"));
-  CHECK(ip("::1").unmapped() == ip("::1"));  // loopback, not 0.0.0.1
-  CHECK(ip("::").unmapped() == ip("::"));
-  CHECK(ip("64:ff9b::7f00:1").unmapped() == ip("64:ff9b::7f00:1"));  // NAT64 is a real route
-  CHECK(ip("2001:db8::1").unmapped() == ip("2001:db8::1"));
-  CHECK(ip("0.0.0.0").unspecified());
-  CHECK(ip("0.255.1.1").unspecified());
-  CHECK(ip("::").unspecified());
-  CHECK_FALSE(ip("::1").unspecified());
-  CHECK_FALSE(ip("1.0.0.0").unspecified());
-
   // A destination made from an address (a resolved one) is that address.
   const Destination d(ip("::ffff:169.254.169.254"), 80, false);
   REQUIRE(d.ip());
@@ -191,16 +148,6 @@ TEST_CASE("IPv4-mapped addresses: unmapped for matching, and as config ranges",
   CHECK(d.ip()->str() == "169.254.169.254");
   CHECK(d.port() == 80);
   CHECK_FALSE(d.isConnect());
-
-  // A range written in the mapped space is the IPv4 range.
-  std::string error;
-  auto mapped = parseCidr("::ffff:10.0.0.0/104", true, &error);
-  REQUIRE(mapped);
-  CHECK(mapped->str() == "10.0.0.0/8");
-  CHECK(parseCidr("::ffff:169.254.169.254", true, &error)->str() == "169.254.169.254/32");
-  CHECK_FALSE(parseCidr("::ffff:10.0.0.1/104", true, &error));
-  CHECK(error == "'::ffff:10.0.0.1/104' has host bits set (did you mean 10.0.0.0/8?)");
-  CHECK(parseCidr("::/96", true, &error)->str() == "::/96");  // not the mapped space
 }
 
 TEST_CASE("patterns with a port, and Any", "[filters][matcher]") {

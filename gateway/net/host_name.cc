@@ -1,4 +1,4 @@
-#include "filters/host_name.h"
+#include "gateway/net/host_name.h"
 
 #include <idn2.h>
 
@@ -6,9 +6,9 @@
 #include <array>
 #include <cstdint>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 
-namespace h2gate::filters {
+namespace h2gate::net {
 namespace {
 
 bool isAscii(std::string_view s) {
@@ -183,4 +183,4 @@ std::optional<std::string> normalizeHostName(std::string_view text, std::string*
   return out;
 }
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::net

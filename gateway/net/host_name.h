@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace h2gate::filters {
+namespace h2gate::net {
 
 // Lower case, one trailing dot removed, and internationalised names in
 // their A-label form: "Bücher.Example." → "xn--bcher-kva.example" (IDNA2008
@@ -43,4 +43,4 @@ bool endsInNumber(std::string_view host);
 std::optional<std::string> canonicalRequestHost(std::string_view host, bool bracketed,
                                                 std::string* error);
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::net
