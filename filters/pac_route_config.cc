@@ -66,6 +66,23 @@ void parseFallback(config::NodeReader& f, const FactoryContext& ctx, PacRouteCon
   }
 }
 
+void parseProxies(config::NodeReader& p, PacRouteConfig& out) {
+  if (p.isNull() || !p.expectMap()) return;
+  p.allowOnly({"connect_timeout", "trusted_ca", "max_connections", "max_proxies", "idle_timeout"});
+  milliseconds connect = duration_cast<milliseconds>(out.proxies.cluster.connect_timeout);
+  durationAt(p, "connect_timeout", milliseconds(10), milliseconds(300000), connect);
+  out.proxies.cluster.connect_timeout = connect;
+  if (auto ca = p.string("trusted_ca")) {
+    if (ca->empty()) p.errorAt("trusted_ca", "expected a file");
+    out.proxies.cluster.tls->trusted_ca = *ca;
+  }
+  if (auto v = p.uint("max_connections", 1, 1024))
+    out.proxies.cluster.max_connections = static_cast<uint32_t>(*v);
+  if (auto v = p.uint("max_proxies", 1, 4096)) out.proxies.max_proxies = *v;
+  durationAt(p, "idle_timeout", milliseconds(1000), milliseconds(24 * 3600 * 1000),
+             out.proxies.idle_timeout);
+}
+
 }  // namespace
 
 std::optional<PacRouteConfig> parsePacRoute(config::NodeReader& r, const FactoryContext& ctx,
@@ -73,7 +90,8 @@ std::optional<PacRouteConfig> parsePacRoute(config::NodeReader& r, const Factory
   const std::size_t before = r.diagnostics().problems().size();
   if (!r.expectMap()) return std::nullopt;
   r.allowOnly({"url", "file", "wpad", "system", "refresh_interval", "retry_interval",
-               "fetch_timeout", "max_size", "trusted_ca", "evaluation", "fallback", "on_loop"});
+               "fetch_timeout", "max_size", "trusted_ca", "evaluation", "fallback", "on_loop",
+               "proxies"});
   PacRouteConfig out;
   out.source.name = route_name;
   out.evaluation.name = route_name;
@@ -127,6 +145,9 @@ std::optional<PacRouteConfig> parsePacRoute(config::NodeReader& r, const Factory
   if (auto loop = r.choice("on_loop", {"direct", "reject"}))
     out.on_loop =
         *loop == "reject" ? PacRouteConfig::OnLoop::Reject : PacRouteConfig::OnLoop::Direct;
+
+  config::NodeReader proxies = r.child("proxies");
+  parseProxies(proxies, out);
 
   if (r.diagnostics().problems().size() != before) return std::nullopt;
   return out;

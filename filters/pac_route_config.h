@@ -1,7 +1,5 @@
-// A forward_proxy route that follows a PAC file (issue 19), proposed
-// schema. Parsed and validated here; the request path does not act on it
-// yet (the wiring comes with dynamic proxy endpoints), so forward_proxy
-// does not accept the key until then.
+// The `pac` block of a forward_proxy route: the route follows a PAC file
+// (filters/pac_route.h does the routing).
 //
 //   routes:
 //   - match: {}                  # as for every route (filters/match_config.h)
@@ -31,6 +29,14 @@
 //       # An answer naming h2gate's own listener: direct (the default) or
 //       # reject (503).
 //       on_loop: direct
+//       # The proxies the PAC file names (PROXY h:p, HTTPS h:p) become pools
+//       # made on demand, one per proxy per worker, with these settings:
+//       proxies:
+//         connect_timeout: 5s    # TCP + TLS (default 5 s)
+//         trusted_ca: /etc/ssl/corp-ca.pem   # for HTTPS proxies; default: system store
+//         max_connections: 8     # per proxy per worker (default 8)
+//         max_proxies: 64        # proxy pools per worker (default 64)
+//         idle_timeout: 300s     # a proxy pool with no request this long is closed
 //
 // Errors name file, line, column and field like every config error.
 #pragma once
@@ -61,6 +67,17 @@ struct PacRouteConfig {
 
   enum class OnLoop { Direct, Reject };
   OnLoop on_loop = OnLoop::Direct;
+
+  struct Proxies {
+    // name and endpoints are each proxy's own; tls is for HTTPS ones.
+    config::Cluster cluster = [] {
+      config::Cluster c;
+      c.tls = config::TlsContext{};
+      return c;
+    }();
+    std::size_t max_proxies = 64;
+    std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+  } proxies;
 };
 
 // Reads the `pac` mapping of route `route_name` ("routes[2]", for logs).
