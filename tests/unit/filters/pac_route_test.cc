@@ -21,9 +21,10 @@ struct PacEnv : h2gate::testing::FilterEnv {
       : FilterEnv("pac.yaml", {"corp"}) {
     listener.address = config::SocketAddress{"127.0.0.1", 3128};
     const std::string path = dir.write("proxy.pac", text);
-    filter = make(kForwardProxy, "routes:\n- match: {}\n  pac:\n    file: " + path +
-                                     "\n    evaluation: {timeout: 300ms}\n" + extra);
-    INFO(h2gate::testing::FilterEnv::diag.problems().size());
+    filter =
+        make(kForwardProxy, "routes:\n- match: {}\n  pac:\n    file: " + path +
+                                "\n    evaluation: {timeout: 300ms, dns_timeout: 100ms}\n" + extra);
+    for (const auto& p : diag.problems()) UNSCOPED_INFO(p.str());
     REQUIRE(filter);
     REQUIRE(const_cast<Filter&>(*filter).init().empty());
     pac = dynamic_cast<const ForwardProxyFilter&>(*filter).pacRoutes().at(0);
