@@ -35,6 +35,9 @@ void parseEvaluation(config::NodeReader& e, PacRouteConfig& out) {
     out.evaluation.cache_entries = static_cast<std::size_t>(*v);
   durationAt(e, "cache_ttl", milliseconds(0), milliseconds(24 * 3600 * 1000),
              out.evaluation.cache_ttl);
+  // Not given: at most the evaluation's timeout.
+  if (!e.has("dns_timeout") && out.dns_timeout > out.evaluation.timeout)
+    out.dns_timeout = out.evaluation.timeout;
   if (out.dns_timeout > out.evaluation.timeout)
     e.errorAt("dns_timeout", "is longer than timeout (" +
                                  std::to_string(out.evaluation.timeout.count()) +

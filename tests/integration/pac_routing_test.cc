@@ -223,7 +223,8 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
 
   const auto log = env.gate->waitForAccessLog(8, milliseconds(5000));
   REQUIRE(log.size() == 8);
-  for (const auto& e : log) {
+  for (size_t i = 0; i < log.size(); ++i) {
+    const auto& e = log[i];
     INFO(e.line);
     const std::string target = e.get("target");
     CHECK(e.num("status") == 200);
@@ -232,7 +233,7 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
     } else if (target.find("a.test") != std::string::npos) {
       CHECK(e.get("cluster") == "HTTPS 127.0.0.1:" + str(nghttpx.port()));
       CHECK(e.get("protocol") == "h2");
-    } else if (target.find("?f") != std::string::npos) {
+    } else if (i >= 6) {  // after squid1 stopped
       CHECK(e.get("cluster") == "PROXY 127.0.0.1:" + str(squid2.httpPort()));
     } else {
       CHECK(e.get("cluster") == "PROXY 127.0.0.1:" + str(squid1_port));
@@ -297,8 +298,9 @@ TEST_CASE("pac routing: hostile PAC files and servers; traffic flows by the fall
   env.start(listeners, names);
   INFO(env.gate->process().logTail(80));
   // The big file is refused at the download; the silent server times out.
-  REQUIRE(env.gate->process().waitForLog("pac hangs/routes\\[0\\] \\(url\\): no complete answer",
-                                         milliseconds(10000)));
+  if (!env.gate->process().waitForLog("pac hangs/routes\\[0\\] \\(url\\): .*no complete answer",
+                                      milliseconds(10000)))
+    FAIL(env.gate->stderrText());
 
   const long rss_before = procStatusKiB(env.gate->process().pid(), "VmRSS");
   for (int round = 0; round < 5; ++round) {
