@@ -134,10 +134,15 @@ for i in $(seq "$W2_TUNNELS"); do
 done >"$work/w2.urls"
 
 w3() { # workload
-  local w=$1 out rps errs
+  local w=$1 out rps errs n cpu0 cpu1
+  cpu0=$(cpu_ticks "$(pid_of "$w")")
   out=$(wrk -t 1 -c "$W3_CONNS" -d "${W3_SECS}s" --timeout 10s --latency -s "$work/abs.lua" \
     "http://127.0.0.1:$(port_of "$w")/" 2>&1) || log "w3 $w: wrk failed: $out"
+  cpu1=$(cpu_ticks "$(pid_of "$w")")
   echo "$out" >"$work/w3-$w.out"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  add "w3 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="${n:-0}" \
+    'BEGIN {printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}')"
   rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")
   errs=$(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10}
     /Non-2xx or 3xx responses:/ {s += $5} END {print s + 0}' <<<"$out")
@@ -147,7 +152,8 @@ w3() { # workload
   last=${rps:-0}
 }
 w2() { # workload
-  local w=$1 t0 t1 n secs p99
+  local w=$1 t0 t1 n secs p99 cpu0 cpu1
+  cpu0=$(cpu_ticks "$(pid_of "$w")")
   t0=$EPOCHREALTIME
   env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u no_proxy -u NO_PROXY \
     LD_LIBRARY_PATH="$CURL8_LIB" "$CURL8" -q -s -S -p -x "http://127.0.0.1:$(port_of "$w")" \
@@ -155,7 +161,10 @@ w2() { # workload
     -w '%{http_code} %{size_download} %{time_total}\n' -K "$work/w2.urls" \
     >"$work/w2-$w.out" 2>"$work/w2-$w.err" || log "w2 $w: curl failed: $(tail -3 "$work/w2-$w.err")"
   t1=$EPOCHREALTIME
+  cpu1=$(cpu_ticks "$(pid_of "$w")")
   n=$(awk '$1 == 200 && $2 == 1024' "$work/w2-$w.out" | wc -l)
+  add "w2 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$W2_TUNNELS" \
+    'BEGIN {printf "%.4f", t / hz * 1000 / n}')"
   ((n == W2_TUNNELS)) || log "w2 $w: $n of $W2_TUNNELS tunnels answered 200 with 1 KiB"
   secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
   p99=$(awk '{print $3 * 1000}' "$work/w2-$w.out" | sort -g |
@@ -192,8 +201,10 @@ PAC routing vs the same 50 rules as native routes ($ROUNDS rounds; load average 
 |---|---|---|---|
 | W3 absolute-form req/s ($W3_CONNS conns, ${W3_SECS}s) | $(cell "w3 n rps" %.0f) | $(cell "w3 p rps" %.0f) | $(cell "w3 ratio" %.3f) |
 | W3 errors | $(cell "w3 n errs" %.0f) | $(cell "w3 p errs" %.0f) | |
+| W3 h2gate CPU µs per request | $(cell "w3 n cpu" %.1f) | $(cell "w3 p cpu" %.1f) | |
 | W2 tunnels/s ($W2_TUNNELS, $W2_PARALLEL at a time) | $(cell "w2 n tps" %.0f) | $(cell "w2 p tps" %.0f) | $(cell "w2 ratio" %.3f) |
 | W2 p99 ms | $(cell "w2 n p99" %.2f) | $(cell "w2 p p99" %.2f) | |
+| W2 h2gate CPU ms per tunnel | $(cell "w2 n cpu" %.3f) | $(cell "w2 p cpu" %.3f) | |
 
 target: p / n >= 0.95 for req/s and tunnels/s (median of the rounds)
 (p) metrics at the end: ${pac_metrics:-unavailable}
