@@ -15,9 +15,12 @@
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
 set -euo pipefail
 
+# libkrb5-dev: GSSAPI (MIT Kerberos) for Negotiate to upstream proxies; gss-ntlmssp:
+# NTLM as a GSSAPI mechanism (loaded at run time, only for NTLM).
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
+  libkrb5-dev gss-ntlmssp
   node-llhttp catch2 ca-certificates
 )
 TEST_PKGS=(
@@ -29,6 +32,7 @@ TEST_PKGS=(
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
+  krb5-kdc krb5-admin-server krb5-user
 )
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
@@ -40,7 +44,8 @@ UNDICI_VERSION=6.21.3
 # h2gate's default port): the tests start their own instances, so these are not
 # started while installing, and their services are disabled when we installed them.
 # package:service
-DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus)
+DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus
+  krb5-kdc:krb5-kdc krb5-admin-server:krb5-admin-server)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8

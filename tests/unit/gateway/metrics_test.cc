@@ -29,9 +29,9 @@ const prometheus::MetricFamily* family(const std::vector<prometheus::MetricFamil
 }  // namespace
 
 TEST_CASE("metric families follow Prometheus naming conventions", "[metrics]") {
-  const std::set<std::string_view> allowed_labels{"listener",   "cluster", "endpoint", "protocol",
-                                                  "direction",  "kind",    "result",   "status",
-                                                  "connection", "fallback"};
+  const std::set<std::string_view> allowed_labels{"listener",   "cluster",  "endpoint", "protocol",
+                                                  "direction",  "kind",     "result",   "status",
+                                                  "connection", "fallback", "scheme"};
   std::set<std::string_view> names;
   for (size_t i = 0; i < kFamilyCount; ++i) {
     const FamilyDef& d = definition(static_cast<Family>(i));
