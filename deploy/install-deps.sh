@@ -34,7 +34,11 @@ TEST_PKGS=(
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
   krb5-kdc krb5-admin-server krb5-user
+  winbind
 )
+# krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
+# authentication tests (tests/support/kerberos.h); winbind: Samba's ntlm_auth, which wine's
+# NTLM package runs (the SSPI backend's tests under wine).
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
 # fine, and nodesource's nodejs conflicts with Debian's npm). undici, the HTTP
@@ -46,7 +50,7 @@ UNDICI_VERSION=6.21.3
 # started while installing, and their services are disabled when we installed them.
 # package:service
 DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus
-  krb5-kdc:krb5-kdc krb5-admin-server:krb5-admin-server)
+  krb5-kdc:krb5-kdc krb5-admin-server:krb5-admin-server winbind:winbind)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8

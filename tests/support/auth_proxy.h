@@ -32,6 +32,8 @@ class AuthProxy {
     std::string keytab;
     std::string krb5_conf;
     std::string mutual = "ok";  // ok | forged | none
+    // Who verifies NTLM: "pyspnego", or "gss-ntlmssp" (through python-gssapi).
+    std::string ntlm_acceptor = "pyspnego";
     // TLS with this certificate (and ALPN list, e.g. "h2,http/1.1").
     std::string tls_cert, tls_key, alpn;
   };

@@ -10,6 +10,10 @@ service key from KRB5_KTNAME), Basic against --basic USER:PASSWORD.
   auth_proxy.py --port-file F --log F --schemes negotiate,ntlm,basic
                 [--one-line] [--basic user:pw] [--mutual ok|forged|none]
                 [--tls CERT KEY [--alpn h2,http/1.1]]
+                [--ntlm-acceptor pyspnego|gss-ntlmssp]
+
+--ntlm-acceptor gss-ntlmssp verifies NTLM with Debian's gss-ntlmssp (GSSAPI,
+through python-gssapi; same NTLM_USER_FILE) instead of pyspnego.
 
 --schemes: what a 407 offers, in order (Proxy-Authenticate lines, or one line
 with --one-line). NTLM authenticates the connection: the three messages go on
@@ -141,7 +145,7 @@ def authenticate(conn, method, target, headers):
         raw = base64.b64decode(token)
         kind = struct.unpack_from("<I", raw, 8)[0] if len(raw) >= 12 else 0
         if kind == 1:
-            conn.ntlm = spnego.server(protocol="ntlm")
+            conn.ntlm = ntlm_acceptor()
             out = conn.ntlm.step(raw)
             return False, "ntlm-challenge", [("Proxy-Authenticate", "NTLM " + base64.b64encode(out).decode())], {}
         if kind == 3 and conn.ntlm is not None:
@@ -150,9 +154,9 @@ def authenticate(conn, method, target, headers):
                 conn.ntlm.step(raw)
             except Exception as e:  # a wrong password: pyspnego raises
                 conn.ntlm = None
-                detail["error"] = type(e).__name__
+                detail["error"] = type(e).__name__ + ": " + str(e)[:300]
                 return False, "ntlm-rejected", challenges(), detail
-            conn.user = conn.ntlm.client_principal
+            conn.user = str(getattr(conn.ntlm, "client_principal", None) or conn.ntlm.initiator_name)
             detail["user"] = conn.user
             return True, "ntlm", [], detail
         return False, "ntlm-unexpected", challenges(), {}
@@ -177,6 +181,16 @@ def authenticate(conn, method, target, headers):
             return True, "basic", [], {"user": ARGS.basic.split(":")[0]}
         return False, "basic-rejected", challenges(), {}
     return False, "none", challenges(), {}
+
+
+def ntlm_acceptor():
+    if ARGS.ntlm_acceptor == "pyspnego":
+        return spnego.server(protocol="ntlm")
+    # gss-ntlmssp (NTLMSSP as a GSSAPI mechanism) through python-gssapi.
+    import gssapi
+
+    mech = gssapi.OID.from_int_seq("1.3.6.1.4.1.311.2.2.10")
+    return gssapi.SecurityContext(usage="accept", creds=gssapi.Credentials(usage="accept", mechs=[mech]))
 
 
 def relay(a, b):
@@ -329,6 +343,7 @@ def main():
     p.add_argument("--mutual", default="ok", choices=["ok", "forged", "none"])
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     p.add_argument("--alpn", default="http/1.1")
+    p.add_argument("--ntlm-acceptor", default="pyspnego", choices=["pyspnego", "gss-ntlmssp"])
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     with open(ARGS.port_file + ".tmp", "w") as f:

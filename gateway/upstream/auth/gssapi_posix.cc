@@ -412,10 +412,6 @@ Step GssContext::step(std::string_view input) {
 
 }  // namespace
 
-std::string_view mechanismName(Mechanism m) {
-  return m == Mechanism::Negotiate ? "Negotiate" : "NTLM";
-}
-
 std::shared_ptr<Mechanisms> platformMechanisms(const CredentialSource& source) {
   return std::make_shared<GssMechanisms>(source);
 }

@@ -16,7 +16,10 @@ enum class Mechanism {
   Negotiate,  // SPNEGO with Kerberos (RFC 4559)
   Ntlm,       // NTLMv2 only, never LM or NTLMv1
 };
-std::string_view mechanismName(Mechanism m);  // "Negotiate", "NTLM"
+// "Negotiate", "NTLM": the HTTP scheme names, and SSPI's package names.
+inline std::string_view mechanismName(Mechanism m) {
+  return m == Mechanism::Negotiate ? "Negotiate" : "NTLM";
+}
 
 // Where a cluster's credentials come from.
 struct CredentialSource {
