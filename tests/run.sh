@@ -4,12 +4,14 @@
 #   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
 #            the README's systemd and Windows proxy settings: clients_systemd,
-#            clients_wininet; a test that cannot run here is listed as skipped)
+#            clients_wininet; the SSPI backend under wine: clients_sspi; a test
+#            that cannot run here is listed as skipped)
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
 #            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
-#   windows  mingw-w64 cross build of the send-buffer tuner + WinSock backend in
-#            build-windows/, its tests run under wine (tests/windows/run.sh)
+#   windows  mingw-w64 cross build of the send-buffer tuner + WinSock backend, the
+#            network monitor and the SSPI backend in build-windows/, their tests
+#            run under wine (tests/windows/run.sh)
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
 #            skipped, with the reason, where podman cannot run containers

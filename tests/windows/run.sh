@@ -2,8 +2,8 @@
 # The Windows cross build in one command: configures tests/windows/ with the
 # mingw-w64 toolchain (cmake/mingw-w64.cmake), builds the send-buffer tuner, its
 # WinSock backend and their Catch2 tests into one .exe, the network monitor and
-# its iphlpapi watcher into another, and runs them under wine with
-# `ctest -L windows`.
+# its iphlpapi watcher into another, the SSPI backend of proxy authentication
+# into a third, and runs them under wine with `ctest -L windows`.
 #
 #   tests/windows/run.sh [BUILD_DIR]   default: build-windows/ at the repo root
 #
