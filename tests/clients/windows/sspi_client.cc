@@ -12,8 +12,8 @@
 // "mutual <complete|failed|none>". Exit 0 when the last answer is 200.
 #include <winsock2.h>
 
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
