@@ -225,8 +225,8 @@ ParseResult parse(int argc, const char* const* argv) {
     }
 
     static constexpr const char* kValued[] = {
-        "-c",         "--config", "--listen",      "--admin",
-        "--upstream", "--cacert", "--concurrency", "--log-level"};
+        "-c",       "--config",      "--listen",    "--admin",     "--upstream",
+        "--cacert", "--concurrency", "--log-level", "--proxy-auth"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -265,6 +265,10 @@ ParseResult parse(int argc, const char* const* argv) {
       } else {
         o.concurrency = static_cast<uint32_t>(std::stoul(value));
       }
+    } else if (name == "--proxy-auth") {
+      if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
+        addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
+      o.proxy_auth = value;
     } else if (name == "--log-level") {
       log::Level level;
       if (!log::parseLevel(value, &level)) {
@@ -302,6 +306,10 @@ Options:
       --cacert FILE        CA bundle to verify --upstream proxies (default: the
                            system bundle)
       --insecure           do not verify the --upstream proxy's certificate
+      --proxy-auth SCHEME  authenticate to the --upstream proxy: negotiate
+                           (Kerberos: your kinit ticket), ntlm, basic (both
+                           with user:pass@ in the URL) or auto (the strongest
+                           the proxy asks for)
       --concurrency N      worker threads (default 1)
       --log-level LEVEL    trace, debug, info, warn or error (default info)
   -h, --help               this text
@@ -426,6 +434,28 @@ config::LoadResult buildBootstrap(const Options& options,
         }
       }
       if (options.insecure) flag_cluster->tls->insecure_skip_verify = true;
+    }
+  }
+
+  if (options.proxy_auth) {
+    using Scheme = config::ProxyAuthentication::Scheme;
+    const std::string& v = *options.proxy_auth;
+    const Scheme scheme = v == "negotiate" ? Scheme::Negotiate
+                          : v == "ntlm"    ? Scheme::Ntlm
+                          : v == "basic"   ? Scheme::Basic
+                                           : Scheme::Auto;
+    if (flag_cluster == nullptr) {
+      fail(
+          "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+          "config file set proxy_authentication instead");
+    } else if (scheme == Scheme::Basic && !flag_cluster->credentials) {
+      fail("--proxy-auth basic needs user:pass@ in the --upstream URL");
+    } else {
+      flag_cluster->authentication.emplace();
+      flag_cluster->authentication->scheme = scheme;
+      // NTLM authenticates connections, which HTTP/2 cannot carry.
+      if (scheme == Scheme::Ntlm && flag_cluster->tls)
+        flag_cluster->tls->alpn_protocols = {"http/1.1"};
     }
   }
 
