@@ -39,18 +39,22 @@ class Cursor {
     return s_.substr(start, i_ - start);
   }
   // A quoted-string (cursor on the opening quote); false when unterminated
-  // or holding a control character.
+  // or holding a control character, escaped or not (RFC 9110 §5.6.4:
+  // qdtext and quoted-pair both take HTAB, SP, VCHAR and obs-text only).
   bool quoted(std::string* out) {
+    auto allowed = [](char c) {
+      return !((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f);
+    };
     ++i_;  // "
     while (!done()) {
       const char c = s_[i_++];
       if (c == '"') return true;
       if (c == '\\') {
-        if (done()) return false;
+        if (done() || !allowed(s_[i_])) return false;
         out->push_back(s_[i_++]);
         continue;
       }
-      if ((static_cast<unsigned char>(c) < 0x20 && c != '\t') || c == 0x7f) return false;
+      if (!allowed(c)) return false;
       out->push_back(c);
     }
     return false;

@@ -77,8 +77,12 @@ TEST_CASE("Proxy-Authenticate: malformed input keeps what came before", "[auth][
   REQUIRE(c.size() == 1);  // the malformed challenge itself is dropped
   CHECK(c[0] == scheme("NTLM"));
 
+  // (The last: a control character escaped in a quoted-string, found by
+  // the fuzz target: RFC 9110's quoted-pair does not take it.)
   for (const char* bad : {"Negotiate abc== xyz", "Negotiate a==b", "\"quoted\"", "Basic =x",
-                          "Basic realm=\"a\" junk", "Basic realm=\"\x01\""}) {
+                          "Basic realm=\"a\" junk", "Basic realm=\"\x01\"",
+                          "Digest realm=\"a\\\x18"
+                          "b\""}) {
     INFO(bad);
     parse(bad, &ok);
     CHECK_FALSE(ok);
