@@ -20,9 +20,12 @@
 #include <krb5.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -90,6 +93,12 @@ void wipeBuffer(gss_buffer_desc& b) {
 struct Cred {
   gss_cred_id_t handle = GSS_C_NO_CREDENTIAL;
   std::string memory_cache;  // a MEMORY cache of ours, destroyed with the handle
+  // Kerberos: the credential cache behind the handle, and whether it lives
+  // in this process's memory (a snapshot or the keytab's): then a cached
+  // service ticket makes a token without any I/O (firstStepIsLocal).
+  std::string cache_name;
+  bool in_memory = false;
+  uint64_t generation = 0;  // tells a replaced credential from its successor
   ~Cred() {
     OM_uint32 minor = 0;
     if (handle != GSS_C_NO_CREDENTIAL) gss_release_cred(&minor, &handle);
@@ -141,12 +150,18 @@ class GssContext : public SecurityContext {
   gss_name_t target_ = GSS_C_NO_NAME;
   gss_ctx_id_t ctx_ = GSS_C_NO_CONTEXT;
   bool done_ = false;
+  bool first_ = false;  // the next step is the first leg
 };
 
 class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<GssMechanisms> {
  public:
-  explicit GssMechanisms(const CredentialSource& source) : source_(source) {}
-  ~GssMechanisms() override { OPENSSL_cleanse(source_.password.data(), source_.password.size()); }
+  explicit GssMechanisms(const CredentialSource& source) : source_(source) {
+    // Never used, only kept alive: while a krb5 context lives, MIT's profile
+    // library keeps krb5.conf parsed (checking its mtime), so the context
+    // every GSSAPI call makes does not open and parse it again (measured:
+    // 35 µs a token instead of 52).
+    if (krb5_init_context(&profile_keeper_) != 0) profile_keeper_ = nullptr;
+  }
 
   std::unique_ptr<SecurityContext> newContext(Mechanism m, const std::string& spn) override {
     return std::make_unique<GssContext>(shared_from_this(), m, spn);
@@ -164,6 +179,69 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
     std::lock_guard<std::mutex> lock(mu_);
     std::shared_ptr<Cred>& slot = m == Mechanism::Negotiate ? krb_ : ntlm_;
     if (slot == cred) slot.reset();
+  }
+
+  // Negotiate needs the KDC only without a valid service ticket (and a
+  // fresh credential cache snapshot needs the file): local when the
+  // credentials live in memory, the user's cache file is unchanged (one
+  // stat(), local metadata) and the service ticket for `spn` found there
+  // after an earlier token is valid for kTicketMargin more. NTLM is always
+  // local (hashes of the password in memory).
+  bool firstStepIsLocal(Mechanism m, const std::string& spn) override {
+    if (m == Mechanism::Ntlm) return true;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!krb_ || !krb_->in_memory) return false;
+    if (!file_cache_.empty() && stampOf(file_cache_) != stamp_) return false;
+    const auto it = tickets_.find(spn);
+    if (it == tickets_.end() || it->second.generation != krb_->generation) return false;
+    return std::time(nullptr) + kTicketMargin < it->second.endtime;
+  }
+
+  // The canonical name of `spn` found by an earlier token (so no DNS
+  // lookup canonicalizes it again), or GSS_C_NO_NAME. The caller releases it.
+  gss_name_t canonicalName(const std::string& spn) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = tickets_.find(spn);
+    if (it == tickets_.end() || !it->second.name) return GSS_C_NO_NAME;
+    OM_uint32 minor = 0;
+    gss_name_t out = GSS_C_NO_NAME;
+    gss_duplicate_name(&minor, it->second.name, &out);
+    return out;
+  }
+
+  // After a Negotiate token for `spn` made with `cred`: remembers the
+  // service ticket's end time (from the in-memory cache) and the
+  // canonicalized name. Off the event loop (it may canonicalize by DNS and
+  // reads krb5.conf); once per principal and credential.
+  void noteTicket(const std::string& spn, const std::shared_ptr<Cred>& cred, gss_name_t target) {
+    if (!cred->in_memory) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const auto it = tickets_.find(spn);
+      if (it != tickets_.end() && it->second.generation == cred->generation &&
+          std::time(nullptr) + kTicketMargin < it->second.endtime)
+        return;
+    }
+    OM_uint32 minor = 0;
+    gss_name_t canon = GSS_C_NO_NAME;
+    if (GSS_ERROR(gss_canonicalize_name(&minor, target, gss_mech_krb5, &canon))) return;
+    gss_buffer_desc text = GSS_C_EMPTY_BUFFER;
+    gss_display_name(&minor, canon, &text, nullptr);
+    const std::string principal(static_cast<const char*>(text.value), text.length);
+    gss_release_buffer(&minor, &text);
+    const krb5_timestamp endtime = ticketEnd(cred->cache_name, principal);
+    std::lock_guard<std::mutex> lock(mu_);
+    Ticket& t = tickets_[spn];
+    if (t.name) gss_release_name(&minor, &t.name);
+    t = Ticket{cred->generation, endtime, canon};
+  }
+
+  ~GssMechanisms() override {
+    OM_uint32 minor = 0;
+    for (auto& [spn, t] : tickets_)
+      if (t.name) gss_release_name(&minor, &t.name);
+    if (profile_keeper_) krb5_free_context(profile_keeper_);
+    OPENSSL_cleanse(source_.password.data(), source_.password.size());
   }
 
  private:
@@ -184,11 +262,15 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
     return FileStamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
   }
 
-  static std::shared_ptr<Cred> spnegoFromStore(gss_name_t name,
-                                               std::vector<gss_key_value_element_desc> store,
-                                               std::string memory_cache, Step* fail) {
+  std::shared_ptr<Cred> spnegoFromStore(gss_name_t name,
+                                        std::vector<gss_key_value_element_desc> store,
+                                        std::string memory_cache, std::string cache_name,
+                                        Step* fail) {
     auto cred = std::make_shared<Cred>();
+    cred->in_memory = !memory_cache.empty();
     cred->memory_cache = std::move(memory_cache);
+    cred->cache_name = std::move(cache_name);
+    cred->generation = ++generations_;
     gss_key_value_set_desc set{static_cast<OM_uint32>(store.size()), store.data()};
     gss_OID_set_desc mechs{1, &kSpnegoOid};
     OM_uint32 minor = 0;
@@ -231,7 +313,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
       std::string memory = uniqueMemoryCache("keytab");
       krb_ = spnegoFromStore(
           name, {{"client_keytab", source_.client_keytab.c_str()}, {"ccache", memory.c_str()}},
-          memory, fail);
+          memory, memory, fail);
       OM_uint32 minor = 0;
       if (name != GSS_C_NO_NAME) gss_release_name(&minor, &name);
       if (!krb_ && fail->hint.empty()) fail->hint = "check client_keytab (klist -k) and principal";
@@ -298,7 +380,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
         fail->error = "cannot read credential cache " + name + ": " + Krb5Error(kc, e).str();
         fail->hint = kerberosHint("No credentials cache");
       } else {
-        out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", memory.c_str()}}, memory, fail);
+        out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", memory.c_str()}}, memory, memory, fail);
         if (out && stamp) {
           file_cache_ = path;
           stamp_ = *stamp;
@@ -311,7 +393,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
       }
     } else {
       file_cache_.clear();
-      out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", name.c_str()}}, "", fail);
+      out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", name.c_str()}}, "", name, fail);
     }
     krb5_free_principal(kc, client);
     krb5_cc_close(kc, src);
@@ -352,8 +434,46 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
     return ntlm_;
   }
 
+  // The latest end time of a ticket for `principal` (any realm: a referral
+  // stores its ticket without one) in `cache`; 0 when there is none.
+  static krb5_timestamp ticketEnd(const std::string& cache, const std::string& principal) {
+    krb5_context kc = nullptr;
+    if (krb5_init_context(&kc) != 0) return 0;
+    krb5_timestamp end = 0;
+    krb5_ccache cc = nullptr;
+    krb5_principal server = nullptr;
+    krb5_cc_cursor cursor = nullptr;
+    if (krb5_cc_resolve(kc, cache.c_str(), &cc) == 0 &&
+        krb5_parse_name(kc, principal.c_str(), &server) == 0 &&
+        krb5_cc_start_seq_get(kc, cc, &cursor) == 0) {
+      krb5_creds creds;
+      while (krb5_cc_next_cred(kc, cc, &cursor, &creds) == 0) {
+        if (krb5_principal_compare_any_realm(kc, creds.server, server))
+          end = std::max(end, creds.times.endtime);
+        krb5_free_cred_contents(kc, &creds);
+      }
+      krb5_cc_end_seq_get(kc, cc, &cursor);
+    }
+    if (server) krb5_free_principal(kc, server);
+    if (cc) krb5_cc_close(kc, cc);
+    krb5_free_context(kc);
+    return end;
+  }
+
+  // A token is made on the event loop only while its service ticket stays
+  // valid this much longer (clock skew, a slow request).
+  static constexpr std::time_t kTicketMargin = 300;
+  struct Ticket {
+    uint64_t generation = 0;  // of the credential it was found with
+    krb5_timestamp endtime = 0;
+    gss_name_t name = GSS_C_NO_NAME;  // canonicalized, owned
+  };
+
   CredentialSource source_;
+  krb5_context profile_keeper_ = nullptr;
   std::mutex mu_;
+  std::map<std::string, Ticket> tickets_;  // by spn
+  uint64_t generations_ = 0;
   std::shared_ptr<Cred> krb_;
   std::string file_cache_;  // the user's FILE cache krb_ is a copy of ("" otherwise)
   FileStamp stamp_;
@@ -374,14 +494,18 @@ Step GssContext::step(std::string_view input) {
       done_ = true;
       return out;
     }
-    gss_buffer_desc b{spn_.size(), spn_.data()};
-    OM_uint32 minor = 0;
-    const OM_uint32 major = gss_import_name(&minor, &b, GSS_C_NT_HOSTBASED_SERVICE, &target_);
-    if (GSS_ERROR(major)) {
-      out.error = gssError(("service principal " + spn_).c_str(), major, minor, mech);
-      done_ = true;
-      return out;
+    if (mech_ == Mechanism::Negotiate) target_ = owner_->canonicalName(spn_);
+    if (target_ == GSS_C_NO_NAME) {
+      gss_buffer_desc b{spn_.size(), spn_.data()};
+      OM_uint32 minor = 0;
+      const OM_uint32 major = gss_import_name(&minor, &b, GSS_C_NT_HOSTBASED_SERVICE, &target_);
+      if (GSS_ERROR(major)) {
+        out.error = gssError(("service principal " + spn_).c_str(), major, minor, mech);
+        done_ = true;
+        return out;
+      }
     }
+    first_ = true;
   }
   gss_buffer_desc in{input.size(), const_cast<char*>(input.data())};
   gss_buffer_desc token = GSS_C_EMPTY_BUFFER;
@@ -407,6 +531,8 @@ Step GssContext::step(std::string_view input) {
   }
   out.status = major == GSS_S_CONTINUE_NEEDED ? Step::Status::Continue : Step::Status::Complete;
   done_ = out.status == Step::Status::Complete;
+  if (first_ && mech_ == Mechanism::Negotiate) owner_->noteTicket(spn_, cred_, target_);
+  first_ = false;
   return out;
 }
 

@@ -58,7 +58,8 @@ class SecurityContext {
   // One leg. `input` is the proxy's token, empty for the first leg.
   // MAY BLOCK: the first Negotiate leg may ask a KDC for a ticket (once per
   // service principal, and when tickets expire), so callers run it off the
-  // event loop. Later legs and NTLM compute locally.
+  // event loop unless Mechanisms::firstStepIsLocal() says otherwise. Later
+  // legs and NTLM compute locally.
   virtual Step step(std::string_view input) = 0;
 };
 
@@ -70,6 +71,15 @@ class Mechanisms {
   // `spn` in GSSAPI's host-based form "HTTP@proxy.example.com". Never null;
   // problems show up in the first step().
   virtual std::unique_ptr<SecurityContext> newContext(Mechanism m, const std::string& spn) = 0;
+  // Whether a first step for `spn` now would compute locally, from tickets
+  // already in memory, without a KDC, a DNS lookup or reading a credential
+  // cache file: then the caller may run it on its event loop. False unless
+  // the backend knows (the default).
+  virtual bool firstStepIsLocal(Mechanism m, const std::string& spn) {
+    (void)m;
+    (void)spn;
+    return false;
+  }
 };
 
 // The platform's implementation (gssapi_posix.cc or sspi_win.cc).

@@ -326,16 +326,25 @@ void RequestAuth::prepare(size_t endpoint, bool h2, bool connection_authenticate
     case Scheme::Negotiate:
       break;
   }
-  // A Kerberos token, off the event loop (see token_threads.h).
+  // A Kerberos token: on the event loop when the service ticket is in
+  // memory (no KDC, no DNS, no cache file: Mechanisms::firstStepIsLocal),
+  // else on a token thread (see token_threads.h).
+  const std::string spn = auth_->spn(endpoint);
+  ready_ = std::move(ready);
+  const uint64_t attempt = ++attempt_;
+  if (auth_->mechanisms().firstStepIsLocal(Mechanism::Negotiate, spn)) {
+    std::unique_ptr<SecurityContext> ctx =
+        auth_->mechanisms().newContext(Mechanism::Negotiate, spn);
+    Step step = ctx->step({});
+    return tokenReady(std::move(ctx), std::move(step));
+  }
   struct Job {
     std::unique_ptr<SecurityContext> ctx;
     Step step;
     ~Job() { wipe(step.token); }
   };
   auto job = std::make_shared<Job>();
-  job->ctx = auth_->mechanisms().newContext(Mechanism::Negotiate, auth_->spn(endpoint));
-  ready_ = std::move(ready);
-  const uint64_t attempt = ++attempt_;
+  job->ctx = auth_->mechanisms().newContext(Mechanism::Negotiate, spn);
   std::weak_ptr<RequestAuth> weak = weak_from_this();
   std::shared_ptr<LoopMailbox> mailbox = auth_->mailbox();
   TokenThreads::instance().post([job, weak, mailbox, attempt] {

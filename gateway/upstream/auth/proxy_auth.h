@@ -13,10 +13,14 @@
 // the exchange:
 //   - Basic: the header on every request.
 //   - Negotiate: a fresh Kerberos token per request (so every h2 stream
-//     carries its own), made on a TokenThreads thread because the first one
-//     for a proxy may wait for the KDC; the proxy's mutual-authentication
-//     token in its answer, when it sends one, must verify (checked on the
-//     event loop: it needs only the session key the context holds).
+//     carries its own). The first for a proxy (and the first after its
+//     service ticket nears its end, or after kinit) may wait for the KDC:
+//     it is made on a TokenThreads thread. Later ones come from the ticket
+//     in memory and are made on the event loop (Mechanisms::
+//     firstStepIsLocal; about 50 µs each, less than handing them to a
+//     thread and back costs). The proxy's mutual-authentication token in
+//     its answer, when it sends one, must verify (checked on the event loop:
+//     it needs only the session key the context holds).
 //   - NTLM: per HTTP/1.1 connection, three messages: negotiate (sent with
 //     the request), the proxy's challenge (a 407 on the same keep-alive
 //     connection), authenticate (the request again). A request body is held

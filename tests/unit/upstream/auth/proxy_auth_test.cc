@@ -21,6 +21,7 @@ namespace {
 struct FakeMechanisms : Mechanisms {
   bool negotiate_fails = false;
   bool ntlm_fails = false;
+  bool local = false;  // firstStepIsLocal's answer
   int tokens = 0;
   std::vector<std::string> spns;
   struct Ctx : SecurityContext {
@@ -59,6 +60,7 @@ struct FakeMechanisms : Mechanisms {
     spns.push_back(spn);
     return std::make_unique<Ctx>(*this, m);
   }
+  bool firstStepIsLocal(Mechanism, const std::string&) override { return local; }
 };
 
 config::Cluster cluster(std::optional<config::ProxyAuthentication::Scheme> scheme,
@@ -171,6 +173,24 @@ TEST_CASE("auto: the first 407 teaches the scheme, later requests send it up fro
   v = second->onResponse(response(407, kAllThree), true, false);
   CHECK(v.kind == Kind::Deliver);
   CHECK(f.count("negotiate", "rejected") == 1);
+}
+
+TEST_CASE("Negotiate: a token from a ticket in memory is made at once, on the caller's thread",
+          "[auth][proxy_auth]") {
+  Fixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
+  auto r = f.request();
+  bool got = false;
+  f.fake->local = false;
+  r->prepare(0, true, false, [&](Prepared) { got = true; });
+  CHECK_FALSE(got);  // handed to a token thread; comes back through the event loop
+  auto work = asio::make_work_guard(f.io);
+  for (int i = 0; i < 500 && !got; ++i) f.io.run_for(std::chrono::milliseconds(10));
+  CHECK(got);
+  f.fake->local = true;
+  auto s = f.request();
+  std::string header;
+  s->prepare(0, true, false, [&](Prepared p) { header = p.authorization; });
+  CHECK(header.rfind("Negotiate ", 0) == 0);  // within the call
 }
 
 TEST_CASE("Negotiate: the proxy's mutual-authentication token must verify", "[auth][proxy_auth]") {
