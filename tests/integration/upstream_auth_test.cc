@@ -486,6 +486,11 @@ TEST_CASE("NTLM through h2gate: CONNECT, keep-alive absolute-form on an authenti
   CHECK(adminGet(gate.adminPort(), "/clusters").body.find("auth=ntlm") != std::string::npos);
   const Scrape m = scrapeMetrics(gate.adminPort());
   CHECK(m.sum("h2gate_upstream_auth_total", {{"scheme", "ntlm"}, {"result", "success"}}) == 4);
+  // /config_dump shows the scheme and the user, never the password.
+  const AdminReply dump = adminGet(gate.adminPort(), "/config_dump");
+  CHECK(dump.body.find("scheme: ntlm") != std::string::npos);
+  CHECK(dump.body.find("password: \"[redacted]\"") != std::string::npos);
+  CHECK(dump.body.find("ntlm-pw") == std::string::npos);
   env.checkNoSecretsLogged();
 }
 
