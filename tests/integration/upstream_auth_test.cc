@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -242,6 +243,34 @@ TEST_CASE("Negotiate through h2gate: CONNECT and absolute-form, a ticket on ever
   const Scrape m = scrapeMetrics(gate.adminPort());
   CHECK(m.sum("h2gate_upstream_auth_total", {{"scheme", "negotiate"}, {"result", "success"}}) == 5);
   CHECK(m.sum("h2gate_upstream_auth_total", {{"result", "rejected"}}) == 0);
+  env.checkNoSecretsLogged();
+}
+
+TEST_CASE("Negotiate for a service account: a client keytab, no user credential cache",
+          "[auth][kerberos]") {
+  REQUIRE_AUTH_TOOLS();
+  KerberosEnv env;
+  env.kdc.addRandomKey("svc-h2gate");
+  const std::string keytab = env.kdc.keytab("svc.keytab", {"svc-h2gate"});
+  H2gate& gate = env.startGate(
+      "      scheme: negotiate\n"
+      "      client_keytab: {filename: " +
+          keytab +
+          "}\n"
+          "      principal: svc-h2gate@H2GATE.TEST\n",
+      /*ccache=*/"");
+  for (const std::string& url : {env.nginx.httpsUrl("/1k"), env.nginx.httpUrl("/1k")}) {
+    auto r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", url});
+    INFO(r.err << gate.process().logTail(20));
+    CHECK(r.out == "200");
+  }
+  const auto lines = env.squid->waitForAccessLines(2, "", milliseconds(10000));
+  INFO(env.squid->accessLog());
+  CHECK(std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+          return l.ends_with(" svc-h2gate@H2GATE.TEST");
+        }) == 2);
+  // The tickets stayed in memory: no credential cache was written.
+  CHECK_FALSE(std::filesystem::exists(env.work.file("no-such-cache")));
   env.checkNoSecretsLogged();
 }
 
