@@ -173,12 +173,14 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
     return m == Mechanism::Negotiate ? kerberos(fail) : ntlm(fail);
   }
 
-  // A step failed with this credential: acquire a fresh one next time (the
-  // user may have run kinit meanwhile).
+  // A Negotiate step failed with this credential: acquire a fresh one next
+  // time (the user may have run kinit meanwhile). An NTLM credential is
+  // kept: a password does not change by itself, and gss-ntlmssp 1.2 leaks
+  // some 6 KiB in OpenSSL with every acquisition (tests/lsan.supp).
   void forget(Mechanism m, const std::shared_ptr<Cred>& cred) {
+    if (m != Mechanism::Negotiate) return;
     std::lock_guard<std::mutex> lock(mu_);
-    std::shared_ptr<Cred>& slot = m == Mechanism::Negotiate ? krb_ : ntlm_;
-    if (slot == cred) slot.reset();
+    if (krb_ == cred) krb_.reset();
   }
 
   // Negotiate needs the KDC only without a valid service ticket (and a
