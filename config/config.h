@@ -17,6 +17,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+namespace h2gate::filters {
+class Filter;  // filters/filter.h
+}
+
 namespace h2gate::config {
 
 using Duration = std::chrono::nanoseconds;
@@ -35,12 +39,22 @@ struct SocketAddress {
 };
 
 // One entry of a listener's filter_chains[].filters[]. typed_config is kept as
-// YAML: each filter parses its own config (filters/registry.h) when the
-// listener is built; the loader already ran that parser once to validate it.
+// YAML: each filter parses its own config (filters/registry.h). The loader
+// runs that parser once to validate it and keeps what it built in `filter`,
+// so the server does not parse the YAML again; the server then drops the
+// YAML tree (yaml-cpp needs several hundred bytes per value: a 100,000-entry
+// acl list would hold tens of megabytes) and keeps `redacted_yaml` for
+// /config_dump (dropFilterYaml() in config/dump.h).
 struct FilterConfig {
   std::string name;
-  YAML::Node typed_config;  // may be null
+  YAML::Node typed_config;  // may be null; null after dropFilterYaml()
   Mark mark;
+  // Built from typed_config by validateAndBuild() (config/loader.h); null
+  // until then, or when typed_config is invalid. Not yet init()ed.
+  std::shared_ptr<const filters::Filter> filter = nullptr;
+  // typed_config as /config_dump shows it (secrets redacted), set when the
+  // tree is dropped; empty while typed_config is there or was absent.
+  std::string redacted_yaml = {};
 };
 
 // Send-buffer tuning of a cluster's or a listener's TCP sockets
@@ -79,10 +93,16 @@ struct Listener {
   Duration idle_timeout{std::chrono::seconds(60)};
   Duration tunnel_idle_timeout{std::chrono::hours(1)};
   Duration connect_response_timeout{std::chrono::seconds(60)};
+  // Envoy: the HTTP connection manager's stream_idle_timeout (same default).
+  Duration stream_idle_timeout{std::chrono::minutes(5)};
   uint32_t max_connections = 4096;
   // App-facing sockets (downloads to apps). TCP_NOTSENT_LOWAT 0: unset.
   SendBuffer send_buffer;
   uint32_t tcp_notsent_lowat = 0;
+  // Requests and tunnels to h2gate's own addresses (its listeners and its
+  // admin endpoint: a loop, or an app or web page reaching the admin
+  // endpoint through the proxy) get 403. false lifts it.
+  bool deny_own_addresses = true;
   Mark mark;
 };
 
@@ -191,7 +211,20 @@ struct Cluster {
 struct Admin {
   SocketAddress address{"127.0.0.1", 9901};
   bool enabled = true;
+  // Names (and name:port) a request's Host may carry besides the admin
+  // listener's own address, a loopback address and "localhost": how a
+  // monitoring system reaches it by name. Anything else is refused (DNS
+  // rebinding guard; see gateway/admin.h). Lower case, no trailing dot.
+  std::vector<std::string> allowed_hosts;
 };
+
+// A config file larger than this is refused before it is parsed (the flag
+// --max-config-size changes it): parsing costs far more memory than the file.
+inline constexpr uint64_t kDefaultMaxConfigBytes = 8u << 20;
+// Sequences and mappings nested deeper than this are an error (an h2gate
+// config needs about ten levels); yaml-cpp would recurse, or queue tokens
+// for the whole file, before giving up.
+inline constexpr int kMaxYamlDepth = 64;
 
 struct Bootstrap {
   Admin admin;

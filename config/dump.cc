@@ -16,32 +16,50 @@ namespace {
 // levels, but a Bootstrap built in code could hold anything.
 constexpr int kMaxTypedConfigDepth = 64;
 
-// A copy of `node` in which the value of every secret-named key is
-// kRedacted. Scalars keep their text; collections keep their style (flow or
-// block). Tags are dropped: the loader does not read them.
-YAML::Node redacted(const YAML::Node& node, int depth) {
-  if (!node.IsDefined() || node.IsNull()) return YAML::Node(YAML::NodeType::Null);
-  if (depth > kMaxTypedConfigDepth) return YAML::Node("[truncated]");
-  if (node.IsScalar()) return YAML::Node(node.Scalar());
-  YAML::Node out(node.IsMap() ? YAML::NodeType::Map : YAML::NodeType::Sequence);
-  out.SetStyle(node.Style());
+// Writes `node` with the value of every secret-named key replaced by
+// kRedacted, straight from the loaded tree (no copy: a big acl list would
+// double the memory). Scalars keep their text; collections keep their
+// style (flow or block). Tags are dropped: the loader does not read them.
+void emitRedacted(YAML::Emitter& out, const YAML::Node& node, int depth) {
+  if (!node.IsDefined() || node.IsNull()) {
+    out << YAML::Null;
+    return;
+  }
+  if (depth > kMaxTypedConfigDepth) {
+    out << "[truncated]";
+    return;
+  }
+  if (node.IsScalar()) {
+    out << node.Scalar();
+    return;
+  }
+  if (node.Style() == YAML::EmitterStyle::Flow) out << YAML::Flow;
+  if (node.Style() == YAML::EmitterStyle::Block) out << YAML::Block;
   if (node.IsSequence()) {
-    for (const YAML::Node& item : node) out.push_back(redacted(item, depth + 1));
-    return out;
+    out << YAML::BeginSeq;
+    for (const YAML::Node& item : node) emitRedacted(out, item, depth + 1);
+    out << YAML::EndSeq;
+    return;
   }
   // An Envoy HeaderValue ({key: NAME, value: V}, e.g. upstream_headers'
   // request_headers_to_add): the value may be any credential or identity
   // token, whatever the header is called, so it is always redacted.
   const bool header_value = node["key"].IsDefined() && node["key"].IsScalar() &&
                             node["value"].IsDefined() && node.size() == 2;
+  out << YAML::BeginMap;
+  // Every entry, duplicate keys too, as the loaded node had them.
   for (auto it = node.begin(); it != node.end(); ++it) {
-    const YAML::Node key = redacted(it->first, depth + 1);
+    out << YAML::Key;
+    emitRedacted(out, it->first, depth + 1);
+    out << YAML::Value;
     const bool secret = it->first.IsScalar() && (isSecretKey(it->first.Scalar()) ||
                                                  (header_value && it->first.Scalar() == "value"));
-    // force_insert keeps duplicate keys, as the loaded node had them.
-    out.force_insert(key, secret ? YAML::Node(kRedacted) : redacted(it->second, depth + 1));
+    if (secret)
+      out << kRedacted;
+    else
+      emitRedacted(out, it->second, depth + 1);
   }
-  return out;
+  out << YAML::EndMap;
 }
 
 // One line of a comment: no line breaks or other control characters.
@@ -59,6 +77,11 @@ class Writer {
     out_ << YAML::BeginMap;
     out_ << YAML::Key << "admin" << YAML::Value << YAML::BeginMap;
     address(b.admin.address);
+    if (!b.admin.allowed_hosts.empty()) {
+      out_ << YAML::Key << "allowed_hosts" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const std::string& h : b.admin.allowed_hosts) out_ << h;
+      out_ << YAML::EndSeq;
+    }
     out_ << YAML::EndMap;
 
     out_ << YAML::Key << "h2gate" << YAML::Value << YAML::BeginMap;
@@ -123,7 +146,9 @@ class Writer {
     field("idle_timeout", formatDuration(l.idle_timeout));
     field("tunnel_idle_timeout", formatDuration(l.tunnel_idle_timeout));
     field("connect_response_timeout", formatDuration(l.connect_response_timeout));
+    field("stream_idle_timeout", formatDuration(l.stream_idle_timeout));
     field("max_connections", l.max_connections);
+    field("deny_own_addresses", l.deny_own_addresses);
     socketTuning(l.send_buffer, l.tcp_notsent_lowat);
 
     out_ << YAML::Key << "filter_chains" << YAML::Value;
@@ -136,7 +161,10 @@ class Writer {
         out_ << YAML::BeginMap;
         field("name", f.name);
         if (f.typed_config.IsDefined() && !f.typed_config.IsNull()) {
-          out_ << YAML::Key << "typed_config" << YAML::Value << redacted(f.typed_config, 0);
+          out_ << YAML::Key << "typed_config" << YAML::Value;
+          emitRedacted(out_, f.typed_config, 0);
+        } else if (!f.redacted_yaml.empty()) {
+          out_ << YAML::Key << "typed_config" << YAML::Value << YAML::Load(f.redacted_yaml);
         }
         out_ << YAML::EndMap;
       }
@@ -316,6 +344,27 @@ std::string formatDuration(Duration d) {
     out += digits_text;
   }
   return out + "s";
+}
+
+std::string typedConfigText(const FilterConfig& f) {
+  if (!f.typed_config.IsDefined() || f.typed_config.IsNull()) return f.redacted_yaml;
+  YAML::Emitter out;
+  out.SetIndent(2);
+  emitRedacted(out, f.typed_config, 0);
+  return out.good() ? std::string(out.c_str()) : std::string();
+}
+
+void dropFilterYaml(Bootstrap& b) {
+  for (Listener& l : b.listeners) {
+    for (FilterConfig& f : l.filters) {
+      if (!f.filter) continue;  // not built: its YAML is still needed
+      if (f.typed_config.IsDefined() && !f.typed_config.IsNull())
+        f.redacted_yaml = typedConfigText(f);
+      // reset(), not assignment: assigning to a YAML::Node writes through to
+      // the node it refers to, which other copies of the Bootstrap share.
+      f.typed_config.reset();
+    }
+  }
 }
 
 std::string dumpYaml(const Bootstrap& b) {

@@ -21,6 +21,16 @@ inline constexpr const char* kRedacted = "[redacted]";
 // expanded. The first line is a comment naming b.source.
 std::string dumpYaml(const Bootstrap& b);
 
+// Drops the YAML tree of every filter that was built (FilterConfig::filter
+// set), keeping its redacted rendering in redacted_yaml for dumpYaml(), which
+// then parses it again: yaml-cpp's tree costs several hundred bytes per
+// value, the text about what the file had. For the running server (gateway/
+// server.h), which needs the built filters only.
+void dropFilterYaml(Bootstrap& b);
+// A filter's typed_config as dumpYaml() shows it (secrets redacted), as
+// text: redacted_yaml, or the tree rendered; "" when there is none.
+std::string typedConfigText(const FilterConfig& f);
+
 // True when a typed_config key names a secret: it contains "password",
 // "secret", "token" or "authorization", in any case.
 bool isSecretKey(std::string_view key);

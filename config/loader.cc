@@ -14,31 +14,90 @@
 #include <sstream>
 
 #include <openssl/crypto.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <asio/ip/address.hpp>
 
 #include "config/loader_internal.h"
+#include "config/yaml_guard.h"
 #include "filters/registry.h"
 
 namespace h2gate::config {
 namespace {
 
-// Records where each document starts; builds nothing.
+// Thrown by DocumentProbe when collections nest deeper than kMaxYamlDepth.
+struct TooDeep {
+  YAML::Mark mark;
+};
+
+// Records where each document starts, and stops at nesting deeper than
+// kMaxYamlDepth (at the collection that went too deep, while yaml-cpp's own
+// guard would say "bad file" 2,000 levels later); builds nothing.
 struct DocumentProbe : YAML::EventHandler {
   std::vector<YAML::Mark> starts;
-  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  int depth = 0;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    starts.push_back(mark);
+    depth = 0;
+  }
   void OnDocumentEnd() override {}
   void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
   void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
   void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
                 const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnSequenceEnd() override { --depth; }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    enter(mark);
+  }
+  void OnMapEnd() override { --depth; }
+  void enter(const YAML::Mark& mark) {
+    if (++depth > kMaxYamlDepth) throw TooDeep{mark};
+  }
 };
+
+std::string tooDeepMessage() {
+  return "YAML nested more than " + std::to_string(kMaxYamlDepth) +
+         " levels deep (sequences and mappings inside each other): gave up at this one, level " +
+         std::to_string(kMaxYamlDepth + 1) + " (an h2gate config needs about ten)";
+}
+
+// "8 MiB", "1536 KiB", "1000 bytes".
+std::string sizeText(uint64_t bytes) {
+  if (bytes != 0 && bytes % (1u << 20) == 0) return std::to_string(bytes >> 20) + " MiB";
+  if (bytes != 0 && bytes % 1024 == 0) return std::to_string(bytes >> 10) + " KiB";
+  return std::to_string(bytes) + " bytes";
+}
+
+// Reads at most max_bytes of `path` into *out; "" or why not.
+std::string readCapped(const std::string& path, uint64_t max_bytes, std::string* out) {
+  const std::string too_big = " bytes, more than the " + sizeText(max_bytes) +
+                              " a config file may have (h2gate --max-config-size SIZE raises "
+                              "the limit)";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes) return "'" + path + "' is " + std::to_string(size) + too_big;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot read '" + path + "': " + std::strerror(errno);
+  // Not trusting the size above: a FIFO, /dev/zero, or a file that grew.
+  std::string data;
+  char buf[64 * 1024];
+  while (in) {
+    in.read(buf, sizeof buf);
+    data.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (data.size() > max_bytes)
+      return "'" + path + "' is more than " + std::to_string(max_bytes) + too_big;
+  }
+  if (in.bad()) return "cannot read '" + path + "': read error";
+  *out = std::move(data);
+  return {};
+}
 
 void sortByPosition(std::vector<Problem>& problems) {
   // File order reads best; problems without a position (unreadable file,
@@ -70,9 +129,19 @@ void parseRoot(NodeReader root, Bootstrap& b) {
 
   NodeReader admin = root.child("admin");
   if (!admin.isNull() && admin.expectMap()) {
-    admin.allowOnly({"address"});
+    admin.allowOnly({"address", "allowed_hosts"});
     NodeReader addr = admin.child("address", true);
     if (auto a = detail::parseAddress(addr, detail::AddressKind::Bind)) b.admin.address = *a;
+    if (auto hosts = admin.stringList("allowed_hosts")) {
+      for (std::size_t i = 0; i < hosts->size(); ++i) {
+        std::string why;
+        std::optional<std::string> h = normalizeAllowedHost((*hosts)[i], &why);
+        if (h)
+          b.admin.allowed_hosts.push_back(std::move(*h));
+        else
+          admin.errorAt("allowed_hosts", "entry " + std::to_string(i) + ": " + why);
+      }
+    }
   }
 
   NodeReader own = root.child("h2gate");
@@ -148,7 +217,8 @@ Listener parseListener(NodeReader& r) {
   r.allowOnly({"name", "address", "additional_addresses", "filter_chains", "max_request_headers_kb",
                "max_request_headers_count", "direct_connect_timeout", "tunnel_half_close_timeout",
                "request_headers_timeout", "idle_timeout", "tunnel_idle_timeout",
-               "connect_response_timeout", "max_connections", "send_buffer", "tcp_notsent_lowat"});
+               "connect_response_timeout", "stream_idle_timeout", "max_connections", "send_buffer",
+               "tcp_notsent_lowat", "deny_own_addresses"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     l.name = *name;
@@ -182,7 +252,8 @@ Listener parseListener(NodeReader& r) {
   for (auto [key, field] : {std::pair{"request_headers_timeout", &l.request_headers_timeout},
                             std::pair{"idle_timeout", &l.idle_timeout},
                             std::pair{"tunnel_idle_timeout", &l.tunnel_idle_timeout},
-                            std::pair{"connect_response_timeout", &l.connect_response_timeout}}) {
+                            std::pair{"connect_response_timeout", &l.connect_response_timeout},
+                            std::pair{"stream_idle_timeout", &l.stream_idle_timeout}}) {
     if (auto d = r.duration(key)) {
       if (d->count() <= 0)
         r.errorAt(key, "must be greater than 0s");
@@ -191,6 +262,7 @@ Listener parseListener(NodeReader& r) {
     }
   }
   if (auto n = r.uint("max_connections", 1, 1000000)) l.max_connections = static_cast<uint32_t>(*n);
+  if (auto d = r.boolean("deny_own_addresses")) l.deny_own_addresses = *d;
 
   parseSocketTuning(r, l.send_buffer, l.tcp_notsent_lowat);
 
@@ -263,6 +335,61 @@ bool isIpLiteral(std::string_view text) {
   return !ec;
 }
 
+std::optional<std::string> normalizeAllowedHost(std::string_view text, std::string* why) {
+  std::string host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string_view::npos) {
+      *why = "missing ']' after an IPv6 address in '" + std::string(text) + "'";
+      return std::nullopt;
+    }
+    host = std::string(text.substr(1, close - 1));
+    if (host.find(':') == std::string::npos || !isIpLiteral(host)) {
+      *why = "'" + host + "' in brackets is not an IPv6 address";
+      return std::nullopt;
+    }
+    const std::string_view rest = text.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        *why = "unexpected text after ']' in '" + std::string(text) + "'";
+        return std::nullopt;
+      }
+      port = rest.substr(1);
+    }
+  } else {
+    const std::size_t colon = text.find(':');
+    if (colon != std::string_view::npos && text.find(':', colon + 1) != std::string_view::npos) {
+      *why =
+          "put IPv6 addresses in brackets, e.g. [fd00::1]:9901 (got '" + std::string(text) + "')";
+      return std::nullopt;
+    }
+    host = std::string(text.substr(0, colon));
+    if (colon != std::string_view::npos) port = text.substr(colon + 1);
+    if (host.size() > 1 && host.back() == '.') host.pop_back();
+    if (!isIpLiteral(host) && !isHostName(host)) {
+      *why = "expected a host name, an IP address or either with :PORT, got '" + std::string(text) +
+             "'";
+      return std::nullopt;
+    }
+  }
+  if (text.find(':') != std::string_view::npos &&
+      (text.front() != '[' || text.find("]:") != std::string_view::npos)) {
+    const bool digits =
+        !port.empty() && port.size() <= 5 &&
+        std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoul(std::string(port)) > 65535) {
+      *why = "invalid port in '" + std::string(text) + "' (expected 0-65535)";
+      return std::nullopt;
+    }
+  }
+  std::transform(host.begin(), host.end(), host.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string out = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  if (!port.empty()) out += ":" + std::string(port);
+  return out;
+}
+
 bool isHostName(std::string_view text) {
   if (text.empty() || text.size() > 253 || text.front() == '.' || text.front() == '-') {
     return false;
@@ -277,6 +404,12 @@ LoadResult loadString(const std::string& yaml, const std::string& source_name) {
   LoadResult result;
   result.bootstrap.source = source_name;
   Diagnostics diag(source_name);
+  // Before yaml-cpp sees it: deep flow nesting costs it gigabytes.
+  if (std::optional<NestingError> deep = checkFlowNesting(yaml, kMaxYamlDepth)) {
+    diag.error(Mark{source_name, deep->line, deep->column}, "", tooDeepMessage());
+    result.problems = diag.problems();
+    return result;
+  }
   try {
     // Count documents with a bounded probe instead of YAML::LoadAll, which
     // loops forever (allocating) on input such as "," in yaml-cpp 0.7
@@ -300,6 +433,17 @@ LoadResult loadString(const std::string& yaml, const std::string& source_name) {
     // An empty file has no document: validate() then reports the missing
     // listener.
     parseRoot(NodeReader(YAML::Load(yaml), "", diag, Mark{source_name, 1, 1}), result.bootstrap);
+  } catch (const TooDeep& e) {
+    diag.error(Mark{source_name, e.mark.line + 1, e.mark.column + 1}, "", tooDeepMessage());
+    result.problems = diag.problems();
+    return result;
+  } catch (const YAML::DeepRecursion& e) {
+    // Not expected after the checks above; still better than "bad file".
+    diag.error(Mark{source_name, e.mark.line + 1, e.mark.column + 1}, "",
+               "YAML nested too deep: yaml-cpp gave up at depth " + std::to_string(e.depth()) +
+                   " near here");
+    result.problems = diag.problems();
+    return result;
   } catch (const YAML::ParserException& e) {
     diag.error(Mark{source_name, e.mark.line + 1, e.mark.column + 1}, "",
                "YAML syntax error: " + e.msg);
@@ -312,26 +456,22 @@ LoadResult loadString(const std::string& yaml, const std::string& source_name) {
                "", e.msg);
   }
   result.problems = diag.problems();
-  for (Problem& p : validate(result.bootstrap)) result.problems.push_back(std::move(p));
+  for (Problem& p : validateAndBuild(result.bootstrap)) result.problems.push_back(std::move(p));
   sortByPosition(result.problems);
   return result;
 }
 
-LoadResult loadFile(const std::string& path) {
+LoadResult loadFile(const std::string& path, uint64_t max_bytes) {
   LoadResult result;
   result.bootstrap.source = path;
   std::string why = checkReadableFile(path);
-  std::ostringstream content;
-  if (why.empty()) {
-    std::ifstream in(path, std::ios::binary);
-    content << in.rdbuf();
-    if (!in || in.bad()) why = "cannot read '" + path + "': read error";
-  }
+  std::string content;
+  if (why.empty()) why = readCapped(path, max_bytes, &content);
   if (!why.empty()) {
     result.problems.push_back(Problem{Mark{}, "", why});
     return result;
   }
-  return loadString(content.str(), path);
+  return loadString(content, path);
 }
 
 Bootstrap defaultBootstrap() {
@@ -349,6 +489,13 @@ Bootstrap defaultBootstrap() {
 }
 
 std::vector<Problem> validate(const Bootstrap& b) {
+  Bootstrap copy = b;  // shares the YAML and any built filter; builds into the copy
+  for (Listener& l : copy.listeners)
+    for (FilterConfig& fc : l.filters) fc.filter = nullptr;
+  return validateAndBuild(copy);
+}
+
+std::vector<Problem> validateAndBuild(Bootstrap& b) {
   Diagnostics diag(b.source);
   if (b.listeners.empty()) {
     diag.error(Mark{}, "static_resources.listeners", "at least one listener is required");
@@ -378,7 +525,7 @@ std::vector<Problem> validate(const Bootstrap& b) {
   std::map<std::string, std::size_t> listener_names;
   const std::vector<std::string> known = filters::names();
   for (std::size_t i = 0; i < b.listeners.size(); ++i) {
-    const Listener& l = b.listeners[i];
+    Listener& l = b.listeners[i];
     const std::string path = "static_resources.listeners[" + std::to_string(i) + "]";
     if (!l.name.empty()) {
       auto [it, fresh] = listener_names.emplace(l.name, i);
@@ -408,7 +555,7 @@ std::vector<Problem> validate(const Bootstrap& b) {
     }
     const filters::FactoryContext ctx{b, l};
     for (std::size_t j = 0; j < l.filters.size(); ++j) {
-      const FilterConfig& fc = l.filters[j];
+      FilterConfig& fc = l.filters[j];
       const std::string fpath = path + ".filter_chains[0].filters[" + std::to_string(j) + "]";
       if (fc.name.empty()) continue;  // the loader reported the missing name
       if (!filters::known(fc.name)) {
@@ -416,8 +563,11 @@ std::vector<Problem> validate(const Bootstrap& b) {
                    "unknown filter '" + fc.name + "' (known: " + joinNames(known) + ")");
         continue;
       }
-      NodeReader typed(fc.typed_config, fpath + ".typed_config", diag, fc.mark);
-      const filters::FilterPtr f = filters::create(fc.name, typed, ctx);
+      filters::FilterPtr f = fc.filter;
+      if (!f) {
+        NodeReader typed(fc.typed_config, fpath + ".typed_config", diag, fc.mark);
+        f = filters::create(fc.name, typed, ctx);
+      }
       const bool terminal = f ? f->terminal() : fc.name == filters::kForwardProxy;
       const bool last = j + 1 == l.filters.size();
       if (terminal && !last) {
@@ -428,6 +578,7 @@ std::vector<Problem> validate(const Bootstrap& b) {
                    std::string("the last filter must be ") + filters::kForwardProxy +
                        " (it routes the request), got '" + fc.name + "'");
       }
+      fc.filter = std::move(f);
     }
   }
 

@@ -1,6 +1,7 @@
 // Loading and validating a Bootstrap.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,10 +20,12 @@ struct LoadResult {
   bool ok() const { return problems.empty(); }
 };
 
-// Reads and validates a YAML file. Unreadable file, YAML syntax errors, unknown
-// keys, wrong types, out-of-range values and dangling cluster references all
-// end up in problems (every one, not just the first).
-LoadResult loadFile(const std::string& path);
+// Reads and validates a YAML file. Unreadable file, a file larger than
+// `max_bytes`, YAML syntax errors, nesting deeper than kMaxYamlDepth,
+// unknown keys, wrong types, out-of-range values and dangling cluster
+// references all end up in problems (every one, not just the first). The
+// filters are built (validateAndBuild).
+LoadResult loadFile(const std::string& path, uint64_t max_bytes = kDefaultMaxConfigBytes);
 LoadResult loadString(const std::string& yaml, const std::string& source_name);
 
 // The built-in default: listener "local_proxy" on 127.0.0.1:3128 (plus [::1]:3128
@@ -34,6 +37,10 @@ Bootstrap defaultBootstrap();
 // configs built from flags too): dangling cluster references, duplicate names,
 // listeners without a terminal forward_proxy filter, unknown filter names.
 std::vector<Problem> validate(const Bootstrap& bootstrap);
+// The same checks; every filter it builds is kept in its FilterConfig::filter
+// (not init()ed), and a filter already there is used instead of being built
+// again from typed_config. Reset `filter` after changing typed_config.
+std::vector<Problem> validateAndBuild(Bootstrap& bootstrap);
 
 // Small checks shared with the flag parser (gateway/cli.h).
 // "" when `path` names a readable regular file, else "cannot read 'PATH': why".
@@ -46,5 +53,9 @@ std::optional<std::string> readSecretFile(const std::string& path, std::string* 
 bool isIpLiteral(std::string_view text);
 // A DNS name as a proxy endpoint may use (letters, digits, '-', '_', '.').
 bool isHostName(std::string_view text);
+// An admin.allowed_hosts entry in normal form: "name", "name:port",
+// "192.0.2.1[:port]", "[2001:db8::1][:port]"; lower case, without a trailing
+// dot. nullopt and *why when `text` is none of these.
+std::optional<std::string> normalizeAllowedHost(std::string_view text, std::string* why);
 
 }  // namespace h2gate::config

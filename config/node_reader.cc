@@ -33,6 +33,65 @@ bool isEnvNameChar(char c, bool first) {
 
 }  // namespace
 
+std::string escapeControls(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\t') {
+      out += "\\t";
+      ++i;
+    } else if (c == '\n') {
+      out += "\\n";
+      ++i;
+    } else if (c == '\r') {
+      out += "\\r";
+      ++i;
+    } else if (c < 0x20 || c == 0x7f) {
+      hex(c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // UTF-8: a well-formed sequence stays (names and reasons may be in
+      // any script), except C1 controls (U+0080..U+009F: a terminal may
+      // act on U+009B as on ESC [); any other byte is shown as \xNN.
+      std::size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+      bool ok = len > 0 && i + len <= text.size();
+      for (std::size_t k = 1; ok && k < len; ++k)
+        ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+      if (ok && len == 3) {
+        const auto c1 = static_cast<unsigned char>(text[i + 1]);
+        ok = !(c == 0xe0 && c1 < 0xa0) && !(c == 0xed && c1 >= 0xa0);  // overlong, surrogate
+      }
+      if (ok && len == 4) {
+        const auto c1 = static_cast<unsigned char>(text[i + 1]);
+        ok = !(c == 0xf0 && c1 < 0x90) && !(c == 0xf4 && c1 >= 0x90);  // overlong, > U+10FFFF
+      }
+      if (ok && len == 2 && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+        out += "\\u00";
+        out += kHex[static_cast<unsigned char>(text[i + 1]) >> 4];
+        out += kHex[static_cast<unsigned char>(text[i + 1]) & 15];
+        i += 2;
+      } else if (ok) {
+        out.append(text.substr(i, len));
+        i += len;
+      } else {
+        hex(c);
+        ++i;
+      }
+    }
+  }
+  return out;
+}
+
 std::string Problem::str() const {
   std::string out = mark.file;
   if (mark.line > 0) {
@@ -44,7 +103,9 @@ std::string Problem::str() const {
   }
   if (!out.empty()) out += ": ";
   out += message;
-  return out;
+  // The file's bytes (keys, values, its own name) end up in the message:
+  // printed raw, an ESC sequence would drive the reader's terminal.
+  return escapeControls(out);
 }
 
 void Diagnostics::error(const Mark& mark, std::string path, std::string message) {

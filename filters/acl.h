@@ -9,12 +9,21 @@
 //         reason: link-local addresses (cloud metadata service)
 //       allow:                   # optional; when given, a request must match one
 //       - match: {ports: [80, 443]}
+//       check_resolved_addresses: true   # optional, default true (below)
 //
 // `match` is described in filters/match_config.h. Deny entries are checked
 // first; then, when `allow` is given, a request that matches none of its
-// entries is denied too. CIDR ranges apply to IP-literal destinations: a
-// name that resolves into a denied range is not caught by h2gate (the
-// upstream proxy resolves names; deny it by name too).
+// entries is denied too. IP literals are judged in canonical form
+// ("0x7f.1" is 127.0.0.1, "[::ffff:127.0.0.1]" too: the request parser
+// canonicalises them).
+//
+// Resolved addresses: a request that goes DIRECT is judged again, before
+// h2gate connects, against every address its name resolved to (checkAddress):
+// a deny entry that matches any of them refuses the request (403, and
+// h2gate connects to none). `allow` judges the name as written, not its
+// addresses. Through an upstream proxy the proxy resolves names, so only
+// the name (or literal) is judged. check_resolved_addresses: false turns the
+// second look off (deny ranges then catch IP literals only).
 #pragma once
 
 #include <string>
@@ -38,7 +47,8 @@ class AclFilter : public Filter {
   struct Config {
     std::vector<Entry> deny;
     std::vector<Entry> allow;
-    bool has_allow = false;            // `allow` given (even empty: then nothing is allowed)
+    bool has_allow = false;  // `allow` given (even empty: then nothing is allowed)
+    bool check_resolved_addresses = true;
     std::vector<std::string> ignored;  // NO_PROXY entries left out
   };
 
@@ -46,6 +56,10 @@ class AclFilter : public Filter {
   std::string init() override;
   // Denied: info.status 403, info.reason; Stop. Otherwise Continue.
   FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
+  // The deny entries, against one resolved address (403 with the entry's
+  // reason and the address).
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const IpAddress& address) const override;
   void describePac(PacBuilder& pac) const override;
 
   const Config& config() const { return config_; }

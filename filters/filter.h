@@ -6,9 +6,14 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gateway/http_types.h"
+
+namespace h2gate::net {
+struct IpAddress;  // gateway/net/ip_address.h
+}  // namespace h2gate::net
 
 namespace h2gate::filters {
 
@@ -32,6 +37,17 @@ class Filter {
   // info.reason, return Stop) or set the route (info.cluster/route_set).
   virtual FilterStatus onRequestHead(const RequestHead&, StreamInfo&) const {
     return FilterStatus::Continue;
+  }
+
+  // Direct mode, before h2gate connects anywhere for this request: once per
+  // address the destination name resolved to, or the IP literal it named
+  // (IPv4-mapped addresses already unmapped). `head` and `info` are those
+  // onRequestHead saw. A refusal of any address refuses the request (h2gate
+  // connects to none of them). Filters whose rules match addresses (the
+  // acl's deny entries, forward_proxy's reject routes) override it.
+  virtual std::optional<Refusal> checkAddress(const RequestHead&, const StreamInfo&,
+                                              const net::IpAddress&) const {
+    return std::nullopt;
   }
 
   // Called once per request/tunnel when it ends, whatever the result.

@@ -17,9 +17,15 @@ ForwardProxyFilter::Decision ForwardProxyFilter::decision(const std::string& clu
 
 ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config)) {
   default_ = decision(config_.cluster, config_.fallback_clusters, config_.direct_fallback);
-  for (const Route& r : config_.routes)
+  for (const Route& r : config_.routes) {
     decisions_.push_back(decision(r.action == Route::Action::Cluster ? r.cluster : std::string(),
                                   r.fallback_clusters, r.direct_fallback));
+    // Only an address pattern can match an address the name did not: a
+    // rule without one matched the name as well, or matches no address.
+    if (r.action == Route::Action::Reject)
+      for (const HostPattern& p : r.match.destinations.patterns())
+        address_rejects_ = address_rejects_ || p.kind == HostPattern::Kind::Cidr;
+  }
 }
 
 std::string ForwardProxyFilter::init() {
@@ -39,12 +45,17 @@ void ForwardProxyFilter::apply(const Route& route, std::size_t index, StreamInfo
   info.route_set = true;
 }
 
+std::size_t ForwardProxyFilter::firstMatch(const Destination& dest, std::size_t end) const {
+  for (std::size_t i = 0; i < end; ++i)
+    if (config_.routes[i].match.matches(dest)) return i;
+  return config_.routes.size();
+}
+
 FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamInfo& info) const {
   if (!config_.routes.empty()) {
     const Destination dest(head.host, head.port, head.is_connect);
-    for (std::size_t i = 0; i < config_.routes.size(); ++i) {
+    if (const std::size_t i = firstMatch(dest, config_.routes.size()); i < config_.routes.size()) {
       const Route& r = config_.routes[i];
-      if (!r.match.matches(dest)) continue;
       H2G_LOG(Debug, info.connection_id, info.stream_id,
               "route " << r.name << " matched " << head.authority() << ": "
                        << (r.action == Route::Action::Reject ? "reject " + std::to_string(r.status)
@@ -58,6 +69,21 @@ FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamIn
   info.fallbacks = default_.fallbacks;
   info.route_set = true;
   return FilterStatus::Stop;
+}
+
+std::optional<Refusal> ForwardProxyFilter::checkAddress(const RequestHead& head, const StreamInfo&,
+                                                        const IpAddress& address) const {
+  if (!address_rejects_) return std::nullopt;
+  // The first rule the address matches, if it is a reject rule that comes
+  // before the one the name chose (the same walk as onRequestHead): the
+  // first rule among those before the name's that matches the address.
+  const Destination dest(address, head.port, head.is_connect);
+  const std::size_t i = firstMatch(dest, config_.routes.size());
+  if (i >= config_.routes.size() || config_.routes[i].action != Route::Action::Reject)
+    return std::nullopt;
+  if (firstMatch(Destination(head.host, head.port, head.is_connect), i) < i) return std::nullopt;
+  const Route& r = config_.routes[i];
+  return Refusal{r.status, r.reason + " (" + head.host + " resolves to " + dest.ip()->str() + ")"};
 }
 
 void ForwardProxyFilter::describePac(PacBuilder& pac) const {

@@ -34,6 +34,15 @@
 // and after the last one DIRECT if direct_fallback is true. A proxy's own
 // answer (403, 407, 502...) is final: it reached a proxy, which decided.
 //
+// Routes judge the destination as the app wrote it (IP literals in canonical
+// form). In direct mode, reject rules are also applied to the addresses the
+// name resolved to (checkAddress): the rules before the one the name chose
+// (all of them when the name fell to the default route) are tried in order
+// against each address as if the app had asked for it, and when the first
+// that matches is a reject rule the request gets its status. A rule that
+// matched the name before a reject range is the exception it reads as
+// (list a name before the range to let it through).
+//
 // The filter is immutable after construction and shared by all workers.
 #pragma once
 
@@ -81,6 +90,9 @@ class ForwardProxyFilter : public Filter {
   // Sets info.cluster, info.fallbacks and info.route_set, or info.status and
   // info.reason for a reject rule; always Stop (nothing runs after it).
   FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
+  // Direct mode: reject rules against one resolved address (above).
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const IpAddress& address) const override;
   bool terminal() const override { return true; }
   void describePac(PacBuilder& pac) const override;
 
@@ -94,8 +106,11 @@ class ForwardProxyFilter : public Filter {
   static Decision decision(const std::string& cluster, const std::vector<std::string>& fallbacks,
                            bool direct_fallback);
   void apply(const Route& route, std::size_t index, StreamInfo& info) const;
+  // Index of the first route matching `dest`, or routes.size() (default).
+  std::size_t firstMatch(const Destination& dest, std::size_t end) const;
 
   Config config_;
+  bool address_rejects_ = false;  // a reject rule has a CIDR pattern
   Decision default_;
   std::vector<Decision> decisions_;  // per route (Cluster and Direct)
 };

@@ -1,7 +1,7 @@
 #include "filters/match_config.h"
 
-#include "filters/host_name.h"
 #include "filters/no_proxy.h"
+#include "gateway/net/host_name.h"
 
 namespace h2gate::filters {
 namespace {
@@ -21,7 +21,7 @@ std::optional<std::string> itemText(config::NodeReader& item) {
 void addName(config::NodeReader& item, std::string_view text, HostPattern::Kind kind,
              DestinationSet& out) {
   std::string error;
-  std::optional<std::string> name = normalizeHostName(text, &error);
+  std::optional<std::string> name = net::normalizeHostName(text, &error);
   if (!name) return item.error(error);
   HostPattern p;
   p.kind = kind;
@@ -50,6 +50,15 @@ void parseHosts(config::NodeReader& r, DestinationSet& out) {
       out.add(std::move(p));
     } else if (parseIp(t)) {
       addCidr(item, t, out);  // an address: itself (/32, /128)
+    } else if (net::endsInNumber(t)) {
+      // Requests carry such hosts as canonical IPv4 addresses: as a name
+      // this entry could never match.
+      std::string error;
+      const std::optional<std::string> ip = net::canonicalRequestHost(t, false, &error);
+      item.error(ip ? "'" + *text + "' is the IPv4 address " + *ip +
+                          " in a non-standard notation; write " + *ip +
+                          " (requests are compared in that form)"
+                    : error);
     } else if (t.starts_with("*.")) {
       addName(item, t.substr(2), HostPattern::Kind::Subdomains, out);
     } else if (t.find('*') != std::string_view::npos) {
@@ -72,7 +81,7 @@ void parseSuffixes(config::NodeReader& r, DestinationSet& out) {
     std::string_view t = *text;
     if (t.front() == '.') t.remove_prefix(1);
     if (t.find('*') != std::string_view::npos || t.find('/') != std::string_view::npos ||
-        parseIp(t)) {
+        parseIp(t) || net::endsInNumber(t)) {
       item.error("'" + *text +
                  "' is not a domain (host_suffixes takes names such as corp.example; addresses "
                  "and ranges go under cidrs, wildcards under hosts)");

@@ -6,7 +6,7 @@
 //                                                #   (not NAME itself); "*": everything
 //     host_suffixes: [corp.example]   # the name and all its subdomains (curl's NO_PROXY
 //                                     #   semantics: ".corp.example" means the same)
-//     cidrs: [10.0.0.0/8, "fd00::/8"] # destinations given as IP literals in these ranges
+//     cidrs: [10.0.0.0/8, "fd00::/8"] # IP destinations in these ranges (below)
 //     ports: [443, "8000-8999"]       # destination ports; default: any
 //     kind: connect                   # connect (CONNECT tunnels) | absolute (GET http://…);
 //                                     #   default: both
@@ -17,8 +17,12 @@
 // host_suffixes, cidrs and no_proxy (none of them given: any destination),
 // AND its port is in ports, AND its kind is kind. `match: {}` matches all.
 // Names may be U-labels ("bücher.example"): they are compared as A-labels.
-// CIDR ranges apply to IP-literal destinations only: h2gate does not resolve
-// names to route them (the upstream proxy resolves them).
+// CIDR ranges match IP-literal destinations (in canonical form: "127.1" is
+// 127.0.0.1); h2gate does not resolve names to choose a route (the upstream
+// proxy resolves them). In direct mode the acl's deny entries and reject
+// routes are also applied to the addresses a name resolved to, before
+// h2gate connects (Filter::checkAddress). A `hosts` entry that ends in a
+// number ("127.1") is an error: write the address in standard form.
 #pragma once
 
 #include <optional>

@@ -1,13 +1,6 @@
 #include "filters/matcher.h"
 
-#ifdef _WIN32
-#include <ws2tcpip.h>
-#else
-#include <arpa/inet.h>
-#endif
-
 #include <algorithm>
-#include <cstring>
 
 namespace h2gate::filters {
 namespace {
@@ -23,85 +16,6 @@ bool endsWithLabel(std::string_view host, std::string_view name) {
 
 }  // namespace
 
-std::string IpAddress::str() const {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(v6 ? AF_INET6 : AF_INET, bytes.data(), buf, sizeof buf);
-  return buf;
-}
-
-std::optional<IpAddress> parseIp(std::string_view text) {
-  if (text.size() >= 2 && text.front() == '[' && text.back() == ']')
-    text = text.substr(1, text.size() - 2);
-  if (const std::size_t zone = text.find('%'); zone != std::string_view::npos) {
-    if (zone == 0 || zone + 1 == text.size()) return std::nullopt;
-    text = text.substr(0, zone);
-  }
-  char buf[INET6_ADDRSTRLEN + 1];
-  if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
-  std::memcpy(buf, text.data(), text.size());
-  buf[text.size()] = '\0';
-  IpAddress ip;
-  if (inet_pton(AF_INET, buf, ip.bytes.data()) == 1) return ip;
-  if (inet_pton(AF_INET6, buf, ip.bytes.data()) == 1) {
-    ip.v6 = true;
-    return ip;
-  }
-  return std::nullopt;
-}
-
-bool CidrRange::contains(const IpAddress& ip) const {
-  if (ip.v6 != base.v6) return false;
-  const std::size_t whole = prefix / 8;
-  if (std::memcmp(ip.bytes.data(), base.bytes.data(), whole) != 0) return false;
-  const unsigned rest = prefix % 8;
-  if (rest == 0) return true;
-  const auto mask = static_cast<uint8_t>(0xFF << (8 - rest));
-  return (ip.bytes[whole] & mask) == base.bytes[whole];
-}
-
-std::string CidrRange::str() const {
-  return base.str() + "/" + std::to_string(prefix);
-}
-
-std::optional<CidrRange> parseCidr(std::string_view text, bool strict, std::string* error) {
-  const std::size_t slash = text.find('/');
-  const std::string_view addr = text.substr(0, slash);
-  const std::optional<IpAddress> ip = parseIp(addr);
-  if (!ip || addr.find('%') != std::string_view::npos) {
-    *error = "'" + std::string(addr) + "' is not an IPv4 or IPv6 address";
-    return std::nullopt;
-  }
-  const unsigned max = ip->v6 ? 128 : 32;
-  unsigned prefix = max;
-  if (slash != std::string_view::npos) {
-    const std::string_view bits = text.substr(slash + 1);
-    if (bits.empty() || bits.size() > 3 ||
-        !std::all_of(bits.begin(), bits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      *error = "prefix length '" + std::string(bits) + "' is not a number";
-      return std::nullopt;
-    }
-    prefix = 0;
-    for (char c : bits) prefix = prefix * 10 + static_cast<unsigned>(c - '0');
-    if (prefix > max) {
-      *error = "prefix length /" + std::string(bits) + " is longer than the address (at most /" +
-               std::to_string(max) + ")";
-      return std::nullopt;
-    }
-  }
-  CidrRange range;
-  range.base = *ip;
-  range.prefix = static_cast<uint8_t>(prefix);
-  for (unsigned i = 0; i < 16; ++i) {
-    const unsigned keep = prefix >= (i + 1) * 8 ? 8 : prefix > i * 8 ? prefix - i * 8 : 0;
-    range.base.bytes[i] &= static_cast<uint8_t>(keep == 0 ? 0 : 0xFF << (8 - keep));
-  }
-  if (strict && !(range.base == *ip)) {
-    *error = "'" + std::string(text) + "' has host bits set (did you mean " + range.str() + "?)";
-    return std::nullopt;
-  }
-  return range;
-}
-
 Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
     : port_(port), is_connect_(is_connect) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
@@ -111,7 +25,11 @@ Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
   std::transform(host.begin(), host.end(), host_.begin(), lower);
   length_ = host.size();
   ip_ = parseIp(this->host());
+  if (ip_) ip_ = ip_->unmapped();
 }
+
+Destination::Destination(const IpAddress& ip, uint16_t port, bool is_connect)
+    : ip_(ip.unmapped()), port_(port), is_connect_(is_connect) {}
 
 std::string PortRange::str() const {
   return low == high ? std::to_string(low) : std::to_string(low) + "-" + std::to_string(high);

@@ -22,39 +22,29 @@
 #include <unordered_set>
 #include <vector>
 
+#include "gateway/net/ip_address.h"
+
 namespace h2gate::filters {
 
-// An IP address in network byte order; IPv4 uses the first 4 bytes.
-struct IpAddress {
-  bool v6 = false;
-  std::array<uint8_t, 16> bytes{};
-  bool operator==(const IpAddress&) const = default;
-  std::string str() const;
-};
-
-// "192.0.2.1", "2001:db8::1", "[2001:db8::1]", "fe80::1%eth0" (the zone is
-// ignored). Strict: no "010.1.1.1" style octets, no trailing garbage.
-std::optional<IpAddress> parseIp(std::string_view text);
-
-struct CidrRange {
-  IpAddress base;  // host bits zero
-  uint8_t prefix = 0;
-  bool contains(const IpAddress& ip) const;
-  std::string str() const;  // "10.0.0.0/8", "fd00::/8"
-};
-
-// "10.0.0.0/8", "fd00::/8", or an address alone (/32, /128). Brackets around
-// an IPv6 address are accepted ("[fd00::]/8"). With `strict`, an address
-// with host bits set under the prefix ("10.1.2.3/8") is an error; otherwise
-// they are cleared (curl, Go and Python do that with NO_PROXY entries).
-// Returns nullopt and sets *error.
-std::optional<CidrRange> parseCidr(std::string_view text, bool strict, std::string* error);
+// The address types the matchers compare (gateway/net/ip_address.h), under
+// the names the filters use.
+using net::CidrRange;
+using net::IpAddress;
+using net::parseCidr;
+using net::parseIp;
 
 // The request's destination in normal form. Built on the stack per request.
 class Destination {
  public:
-  // `host` as the request parser left it (no brackets); port; CONNECT or not.
+  // `host` as the request parser left it (no brackets; IP literals already
+  // canonical, see net::canonicalRequestHost() in gateway/net/host_name.h); port;
+  // CONNECT or not. An IPv4-mapped IPv6 literal is taken as its IPv4
+  // address all the same.
   Destination(std::string_view host, uint16_t port, bool is_connect);
+  // An address itself (direct mode: one the destination name resolved to),
+  // unmapped. host() is empty: only address patterns match it, and writing
+  // the text would cost more than the matching.
+  Destination(const IpAddress& ip, uint16_t port, bool is_connect);
   Destination(const Destination&) = delete;
   Destination& operator=(const Destination&) = delete;
 
@@ -88,7 +78,8 @@ struct HostPattern {
     Domain,      // "example.com" as a suffix: the name and every subdomain
     Subdomains,  // "*.example.com": every subdomain, not the name itself
     Any,         // "*": every destination, names and addresses
-    Cidr,        // IP-literal destinations in `cidr`
+    Cidr,        // IP destinations in `cidr` (literals; in direct mode also
+                 // the addresses a name resolves to, see Filter::checkAddress)
   };
   Kind kind = Kind::Exact;
   std::string name;   // normal form, without "*." or a leading dot

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "filters/host_name.h"
+#include "gateway/net/host_name.h"
 
 namespace h2gate::filters {
 namespace {
@@ -69,7 +69,7 @@ class Builder {
   }
   void name(std::string_view entry, std::string_view text, HostPattern::Kind kind, uint16_t port) {
     std::string error;
-    std::optional<std::string> n = normalizeHostName(text, &error);
+    std::optional<std::string> n = net::normalizeHostName(text, &error);
     if (!n) return ignore(entry, error);
     HostPattern p;
     p.kind = kind;

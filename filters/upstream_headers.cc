@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "filters/forward_proxy.h"
-#include "gateway/upstream/proxy_request.h"
 
 namespace h2gate::filters {
 namespace {
@@ -60,8 +59,7 @@ void parseHeaderSet(config::NodeReader& r, Headers& out) {
     if (user && (user->empty() || user->find(':') != std::string::npos))
       creds.errorAt("username", "must be non-empty and without ':'");
     else if (user && pass)
-      put(out, Header{"Proxy-Authorization",
-                      upstream::basicCredentials(config::ProxyCredentials{*user, *pass})});
+      put(out, Header{"Proxy-Authorization", basicCredentials(*user, *pass)});
   }
 }
 

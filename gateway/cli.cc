@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string_view>
 
 #include "filters/access_log.h"
 #include "filters/registry.h"
@@ -12,6 +14,7 @@ namespace {
 
 constexpr const char* kUpstreamCluster = "upstream";
 constexpr uint32_t kMaxConcurrency = 1024;
+constexpr uint64_t kMaxConfigSizeLimit = uint64_t{1} << 30;
 
 bool allDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -61,6 +64,32 @@ std::string bindAddress(const std::string& text, config::SocketAddress* out) {
   }
   *out = a;
   return {};
+}
+
+// "1048576", "64K", "8M", "1G" (also "8MiB", "8MB": binary multiples).
+std::optional<uint64_t> parseSize(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 10) return std::nullopt;
+  uint64_t value = std::stoull(std::string(text.substr(0, digits)));
+  std::string unit(text.substr(digits));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (unit.ends_with("ib"))
+    unit.resize(unit.size() - 2);
+  else if (unit.size() == 2 && unit.back() == 'b')
+    unit.pop_back();
+  int shift = 0;
+  if (unit == "k")
+    shift = 10;
+  else if (unit == "m")
+    shift = 20;
+  else if (unit == "g")
+    shift = 30;
+  else if (!unit.empty() && unit != "b")
+    return std::nullopt;
+  if (value > (uint64_t{1} << (63 - shift))) return std::nullopt;
+  return value << shift;
 }
 
 void addError(ParseResult& r, const std::string& flag, const std::string& message) {
@@ -225,8 +254,8 @@ ParseResult parse(int argc, const char* const* argv) {
     }
 
     static constexpr const char* kValued[] = {
-        "-c",       "--config",      "--listen",    "--admin",     "--upstream",
-        "--cacert", "--concurrency", "--log-level", "--proxy-auth"};
+        "-c",       "--config",      "--listen",    "--admin",           "--upstream",
+        "--cacert", "--concurrency", "--log-level", "--max-config-size", "--proxy-auth"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -269,6 +298,11 @@ ParseResult parse(int argc, const char* const* argv) {
       if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
         addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
       o.proxy_auth = value;
+    } else if (name == "--max-config-size") {
+      if (auto bytes = parseSize(value); bytes && *bytes >= 1024 && *bytes <= kMaxConfigSizeLimit)
+        o.max_config_bytes = *bytes;
+      else
+        addError(r, name, "expected a size from 1K to 1G (e.g. 64M, 1048576), got '" + value + "'");
     } else if (name == "--log-level") {
       log::Level level;
       if (!log::parseLevel(value, &level)) {
@@ -311,6 +345,10 @@ Options:
                            with user:pass@ in the URL) or auto (the strongest
                            the proxy asks for)
       --concurrency N      worker threads (default 1)
+      --max-config-size SIZE
+                           refuse a config file larger than SIZE (bytes, or
+                           with K, M, G: 64M); default 8M. Loading takes
+                           tens of times the file's size in memory
       --log-level LEVEL    trace, debug, info, warn or error (default info)
   -h, --help               this text
   -V, --version            print the version
@@ -323,7 +361,7 @@ config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env) {
   config::LoadResult r;
   if (!options.config_path.empty()) {
-    r = config::loadFile(options.config_path);
+    r = config::loadFile(options.config_path, options.max_config_bytes);
     if (!r.ok()) return r;
   } else {
     r.bootstrap = config::defaultBootstrap();
@@ -409,6 +447,7 @@ config::LoadResult buildBootstrap(const Options& options,
             }
             routed["cluster"] = kUpstreamCluster;
             f.typed_config = routed;
+            f.filter = nullptr;  // built from the old typed_config: validated again below
           }
         }
       }
@@ -462,7 +501,7 @@ config::LoadResult buildBootstrap(const Options& options,
   if (options.concurrency) b.concurrency = *options.concurrency;
   if (from_flags) b.source = "<flags>";
   if (!r.problems.empty()) return r;
-  r.problems = config::validate(b);
+  r.problems = config::validateAndBuild(b);
   return r;
 }
 

@@ -26,6 +26,8 @@ struct Options {
   std::optional<std::string> proxy_auth;
   std::optional<uint32_t> concurrency;   // --concurrency N
   std::optional<std::string> log_level;  // --log-level LEVEL
+  // --max-config-size SIZE: a larger config file is refused (start, reload).
+  uint64_t max_config_bytes = config::kDefaultMaxConfigBytes;
 };
 
 struct ParseResult {

@@ -1,5 +1,8 @@
 #include "gateway/http_types.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
 namespace h2gate {
 namespace {
 
@@ -23,6 +26,19 @@ const Header* findHeader(const Headers& headers, std::string_view name) {
     if (iequals(h.name, name)) return &h;
   }
   return nullptr;
+}
+
+std::string basicCredentials(std::string_view user, std::string_view password) {
+  std::string plain;
+  plain.reserve(user.size() + 1 + password.size());
+  plain.append(user).append(1, ':').append(password);
+  std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(plain.data()),
+                                static_cast<int>(plain.size()));
+  OPENSSL_cleanse(plain.data(), plain.size());
+  out.resize(static_cast<size_t>(n));
+  return "Basic " + out;
 }
 
 std::string RequestHead::authority() const {
@@ -52,6 +68,8 @@ std::string_view resultName(Result r) {
       return "downstream_reset";
     case Result::Drained:
       return "drained";
+    case Result::StreamIdleTimeout:
+      return "stream_idle_timeout";
   }
   return "unknown";
 }

@@ -21,6 +21,10 @@ bool iequals(std::string_view a, std::string_view b);
 // First header with this name (case-insensitive), or nullptr.
 const Header* findHeader(const Headers& headers, std::string_view name);
 
+// "Basic base64(user:password)" (RFC 7617): a Proxy-Authorization value.
+// The result is a secret: never log it.
+std::string basicCredentials(std::string_view user, std::string_view password);
+
 enum class BodyFraming { None, ContentLength, Chunked, UntilClose };
 
 // Headers added to what h2gate sends to an upstream proxy (the CONNECT or
@@ -42,9 +46,12 @@ struct UpstreamHeaders {
 // An app's request as the proxy understood it.
 struct RequestHead {
   std::string method;
-  std::string target;  // as sent: "host:port" for CONNECT, the absolute URL otherwise
+  // As sent ("host:port" for CONNECT, the absolute URL otherwise), except
+  // that an IP-literal host is rewritten in canonical form by
+  // http1::parseTarget ("http://0x7f.1/" becomes "http://127.0.0.1/").
+  std::string target;
   bool is_connect = false;
-  std::string host;  // without IPv6 brackets
+  std::string host;  // without IPv6 brackets; IP literals canonical
   uint16_t port = 0;
   std::string path;  // absolute-form only: path and query, at least "/"
   int http_minor = 1;
@@ -78,9 +85,20 @@ enum class Result {
   UpstreamReset,    // upstream reset or broke mid-transfer
   DownstreamReset,  // the app went away mid-transfer
   Drained,          // cut by shutdown after the drain timeout
+  // Nothing moved either way for the listener's stream_idle_timeout (a
+  // stalled request or response body).
+  StreamIdleTimeout,
 };
-inline constexpr size_t kResultCount = static_cast<size_t>(Result::Drained) + 1;
+inline constexpr size_t kResultCount = static_cast<size_t>(Result::StreamIdleTimeout) + 1;
 std::string_view resultName(Result r);
+
+// Why a request is refused before anything is sent for it (a filter's
+// verdict on an address, see upstream::AddressPolicy): the status the app
+// gets (403 for the acl, a reject route's own) and the body.
+struct Refusal {
+  int status = 403;
+  std::string reason;
+};
 
 // Per request/tunnel bookkeeping. Filters read it on completion; the
 // forward_proxy filter writes the route.

@@ -101,7 +101,20 @@ SocketPlan planSockets(const std::vector<std::string>& open,
 }
 
 bool sameListener(const config::Listener& a, const config::Listener& b) {
-  return dumpOne(a) == dumpOne(b);
+  if (a.filters.size() != b.filters.size()) return false;
+  // typed_config by its redacted text (a running config has only that, and
+  // rendering a big one through the emitter again would take seconds).
+  for (size_t i = 0; i < a.filters.size(); ++i)
+    if (config::typedConfigText(a.filters[i]) != config::typedConfigText(b.filters[i]))
+      return false;
+  auto bare = [](config::Listener l) {
+    for (config::FilterConfig& f : l.filters) {
+      f.typed_config.reset();
+      f.redacted_yaml.clear();
+    }
+    return dumpOne(l);
+  };
+  return bare(a) == bare(b);
 }
 
 bool sameCluster(const config::Cluster& a, const config::Cluster& b) {
@@ -159,7 +172,9 @@ std::vector<std::string> keepRestartOnly(const config::Bootstrap& running,
     out.push_back("admin address " + admin(running.admin) + " -> " + admin(next.admin) +
                   " needs a restart; keeping " + admin(running.admin));
   }
-  next.admin = running.admin;
+  // Only the address is bound once; allowed_hosts applies from now.
+  next.admin.address = running.admin.address;
+  next.admin.enabled = running.admin.enabled;
   return out;
 }
 

@@ -60,7 +60,8 @@ NameDiff diffClusters(const std::vector<config::Cluster>& before,
 // an unreadable file contributes a marker (building its context will fail).
 std::string tlsFilesFingerprint(const config::Cluster& c);
 
-// Settings a running process cannot change (worker count, admin address):
+// Settings a running process cannot change (worker count, admin address;
+// admin.allowed_hosts can):
 // returns one message per difference ("... needs a restart; keeping ...")
 // and copies the running values into `next`, so what runs is what
 // /config_dump shows.

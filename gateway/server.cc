@@ -1,24 +1,24 @@
 #include "gateway/server.h"
-#include "gateway/net/address.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstring>
 
+#include "config/dump.h"
 #include "config/loader.h"
 #include "filters/pac.h"
 #include "filters/registry.h"
 #include "gateway/log.h"
+#include "gateway/net/address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/reload_plan.h"
 
 namespace h2gate {
 Server::Server(config::Bootstrap bootstrap, Reloader reloader)
-    : bootstraps_{std::make_shared<const config::Bootstrap>(std::move(bootstrap))},
-      bootstrap_(bootstraps_.back()),
-      reloader_(std::move(reloader)),
+    : reloader_(std::move(reloader)),
       started_(std::chrono::steady_clock::now()),
       started_wall_(std::chrono::system_clock::now()),
       signals_(main_io_, SIGTERM, SIGINT),
@@ -26,20 +26,72 @@ Server::Server(config::Bootstrap bootstrap, Reloader reloader)
 #ifdef SIGHUP
   signals_.add(SIGHUP);
 #endif
+  config::LoadResult loaded;
+  loaded.bootstrap = std::move(bootstrap);
+  start_ = prepare(std::move(loaded));
+  bootstrap_ = start_.bootstrap;
 }
 
 Server::~Server() {
   if (metrics_source_) metrics::Registry::global().removeSource(metrics_source_);
+  // The config thread first: what it runs posts to main_io_ and reads
+  // reloader_.
+  config_guard_.reset();
+  config_io_.stop();
+  if (config_thread_.joinable()) config_thread_.join();
   for (auto& w : workers_) w->stop();
 }
 
-std::string Server::buildListeners(const config::Bootstrap& b, const std::vector<uint16_t>& ports,
+Server::Prepared Server::prepare(config::LoadResult loaded) {
+  Prepared p;
+  if (loaded.ok()) {
+    // Filters not built yet (a Bootstrap made in code): build them now.
+    bool missing = false;
+    for (const config::Listener& l : loaded.bootstrap.listeners)
+      for (const config::FilterConfig& f : l.filters) missing = missing || !f.filter;
+    if (missing) loaded.problems = config::validateAndBuild(loaded.bootstrap);
+  }
+  if (!loaded.ok()) {
+    p.problems = std::move(loaded.problems);
+    return p;
+  }
+  config::dropFilterYaml(loaded.bootstrap);
+  p.bootstrap = std::make_shared<config::Bootstrap>(std::move(loaded.bootstrap));
+  for (const config::Listener& l : p.bootstrap->listeners) {
+    filters::PacBuilder& pac = p.pacs.emplace_back();
+    for (const config::FilterConfig& f : l.filters) f.filter->describePac(pac);
+  }
+  return p;
+}
+
+void Server::releaseFilters(config::Bootstrap& b) {
+  for (config::Listener& l : b.listeners)
+    for (config::FilterConfig& f : l.filters) f.filter = nullptr;
+}
+
+std::shared_ptr<const OwnAddresses> Server::ownAddresses(
+    const std::vector<OwnSocket>& sockets) const {
+  auto own = std::make_shared<OwnAddresses>();
+  if (admin_) {
+    const asio::ip::tcp::endpoint ep = admin_->localEndpoint();
+    // Admin::start() leaves an IPv6 socket dual-stack (the system default).
+    own->add({ep, "admin endpoint", true, ep.address().is_v6()});
+  }
+  // bindListener() makes IPv6 listeners IPv6-only.
+  for (const OwnSocket& s : sockets)
+    own->add({s.endpoint, "listener '" + s.listener + "'", false, false});
+  if (own->hasWildcard()) own->addInterfaceAddresses();
+  return own;
+}
+
+std::string Server::buildListeners(const Prepared& p, const std::vector<uint16_t>& ports,
+                                   const std::shared_ptr<const OwnAddresses>& own,
                                    ListenerContexts& out) {
+  const config::Bootstrap& b = *p.bootstrap;
   for (size_t i = 0; i < b.listeners.size(); ++i) {
     const config::Listener& l = b.listeners[i];
     auto ctx = std::make_shared<downstream::ListenerContext>();
     ctx->name = l.name;
-    ctx->bootstrap = &b;
     ctx->limits.max_head_bytes = static_cast<size_t>(l.max_request_headers_kb) * 1024;
     ctx->limits.max_headers = l.max_request_headers_count;
     ctx->direct_connect_timeout = l.direct_connect_timeout;
@@ -49,25 +101,25 @@ std::string Server::buildListeners(const config::Bootstrap& b, const std::vector
     ctx->idle_timeout = l.idle_timeout;
     ctx->tunnel_idle_timeout = l.tunnel_idle_timeout;
     ctx->connect_response_timeout = l.connect_response_timeout;
+    ctx->stream_idle_timeout = l.stream_idle_timeout;
     ctx->max_connections = l.max_connections;
     // On a reload, a listener keeps its open-connection count: connections
     // accepted before count against the new max_connections too.
     for (const auto& running : listeners_)
       if (running->name == l.name) ctx->open_connections = running->open_connections;
-    config::Diagnostics diag(b.source);
     for (const config::FilterConfig& fc : l.filters) {
-      config::NodeReader reader(fc.typed_config, l.name + ".filters." + fc.name, diag);
-      filters::FilterPtr f = filters::create(fc.name, reader, {b, l});
-      if (!f) break;
-      // Factories create filters non-const (make_shared<T>), so this cast is
+      // Built by validateAndBuild (prepare()) and used by nothing else yet,
+      // as a factory made it (make_shared<T>, non-const), so this cast is
       // well-defined; init() runs once, before any worker shares the filter.
-      if (std::string err = const_cast<filters::Filter&>(*f).init(); !err.empty())
+      if (std::string err = const_cast<filters::Filter&>(*fc.filter).init(); !err.empty())
         return "listener " + l.name + ": filter " + fc.name + ": " + err;
-      ctx->filters.push_back(std::move(f));
+      ctx->filters.push_back(fc.filter);
     }
-    if (!diag.ok()) return diag.problems().front().str();
-    filters::PacBuilder pac;
-    for (const auto& f : ctx->filters) f->describePac(pac);
+    // Just before the terminal forward_proxy: after the app authenticated
+    // (proxy_auth) and the acl, like an acl entry of its own.
+    if (l.deny_own_addresses && !ctx->filters.empty())
+      ctx->filters.insert(ctx->filters.end() - 1, std::make_shared<OwnAddressFilter>(own, l.name));
+    const filters::PacBuilder& pac = p.pacs[i];
     ctx->pac = pac.build(filters::pacProxyAddress(
         l.address.address, i < ports.size() ? ports[i] : l.address.port_value));
     ctx->serve_pac = pac.options().serve_on_listener;
@@ -165,6 +217,14 @@ void Server::logCluster(const config::Cluster& c) {
 
 namespace {
 
+// Returns freed heap memory to the system (glibc keeps it otherwise: a big
+// configuration replaced by a small one would keep its RSS).
+void trimHeap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 std::shared_ptr<upstream::ClusterHealth> newHealth(const config::Cluster& c) {
   std::vector<std::string> eps;
   for (const auto& e : c.endpoints) eps.push_back(upstream::endpointLabel(e.address, e.port_value));
@@ -174,6 +234,7 @@ std::shared_ptr<upstream::ClusterHealth> newHealth(const config::Cluster& c) {
 }  // namespace
 
 std::string Server::start() {
+  if (!start_.problems.empty()) return start_.problems.front().str();
   const config::Bootstrap& cfg = *bootstrap_;
   H2G_LOG(Info, 0, 0,
           "h2gate " << H2GATE_VERSION << " starting: config " << cfg.source << ", "
@@ -193,13 +254,42 @@ std::string Server::start() {
     }
   }
   for (const Bound& b : bound_) logListening(b, cfg.listeners[b.listener]);
+
+  // The admin endpoint before the listener contexts: they refuse requests
+  // to its address (OwnAddressFilter).
+  if (cfg.admin.enabled) {
+    asio::error_code ec;
+    const asio::ip::address ip = asio::ip::make_address(cfg.admin.address.address, ec);
+    if (ec) return "admin: '" + cfg.admin.address.address + "' is not an IP address";
+    admin_ =
+        std::make_unique<Admin>(main_io_, asio::ip::tcp::endpoint(ip, cfg.admin.address.port_value),
+                                Admin::Options{cfg.admin.allowed_hosts},
+                                [this](const Admin::Request& request, Admin::Respond respond) {
+                                  adminRequest(request, std::move(respond));
+                                });
+    if (std::string err = admin_->start(); !err.empty()) return err;
+    if (!ip.is_loopback())
+      H2G_LOG(Warn, 0, 0,
+              "admin binds non-loopback address " << net::endpointText(admin_->localEndpoint()));
+    H2G_LOG(Info, 0, 0, "admin listening on " << net::endpointText(admin_->localEndpoint()));
+  }
+
   // After binding: a PAC file names the port a port-0 listener got.
   std::vector<uint16_t> ports(cfg.listeners.size(), 0);
+  std::vector<OwnSocket> sockets;
   for (const Bound& b : bound_) {
     asio::error_code ec;
-    if (ports[b.listener] == 0) ports[b.listener] = b.acceptor.local_endpoint(ec).port();
+    const asio::ip::tcp::endpoint local = b.acceptor.local_endpoint(ec);
+    if (ports[b.listener] == 0) ports[b.listener] = local.port();
+    sockets.push_back({local, cfg.listeners[b.listener].name});
   }
-  if (std::string err = buildListeners(cfg, ports, listeners_); !err.empty()) return err;
+  if (std::string err = buildListeners(start_, ports, ownAddresses(sockets), listeners_);
+      !err.empty())
+    return err;
+  releaseFilters(*start_.bootstrap);
+  start_ = Prepared{};
+  // What loading a big file took (its YAML tree) goes back to the system.
+  trimHeap();
 
   for (const config::Cluster& c : cfg.clusters) {
     std::string err;
@@ -215,33 +305,19 @@ std::string Server::start() {
 
   for (const config::Cluster& c : cfg.clusters) {
     health_.push_back(newHealth(c));
-    cluster_requests_[c.name] = std::make_shared<downstream::ConnectionLimit>();
+    cluster_requests_[c.name] = std::make_shared<net::ConnectionLimit>();
+    clusters_[c.name] = std::make_shared<const config::Cluster>(c);
   }
   metrics_source_ = metrics::Registry::global().addSource(
       [this](std::vector<prometheus::MetricFamily>& out) { appendMetrics(out); });
 
-  if (cfg.admin.enabled) {
-    asio::error_code ec;
-    const asio::ip::address ip = asio::ip::make_address(cfg.admin.address.address, ec);
-    if (ec) return "admin: '" + cfg.admin.address.address + "' is not an IP address";
-    admin_ = std::make_unique<Admin>(
-        main_io_, asio::ip::tcp::endpoint(ip, cfg.admin.address.port_value),
-        [this](std::string_view method, std::string_view path, std::string_view query) {
-          return adminReply(method, path, query);
-        });
-    if (std::string err = admin_->start(); !err.empty()) return err;
-    if (!ip.is_loopback())
-      H2G_LOG(Warn, 0, 0,
-              "admin binds non-loopback address " << net::endpointText(admin_->localEndpoint()));
-    H2G_LOG(Info, 0, 0, "admin listening on " << net::endpointText(admin_->localEndpoint()));
-  }
-
   const uint32_t n = std::max<uint32_t>(1, cfg.concurrency);
   for (uint32_t i = 0; i < n; ++i) {
     auto w = std::make_unique<Worker>(i);
-    for (size_t c = 0; c < cfg.clusters.size(); ++c)
-      w->addCluster(cfg.clusters[c], tls_[cfg.clusters[c].name], health_[c],
-                    cluster_requests_[cfg.clusters[c].name]);
+    for (size_t c = 0; c < cfg.clusters.size(); ++c) {
+      const std::string& name = cfg.clusters[c].name;
+      w->addCluster(clusters_[name], tls_[name], health_[c], cluster_requests_[name]);
+    }
     for (Bound& b : bound_) {
       const int fd = ::dup(b.acceptor.native_handle());
       if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);
@@ -252,6 +328,8 @@ std::string Server::start() {
   // The workers own duplicates; the originals stay open so nothing else can
   // take the port, and so a reload can hand them to the workers again.
   for (auto& w : workers_) w->start();
+  config_guard_.emplace(config_io_.get_executor());
+  config_thread_ = std::thread([this] { config_io_.run(); });
   startNetworkMonitor();
   waitForSignal();
   return {};
@@ -262,7 +340,7 @@ void Server::waitForSignal() {
     if (ec) return;
 #ifdef SIGHUP
     if (sig == SIGHUP) {
-      reload("SIGHUP");
+      requestReload("SIGHUP", nullptr);
       waitForSignal();
       return;
     }
@@ -271,23 +349,109 @@ void Server::waitForSignal() {
   });
 }
 
-Server::ReloadOutcome Server::reload(std::string_view trigger) {
-  const config::Bootstrap& running = *bootstrap_;
+void Server::requestReload(std::string trigger, ReloadDone done) {
   if (draining_) {
     H2G_LOG(Warn, 0, 0, trigger << ": draining, not reloading the configuration");
-    return {503, "draining: not reloading\n"};
+    if (done) done({503, "draining: not reloading\n"});
+    return;
   }
   if (!reloader_) {
     H2G_LOG(Warn, 0, 0,
             trigger << ": nothing to reload: h2gate was started without a config file (-c), "
                        "its configuration comes from "
-                    << running.source);
-    return {409,
+                    << bootstrap_->source);
+    if (done)
+      done({409,
             "nothing to reload: h2gate was started without a config file (-c); its "
             "configuration comes from " +
-                running.source + "\n"};
+                bootstrap_->source + "\n"});
+    return;
   }
-  H2G_LOG(Info, 0, 0, trigger << ": reloading the configuration from " << running.source);
+  Waiter w{std::move(trigger), std::move(done)};
+  if (reload_running_) {
+    // The running reload may have read the file before it was changed:
+    // read it again once that one is over.
+    H2G_LOG(Info, 0, 0, w.trigger << ": a reload is running; reloading again after it");
+    reload_queued_.push_back(std::move(w));
+    return;
+  }
+  startReload({std::move(w)});
+}
+
+void Server::startReload(std::vector<Waiter> waiters) {
+  reload_running_ = true;
+  reload_waiters_ = std::move(waiters);
+  H2G_LOG(Info, 0, 0,
+          reload_waiters_.front().trigger << ": reloading the configuration from "
+                                          << bootstrap_->source);
+  // Parsing, validating and building the filters of a big file takes
+  // seconds: on the config thread, so the admin endpoint keeps answering.
+  asio::post(config_io_, [this] {
+    Prepared next = prepare(reloader_());
+    trimHeap();  // the YAML tree is gone
+    asio::post(main_io_, [this, next = std::make_shared<Prepared>(std::move(next))]() mutable {
+      finishReload(std::move(*next));
+    });
+  });
+}
+
+void Server::finishReload(Prepared next) {
+  ReloadOutcome out =
+      draining_ ? ReloadOutcome{503, "draining: not reloading\n"} : applyReload(next);
+  if (next.bootstrap) retire(std::move(next.bootstrap));  // rejected: its filters go too
+  next.pacs.clear();
+  std::vector<Waiter> waiters = std::move(reload_waiters_);
+  reload_waiters_.clear();
+  reload_running_ = false;
+  for (const Waiter& w : waiters)
+    if (w.done) w.done(out);
+  if (!reload_queued_.empty()) {
+    std::vector<Waiter> queued = std::move(reload_queued_);
+    reload_queued_.clear();
+    if (draining_) {
+      for (const Waiter& w : queued)
+        if (w.done) w.done({503, "draining: not reloading\n"});
+    } else {
+      startReload(std::move(queued));
+    }
+  }
+}
+
+void Server::retire(std::shared_ptr<const void> p) {
+  if (!p) return;
+  retired_.push_back(std::move(p));
+  if (retired_.size() == 1) {
+    retired_timer_.expires_after(std::chrono::seconds(1));
+    retired_timer_.async_wait([this](const asio::error_code& ec) {
+      if (!ec) sweepRetired();
+    });
+  }
+}
+
+void Server::sweepRetired() {
+  // use_count() == 1: only retired_ holds it, and nothing can take a new
+  // reference from it any more.
+  auto freeable = std::make_shared<std::vector<std::shared_ptr<const void>>>();
+  std::erase_if(retired_, [&](std::shared_ptr<const void>& p) {
+    if (p.use_count() != 1) return false;
+    freeable->push_back(std::move(p));
+    return true;
+  });
+  if (!freeable->empty()) {
+    asio::post(config_io_, [freeable] {
+      freeable->clear();
+      trimHeap();
+    });
+  }
+  if (retired_.empty()) return;
+  retired_timer_.expires_after(std::chrono::seconds(1));
+  retired_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) sweepRetired();
+  });
+}
+
+Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
+  const config::Bootstrap& running = *bootstrap_;
   auto reject = [&](const std::vector<std::string>& errors) {
     ++reloads_failed_;
     std::string body = "reload rejected: " + std::to_string(errors.size()) +
@@ -302,13 +466,12 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     return ReloadOutcome{400, std::move(body)};
   };
 
-  config::LoadResult loaded = reloader_();
-  if (!loaded.ok()) {
+  if (!prepared.problems.empty()) {
     std::vector<std::string> errors;
-    for (const auto& p : loaded.problems) errors.push_back(p.str());
+    for (const auto& p : prepared.problems) errors.push_back(p.str());
     return reject(errors);
   }
-  auto next = std::make_shared<config::Bootstrap>(std::move(loaded.bootstrap));
+  const std::shared_ptr<config::Bootstrap>& next = prepared.bootstrap;
   for (const std::string& w : reload::keepRestartOnly(running, *next)) H2G_LOG(Warn, 0, 0, w);
 
   // Stage everything; nothing below changes the running state until the
@@ -331,28 +494,31 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
   };
   std::unordered_map<std::string, std::shared_ptr<net::TlsContext>> tls;
   std::vector<std::shared_ptr<upstream::ClusterHealth>> health;
-  std::vector<const config::Cluster*> fresh_clusters;  // new pools
+  std::unordered_map<std::string, std::shared_ptr<const config::Cluster>> cluster_copies;
+  std::vector<std::string> fresh_clusters;  // new pools
   std::unordered_map<std::string, std::shared_ptr<upstream::ClusterHealth>> health_by_name;
-  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests;
+  std::unordered_map<std::string, std::shared_ptr<net::ConnectionLimit>> cluster_requests;
   for (const config::Cluster& c : next->clusters) {
     std::shared_ptr<upstream::ClusterHealth> h;
     if (unchanged(c.name)) {
       tls[c.name] = tls_[c.name];
+      cluster_copies[c.name] = clusters_[c.name];  // the pools keep theirs
       for (const auto& old : health_)
         if (old->name() == c.name) h = old;
     } else {
       std::string err;
       tls[c.name] = buildTls(c, &err);
       if (!err.empty()) return reject({err});
-      fresh_clusters.push_back(&c);
+      cluster_copies[c.name] = std::make_shared<const config::Cluster>(c);
+      fresh_clusters.push_back(c.name);
     }
     if (!h) h = newHealth(c);
     health.push_back(h);
     health_by_name[c.name] = std::move(h);
-    auto running = cluster_requests_.find(c.name);
-    cluster_requests[c.name] = running != cluster_requests_.end()
-                                   ? running->second
-                                   : std::make_shared<downstream::ConnectionLimit>();
+    auto running_count = cluster_requests_.find(c.name);
+    cluster_requests[c.name] = running_count != cluster_requests_.end()
+                                   ? running_count->second
+                                   : std::make_shared<net::ConnectionLimit>();
   }
 
   std::vector<std::string> open;
@@ -367,16 +533,23 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     fresh[i] = bindListener(next->listeners[e.listener], e.listener, e.address, e.optional, &err);
     if (!err.empty()) return reject({err});
   }
-  // The port each listener is bound to (its first address), for its PAC file.
+  // The port each listener is bound to (its first address), for its PAC
+  // file, and every socket of the new configuration, for OwnAddressFilter.
   std::vector<uint16_t> ports(next->listeners.size(), 0);
+  std::vector<OwnSocket> sockets;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const auto& e = plan.entries[i];
     const Bound* b = e.reuse ? &bound_[*e.reuse] : fresh[i] ? &*fresh[i] : nullptr;
+    if (!b) continue;
     asio::error_code ec;
-    if (b && ports[e.listener] == 0) ports[e.listener] = b->acceptor.local_endpoint(ec).port();
+    const asio::ip::tcp::endpoint local = b->acceptor.local_endpoint(ec);
+    if (ports[e.listener] == 0) ports[e.listener] = local.port();
+    sockets.push_back({local, next->listeners[e.listener].name});
   }
+  const std::shared_ptr<const OwnAddresses> own = ownAddresses(sockets);
   ListenerContexts contexts;
-  if (std::string err = buildListeners(*next, ports, contexts); !err.empty()) return reject({err});
+  if (std::string err = buildListeners(prepared, ports, own, contexts); !err.empty())
+    return reject({err});
 
   std::vector<Worker::Reconfigure> updates(workers_.size());
   for (size_t i = 0; i < plan.entries.size(); ++i) {
@@ -398,8 +571,9 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     }
   }
   for (auto& u : updates) {
-    for (const config::Cluster* c : fresh_clusters)
-      u.pools.push_back({c, tls[c->name], health_by_name[c->name], cluster_requests[c->name]});
+    for (const std::string& name : fresh_clusters)
+      u.pools.push_back(
+          {cluster_copies[name], tls[name], health_by_name[name], cluster_requests[name]});
     u.removed_clusters = clusters.removed;
   }
 
@@ -421,19 +595,29 @@ Server::ReloadOutcome Server::reload(std::string_view trigger) {
     H2G_LOG(Info, 0, 0, "no longer listening on " << net::endpointText(local));
     bound_[i].acceptor.close(ec);
   }
-  for (const config::Cluster* c : fresh_clusters) logCluster(*c);
+  for (const std::string& name : fresh_clusters) logCluster(*cluster_copies[name]);
   const std::string summary =
       reload::summary(reload::diffListeners(running.listeners, next->listeners), clusters);
   const std::string source = next->source;
 
+  if (admin_) admin_->setAllowedHosts(next->admin.allowed_hosts);
   bound_ = std::move(bound);
+  for (auto& ctx : listeners_) retire(std::move(ctx));
   listeners_ = std::move(contexts);
   tls_ = std::move(tls);
   tls_files_ = std::move(tls_files);
   health_ = std::move(health);
   cluster_requests_ = std::move(cluster_requests);
-  bootstraps_.push_back(next);
-  bootstrap_ = std::move(next);
+  for (auto& [name, cluster] : clusters_) {
+    auto kept = cluster_copies.find(name);
+    if (kept == cluster_copies.end() || kept->second != cluster) retire(std::move(cluster));
+  }
+  clusters_ = std::move(cluster_copies);
+  // The running configuration is not used after this (nothing refers
+  // into it); the next one keeps its filters in the contexts only.
+  releaseFilters(*next);
+  retire(std::exchange(bootstrap_, next));
+  prepared.bootstrap = nullptr;
   for (size_t i = 0; i < workers_.size(); ++i) workers_[i]->reconfigure(std::move(updates[i]));
 
   ++reloads_ok_;

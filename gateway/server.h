@@ -6,11 +6,21 @@
 // them; a second signal cuts at once. run() returns the exit code.
 //
 // Reload (SIGHUP, POST /reload): the Reloader builds the configuration again
-// (same file, same flags). A new config is staged completely (filters,
-// TLS contexts, listening sockets) before anything changes, so an invalid
-// one is rejected as a whole and the running one stays. A valid one takes
-// effect for new app connections and requests; each worker swaps listeners
-// and pools on its own thread, and what is open keeps what it started with.
+// (same file, same flags) on the config thread, so the admin endpoint
+// (/healthz) keeps answering while a big file is parsed. A new config is
+// staged completely (filters, TLS contexts, listening sockets) before
+// anything changes, so an invalid one is rejected as a whole and the running
+// one stays. A valid one takes effect for new app connections and requests;
+// each worker swaps listeners and pools on its own thread, and what is open
+// keeps what it started with. A reload asked for while one runs waits for it
+// and then reads the file again (several such waiters share that one).
+//
+// Memory of a replaced configuration: listener contexts (filters) and the
+// clusters given to pools are kept alive by what uses them (connections,
+// pools); the Server keeps a reference too, checks every second which ones
+// nothing else holds any more, and frees those on the config thread (a big
+// acl takes a while to free), so neither the main thread nor a worker
+// stalls.
 #pragma once
 
 #include <atomic>
@@ -20,6 +30,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -27,10 +38,12 @@
 
 #include "config/config.h"
 #include "config/loader.h"
+#include "filters/pac.h"
 #include "gateway/admin.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/net/network_monitor.h"
 #include "gateway/net/tls_context.h"
+#include "gateway/own_addresses.h"
 #include "gateway/upstream/health.h"
 #include "gateway/worker.h"
 
@@ -40,6 +53,7 @@ class Server {
  public:
   // Builds the configuration again for a reload; empty when there is no
   // file to re-read (flags only, the built-in default).
+  // Runs on the config thread.
   using Reloader = std::function<config::LoadResult()>;
   explicit Server(config::Bootstrap bootstrap, Reloader reloader = nullptr);
   ~Server();
@@ -60,11 +74,31 @@ class Server {
     asio::ip::tcp::acceptor acceptor;
   };
   using ListenerContexts = std::vector<std::shared_ptr<const downstream::ListenerContext>>;
-  // One context per listener of `b` (filters built and init()ed, PAC file
-  // made). `ports[i]` is the port listener i is bound to (its configured
-  // one, or the one the OS chose for port 0). Returns an error message or "".
-  std::string buildListeners(const config::Bootstrap& b, const std::vector<uint16_t>& ports,
-                             ListenerContexts& out);
+  // A loaded configuration made ready off the main thread (prepare()): its
+  // filters built (validateAndBuild) and their YAML dropped, each
+  // listener's PAC rules collected (all but the proxy address, which needs
+  // the bound port).
+  struct Prepared {
+    std::shared_ptr<config::Bootstrap> bootstrap;
+    std::vector<filters::PacBuilder> pacs;  // index as in bootstrap->listeners
+    std::vector<config::Problem> problems;  // not empty: rejected
+  };
+  static Prepared prepare(config::LoadResult loaded);
+  // Once the contexts hold the filters: the Bootstrap stays plain data.
+  static void releaseFilters(config::Bootstrap& b);
+  // One context per listener of `p` (filters init()ed, PAC file made, the
+  // own-address filter added). `ports[i]` is the port listener i is bound
+  // to (its configured one, or the one the OS chose for port 0); `own` the
+  // sockets the new configuration will have. Returns an error message or "".
+  std::string buildListeners(const Prepared& p, const std::vector<uint16_t>& ports,
+                             const std::shared_ptr<const OwnAddresses>& own, ListenerContexts& out);
+  // A listening socket of the configuration being built, and its listener.
+  struct OwnSocket {
+    asio::ip::tcp::endpoint endpoint;
+    std::string listener;
+  };
+  // `sockets` and the admin endpoint.
+  std::shared_ptr<const OwnAddresses> ownAddresses(const std::vector<OwnSocket>& sockets) const;
   // Binds and listens (not yet accepting). An optional address that cannot
   // be bound is skipped (nullopt and no error); otherwise *error is set.
   std::optional<Bound> bindListener(const config::Listener& l, size_t index,
@@ -78,8 +112,22 @@ class Server {
     int status;           // as POST /reload answers: 200, 400, 409, 503
     std::string message;  // one line on success; the errors otherwise
   };
-  // Main thread only. `trigger` ("SIGHUP", "POST /reload") is for the log.
-  ReloadOutcome reload(std::string_view trigger);
+  using ReloadDone = std::function<void(const ReloadOutcome&)>;
+  // Main thread only. `trigger` ("SIGHUP", "POST /reload") is for the log;
+  // `done` (may be null) gets the outcome, on the main thread, once the
+  // reload that read the file after this call is over.
+  void requestReload(std::string trigger, ReloadDone done);
+  struct Waiter {
+    std::string trigger;
+    ReloadDone done;
+  };
+  void startReload(std::vector<Waiter> waiters);
+  // On the main thread, with what the config thread prepared.
+  void finishReload(Prepared next);
+  ReloadOutcome applyReload(Prepared& next);
+  // Keeps `p` until nothing else holds it, then frees it on the config thread.
+  void retire(std::shared_ptr<const void> p);
+  void sweepRetired();
   void waitForSignal();
   void beginShutdown(int signal_number);
   void onWorkerIdle();
@@ -90,7 +138,8 @@ class Server {
   void onNetworkChange(const std::string& reason);
   std::string serverInfo() const;
   // The admin endpoints (server_admin.cc).
-  Admin::Reply adminReply(std::string_view method, std::string_view path, std::string_view query);
+  void adminRequest(const Admin::Request& request, Admin::Respond respond);
+  Admin::Reply adminReply(const Admin::Request& request);
   // GET /proxy.pac[?listener=NAME]: the PAC file of that listener (default
   // the first).
   Admin::Reply pacReply(std::string_view query) const;
@@ -101,13 +150,13 @@ class Server {
   // health, reloads, process figures.
   void appendMetrics(std::vector<prometheus::MetricFamily>& out) const;
 
-  // Every configuration that was in effect, oldest first; the last is the
-  // current one. Kept until the Server dies (after the workers): pools,
-  // upstream connections and listener contexts refer into them and may
-  // outlive a reload by the life of a tunnel. A few KiB per reload.
-  std::vector<std::shared_ptr<const config::Bootstrap>> bootstraps_;
-  std::shared_ptr<const config::Bootstrap> bootstrap_;  // == bootstraps_.back()
+  // The configuration in effect (its filters' YAML dropped: dropFilterYaml).
+  // Nothing else refers into it: contexts own their filters, pools their
+  // cluster (clusters_).
+  std::shared_ptr<const config::Bootstrap> bootstrap_;
   Reloader reloader_;
+  // What start() builds from; empty after it.
+  Prepared start_;
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point started_wall_;
   asio::io_context main_io_;
@@ -130,7 +179,7 @@ class Server {
   // shared with every worker's pool. Kept across a reload by name, even when
   // the cluster changed: requests still on the old pools count against the
   // new limit. Main thread only.
-  std::unordered_map<std::string, std::shared_ptr<downstream::ConnectionLimit>> cluster_requests_;
+  std::unordered_map<std::string, std::shared_ptr<net::ConnectionLimit>> cluster_requests_;
   size_t metrics_source_ = 0;  // in metrics::Registry::global()
   std::atomic<uint64_t> reloads_ok_{0};
   std::atomic<uint64_t> reloads_failed_{0};
@@ -140,6 +189,21 @@ class Server {
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
   std::atomic<bool> draining_{false};  // read by scrapes
+  // The cluster each worker's pool of that name was given (by name).
+  std::unordered_map<std::string, std::shared_ptr<const config::Cluster>> clusters_;
+  // Replaced contexts, clusters and configurations, until nothing else
+  // holds them (see above).
+  std::vector<std::shared_ptr<const void>> retired_;
+  asio::steady_timer retired_timer_{main_io_};
+  // Reloads: the one reading or being applied, and those asked for since.
+  bool reload_running_ = false;
+  std::vector<Waiter> reload_waiters_;
+  std::vector<Waiter> reload_queued_;
+  // The config thread: loads and prepares configurations, renders
+  // /config_dump, frees retired objects. Stopped first by ~Server.
+  asio::io_context config_io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> config_guard_;
+  std::thread config_thread_;
   // Last: destroyed first, while workers_ (its callback's) and main_io_
   // (its timers' and socket's) still exist.
   std::unique_ptr<net::NetworkMonitor> network_monitor_;

@@ -1,7 +1,8 @@
 // What the admin endpoints say about the server. The admin listener runs on
 // the main thread; everything here reads state shared with the workers only
 // through thread-safe objects (metrics registry, ClusterHealth, atomics).
-// POST /reload runs the reload right here, on the main thread, like SIGHUP.
+// POST /reload starts a reload like SIGHUP (the file is read on the config
+// thread) and answers when it is over; /config_dump is rendered there too.
 #include <map>
 
 #include "config/dump.h"
@@ -23,7 +24,8 @@ constexpr std::string_view kIndex =
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
     "  /proxy.pac          PAC file of the first listener (?listener=NAME for another)\n"
     "  /server_info        version, state, uptime (JSON)\n"
-    "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n";
+    "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n"
+    "                      (every POST needs the header X-H2gate-Admin: 1)\n";
 
 Admin::Reply text(int status, std::string body) {
   return Admin::Reply{status, "text/plain; charset=utf-8", std::move(body), {}};
@@ -66,16 +68,33 @@ Admin::Reply Server::pacReply(std::string_view query) const {
   return text(404, "no listener named '" + std::string(name) + "'\n");
 }
 
-Admin::Reply Server::adminReply(std::string_view method, std::string_view path,
-                                std::string_view query) {
+void Server::adminRequest(const Admin::Request& request, Admin::Respond respond) {
+  if (request.path == "/reload" && request.method == "POST") {
+    requestReload("POST /reload", [respond = std::move(respond)](const ReloadOutcome& out) {
+      respond(text(out.status, out.message));
+    });
+    return;
+  }
+  if (request.path == "/config_dump" && request.method != "POST") {
+    // Rendering a big configuration takes a while: on the config thread.
+    asio::post(config_io_, [this, b = bootstrap_, respond = std::move(respond)]() mutable {
+      std::string yaml = config::dumpYaml(*b);
+      asio::post(main_io_, [respond = std::move(respond), yaml = std::move(yaml)]() mutable {
+        respond(Admin::Reply{200, "application/yaml; charset=utf-8", std::move(yaml), {}});
+      });
+    });
+    return;
+  }
+  respond(adminReply(request));
+}
+
+Admin::Reply Server::adminReply(const Admin::Request& request) {
+  const std::string_view method = request.method;
+  const std::string_view path = request.path;
   if (path == "/reload") {
-    if (method != "POST") {
-      Admin::Reply r = text(405, "/reload takes POST\n");
-      r.allow = "POST";
-      return r;
-    }
-    ReloadOutcome out = reload("POST /reload");
-    return text(out.status, std::move(out.message));
+    Admin::Reply r = text(405, "/reload takes POST\n");
+    r.allow = "POST";
+    return r;
   }
   if (method == "POST") {
     Admin::Reply r = text(405, "only /reload takes POST; " + std::string(path) + " takes GET\n");
@@ -91,10 +110,8 @@ Admin::Reply Server::adminReply(std::string_view method, std::string_view path,
   }
   if (path == "/healthz") return draining_ ? text(503, "DRAINING\n") : text(200, "OK\n");
   if (path == "/clusters") return text(200, clustersText());
-  if (path == "/config_dump")
-    return Admin::Reply{200, "application/yaml; charset=utf-8", config::dumpYaml(*bootstrap_), {}};
   if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo(), {}};
-  if (path == filters::kPacPath) return pacReply(query);
+  if (path == filters::kPacPath) return pacReply(request.query);
   if (path == "/") return text(200, std::string(kIndex));
   return text(404, "no such admin endpoint: " + std::string(path) + " (see /)\n");
 }

@@ -35,11 +35,23 @@ void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx,
   acceptors_.push_back(std::move(a));
 }
 
-void Worker::addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
+std::shared_ptr<upstream::UpstreamPool> Worker::newPool(
+    std::shared_ptr<const config::Cluster> cluster, std::shared_ptr<net::TlsContext> tls,
+    std::shared_ptr<upstream::ClusterHealth> health,
+    std::shared_ptr<net::ConnectionLimit> requests) {
+  auto* pool = new upstream::UpstreamPool(io_, *cluster, std::move(tls), index_, shard_,
+                                          std::move(health), std::move(requests));
+  return std::shared_ptr<upstream::UpstreamPool>(
+      pool, [keep = std::move(cluster)](upstream::UpstreamPool* p) { delete p; });
+}
+
+void Worker::addCluster(std::shared_ptr<const config::Cluster> cluster,
+                        std::shared_ptr<net::TlsContext> tls,
                         std::shared_ptr<upstream::ClusterHealth> health,
-                        std::shared_ptr<downstream::ConnectionLimit> requests) {
-  upstreams_[cluster.name] = std::make_shared<upstream::UpstreamPool>(
-      io_, cluster, std::move(tls), index_, shard_, std::move(health), std::move(requests));
+                        std::shared_ptr<net::ConnectionLimit> requests) {
+  const std::string name = cluster->name;
+  upstreams_[name] =
+      newPool(std::move(cluster), std::move(tls), std::move(health), std::move(requests));
 }
 
 void Worker::start() {
@@ -69,10 +81,10 @@ void Worker::applyReconfigure(Reconfigure& update) {
     upstreams_.erase(it);
   }
   for (Reconfigure::Pool& p : update.pools) {
+    const std::string name = p.cluster->name;
     auto pool =
-        std::make_shared<upstream::UpstreamPool>(io_, *p.cluster, std::move(p.tls), index_, shard_,
-                                                 std::move(p.health), std::move(p.requests));
-    auto& slot = upstreams_[p.cluster->name];
+        newPool(std::move(p.cluster), std::move(p.tls), std::move(p.health), std::move(p.requests));
+    auto& slot = upstreams_[name];
     if (slot) retire(std::move(slot));
     slot = pool;
     if (!draining_) pool->preconnect();
@@ -145,9 +157,17 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
     if (draining_ || ec == asio::error::operation_aborted) return;
     if (ec) {
       if (!a->acceptor.is_open()) return;  // closed by a reload meanwhile
-      // EMFILE and friends: back off instead of spinning.
-      H2G_LOG(Warn, 0, 0, "accept on listener " << a->ctx->name << " failed: " << ec.message());
-      a->retry.expires_after(std::chrono::milliseconds(100));
+      // EMFILE and friends: back off instead of spinning (net/accept_backoff.h).
+      uint64_t unlogged = 0;
+      if (a->backoff.failed(std::chrono::steady_clock::now(), &unlogged))
+        H2G_LOG(Warn, 0, 0,
+                "worker " << index_ << ": accept on listener " << a->ctx->name
+                          << " failed: " << ec.message() << "; retrying every "
+                          << net::AcceptBackoff::kRetryDelay.count() << " ms"
+                          << (unlogged ? " (" + std::to_string(unlogged) +
+                                             " more failures since the last warning)"
+                                       : std::string()));
+      a->retry.expires_after(net::AcceptBackoff::kRetryDelay);
       a->retry.async_wait([this, a](const asio::error_code& e) {
         if (!e && !draining_ && a->acceptor.is_open()) accept(a);
       });
@@ -159,7 +179,7 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
     // the connection, whatever reloads happen meanwhile.
     auto conn = std::shared_ptr<downstream::DownstreamConnection>(
         new downstream::DownstreamConnection(
-            std::move(socket), *a->ctx, *a->stats, upstreams_, id,
+            std::move(socket), *a->ctx, *a->stats, router_, id,
             [this](uint64_t closed) { onConnectionClosed(closed); }),
         [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
     conns_.emplace(id, conn);

@@ -20,7 +20,9 @@
 #include "gateway/downstream/listener_context.h"
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/metrics/registry.h"
+#include "gateway/net/accept_backoff.h"
 #include "gateway/upstream/pool.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate {
 
@@ -58,12 +60,14 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
 
   // Before start(): a connection pool for this cluster, pre-connected when
-  // the worker starts. `cluster` MUST outlive the worker (the pool and its
-  // connections refer to it; Server keeps every loaded Bootstrap).
-  // `requests` is the cluster's max_requests count, shared by every worker.
-  void addCluster(const config::Cluster& cluster, std::shared_ptr<net::TlsContext> tls,
+  // the worker starts. The pool holds `cluster` until it is destroyed (its
+  // connections refer to it); the Server frees the cluster once nothing else
+  // holds it. `requests` is the cluster's max_requests count, shared by
+  // every worker.
+  void addCluster(std::shared_ptr<const config::Cluster> cluster,
+                  std::shared_ptr<net::TlsContext> tls,
                   std::shared_ptr<upstream::ClusterHealth> health,
-                  std::shared_ptr<downstream::ConnectionLimit> requests);
+                  std::shared_ptr<net::ConnectionLimit> requests);
   // Before start(): accept on `fd` (a listening socket this worker now owns)
   // for listener `ctx`. `socket_id` names the socket across reloads (see
   // Reconfigure); the listener's other addresses share its ListenerStats.
@@ -84,13 +88,13 @@ class Worker {
       asio::ip::tcp protocol = asio::ip::tcp::v4();
       OwnedFd fd;
     };
-    // A new pool replacing (or adding) the one for cluster->name. `cluster`
-    // MUST outlive the worker, like addCluster's.
+    // A new pool replacing (or adding) the one for cluster->name; it holds
+    // `cluster` like addCluster's.
     struct Pool {
-      const config::Cluster* cluster = nullptr;
+      std::shared_ptr<const config::Cluster> cluster;
       std::shared_ptr<net::TlsContext> tls;
       std::shared_ptr<upstream::ClusterHealth> health;
-      std::shared_ptr<downstream::ConnectionLimit> requests;  // as addCluster's
+      std::shared_ptr<net::ConnectionLimit> requests;  // as addCluster's
     };
     std::vector<Socket> sockets;
     std::vector<Pool> pools;
@@ -121,7 +125,13 @@ class Worker {
     downstream::ListenerStats* stats;
     asio::ip::tcp::acceptor acceptor;
     asio::steady_timer retry;
+    net::AcceptBackoff backoff{};
   };
+  // A pool that holds `cluster` as long as it exists.
+  std::shared_ptr<upstream::UpstreamPool> newPool(std::shared_ptr<const config::Cluster> cluster,
+                                                  std::shared_ptr<net::TlsContext> tls,
+                                                  std::shared_ptr<upstream::ClusterHealth> health,
+                                                  std::shared_ptr<net::ConnectionLimit> requests);
   // The listener's cells (one ListenerStats per listener name, kept for the
   // worker's life so connections of a removed listener can still count).
   downstream::ListenerStats& statsFor(const std::string& listener);
@@ -149,6 +159,8 @@ class Worker {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
+  // Routes requests over upstreams_ and direct connections.
+  upstream::WorkerRouter router_{io_, upstreams_, shard_};
   std::vector<std::shared_ptr<upstream::UpstreamPool>> retired_;
   asio::steady_timer retired_timer_{io_};
   std::vector<std::shared_ptr<Acceptor>> acceptors_;

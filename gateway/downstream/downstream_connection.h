@@ -1,11 +1,14 @@
 // One app connection speaking HTTP/1.1 proxy protocol: CONNECT host:port and
-// absolute-form requests, several per connection (keep-alive).
+// absolute-form requests, several per connection (keep-alive). The HTTP/1
+// proxy state machine and its timers; the socket is an AppSocket
+// (app_socket.h), the requests go where a Router (upstream/router.h) sends
+// them, through a Tunnel (upstream/tunnel.h).
 //
 // Lifetime: owned by the worker's connection table (shared_ptr) and by its
-// own pending I/O handlers. close() removes it from the table via a posted
-// handler, so it never deletes itself in the middle of a callback. Before
-// it drops its tunnel it calls tunnel->abort(), so no tunnel callback can
-// reach a dead connection.
+// own pending I/O handlers (the AppSocket's hold it as their Handler).
+// close() removes it from the table via a posted handler, so it never
+// deletes itself in the middle of a callback. Before it drops its tunnel it
+// calls tunnel->abort(), so no tunnel callback can reach a dead connection.
 #pragma once
 
 #include <chrono>
@@ -17,22 +20,25 @@
 
 #include <asio.hpp>
 
+#include "gateway/downstream/app_socket.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
 #include "gateway/log.h"
-#include "gateway/upstream/pool.h"
+#include "gateway/upstream/router.h"
 #include "gateway/upstream/tunnel.h"
 
 namespace h2gate::downstream {
 
 class DownstreamConnection : public std::enable_shared_from_this<DownstreamConnection>,
-                             public upstream::TunnelCallbacks {
+                             public upstream::TunnelCallbacks,
+                             public AppSocket::Handler {
  public:
   using CloseHook = std::function<void(uint64_t id)>;
-  // `stats` is the worker's, for this listener; it outlives the connection.
+  // `stats` is the worker's, for this listener, and `router` the worker's:
+  // both outlive the connection.
   DownstreamConnection(asio::ip::tcp::socket socket, const ListenerContext& listener,
-                       ListenerStats& stats, upstream::Upstreams& upstreams, uint64_t id,
+                       ListenerStats& stats, upstream::Router& router, uint64_t id,
                        CloseHook on_close);
   ~DownstreamConnection() override;
 
@@ -69,30 +75,24 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   };
   using Clock = std::chrono::steady_clock;
   void setState(State s);
-  void readMore();
-  void onRead(const asio::error_code& ec, size_t n);
-  // The socket became readable while no buffer was held.
-  void onReadable(const asio::error_code& ec);
-  char* inData() {
-    static char none[1];
-    return in_ ? in_.get() : none;
-  }
+
+  // AppSocket::Handler
+  void onAppBytes() override;
+  void onAppEof() override;
+  void onAppError(const asio::error_code& ec, AppSocket::Failure what) override;
+  void onAppTook() override;
+  void onAppWritesDone() override;
+  void onAppClosed() override;
+
+  // Acts on the buffered bytes as the state wants (a head to parse, a body
+  // to send up, tunnel bytes), or asks the socket for more.
   void process();
   // Opens the bookkeeping (head_, info_) of the connection's next request.
   void beginRequest(RequestHead head);
   void handleHead();
   void processBody();
   void pumpTunnel();
-  void onAppEof();
-  // The tunnel for the current route (info_.cluster), or null after replying
-  // with an error.
-  std::shared_ptr<upstream::Tunnel> makeTunnel();
   void startRequest(std::shared_ptr<upstream::Tunnel> tunnel);
-  // Route fallback (forward_proxy's fallback_clusters / direct_fallback):
-  // whether a failure of the current route may go to the next one, and going.
-  bool canFallBack(Result result) const;
-  void fallBack(int status, std::string reason);
-  static std::string routeName(const std::string& cluster);
   void finishRequest();
   void nextRequest();
   // forward_proxy's pac.serve_on_listener: an origin-form GET/HEAD
@@ -109,26 +109,39 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // Tunnel bytes moved (either way). Only stamps the time: the timer picks
   // it up lazily when it fires, so no per-chunk re-arm.
   void touchTunnel() { last_tunnel_activity_ = Clock::now(); }
+  // A byte of the current absolute-form request moved (a body chunk from
+  // the app or taken by the upstream, response bytes from the upstream or
+  // taken by the app). Lazy like touchTunnel(): it only moves a deadline
+  // later.
+  void touchStream() { stream_activity_ = Clock::now(); }
 
   // The connection's one timer. What it measures follows the state:
   //   ReadingHead    request_headers_timeout (a head is under way, or the
   //                  connection's first request) or idle_timeout (between
   //                  keep-alive requests)
-  //   Connecting,    connect_response_timeout, until a response head
-  //   RequestBody,   (RequestBody: only while a body chunk waits for the
-  //   AwaitResponse  upstream to take it; a slow app is not the upstream's fault)
+  //   Connecting     connect_response_timeout, until a response head
+  //   RequestBody,   stream_idle_timeout since the last byte moved either
+  //   AwaitResponse  way; and, until a response head, connect_response_timeout
+  //                  (RequestBody: only while a body chunk waits for the
+  //                  upstream to take it; a slow app is not the upstream's fault)
   //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
   //                  one direction has ended, both since the last tunnel byte
-  //   Closed         the lingering close
+  //   Closed         none (the socket times its lingering close)
   // deadline() computes the current deadline from timestamps; armTimer()
   // MUST be called after anything that can bring it forward (a state change,
   // a new phase). Later deadlines need no call: the pending wait fires early,
   // and onTimer() finds nothing due and waits again.
   std::optional<Clock::time_point> deadline() const;
+  // RequestBody/AwaitResponse: the two deadlines deadline() takes the
+  // earlier of. connect_response_timeout applies only while no response
+  // head came and h2gate waits for the upstream (nullopt otherwise).
+  std::optional<Clock::time_point> responseWaitDeadline() const;
+  Clock::time_point streamIdleDeadline() const;
   void armTimer();
   void onTimer();
   void onHeadTimeout();
   void onResponseTimeout();
+  void onStreamIdleTimeout();
   void onTunnelTimeout();
   void close(bool abortive);
   // Metrics: the current request's route cells once its protocol is known
@@ -137,25 +150,10 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void countUp(size_t n);
   void countDown(size_t n);
 
-  // Output to the app: tries a non-blocking write first (direct dispatch),
-  // queues only what the socket refuses. `done` runs once these bytes are
-  // written, possibly before write() returns.
-  void write(std::initializer_list<std::string_view> pieces, upstream::Done done) {
-    write(pieces.begin(), pieces.size(), std::move(done));
-  }
-  void write(const std::string_view* pieces, size_t n, upstream::Done done);
-  // write() of `before`, the pieces and `after` (either may be empty).
-  void writeAround(std::string_view before, const std::string_view* pieces, size_t n,
-                   std::string_view after, upstream::Done done);
-  void startAsyncWrite();
-  void closeAfterWrites();
-  void lingerRead();
-  void finalClose();
   // Gives back this connection's max_connections slot (idempotent).
   void releaseSlot();
 
-  asio::ip::tcp::socket socket_;
-  std::unique_ptr<net::SendBufferTuner> tuner_;  // set in start()
+  AppSocket socket_;
   const ListenerContext& listener_;
   ListenerStats& stats_;
   ListenerStats::Route* route_ = nullptr;  // of the current request
@@ -163,12 +161,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   bool first_byte_ = false;          // the first response byte of this request went to the app
   bool request_counted_ = false;     // in requests_started / requests_active
   bool connection_counted_ = false;  // in downstream_connections_active
-  upstream::Upstreams& upstreams_;   // the worker's pools; outlive its connections
+  upstream::Router& router_;         // the worker's; outlives its connections
   const uint64_t id_;
   CloseHook on_close_;
   // Taken in start(), given back when the socket is closed; null when the
   // connection was refused (or the slot is back).
-  std::shared_ptr<ConnectionLimit> slot_;
+  std::shared_ptr<net::ConnectionLimit> slot_;
   asio::steady_timer timer_;
   Clock::time_point timer_expiry_ = Clock::time_point::max();  // of the live wait; max: none
   uint64_t timer_generation_ = 0;                              // only the live wait's handler acts
@@ -178,28 +176,15 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   Clock::time_point idle_since_{};           // ReadingHead between requests
   Clock::time_point response_wait_since_{};  // hand-off, or a body chunk handed upstream
   Clock::time_point last_tunnel_activity_{};
-  Clock::time_point linger_until_{};  // Closed: lingering until then
+  Clock::time_point stream_activity_{};  // RequestBody/AwaitResponse: see touchStream()
   bool half_close_armed_ = false;
   State state_ = State::ReadingHead;
-  std::string peer_;
 
   std::unique_ptr<http1::Parser> parser_;
-  // Bytes read from the app; [in_begin_, in_end_) unprocessed. Allocated only
-  // while bytes are held or arriving: a connection whose last read drained
-  // its socket waits for readability without a buffer (readMore), so an
-  // idle tunnel or keep-alive connection costs no read buffer.
-  std::unique_ptr<char[]> in_;
-  bool last_read_drained_ = true;  // the last read left the socket empty
-  size_t in_begin_ = 0;
-  size_t in_end_ = 0;
-  bool reading_ = false;
-  bool app_eof_ = false;
-
   // The current request. head_ and info_ outlive the tunnel's use of them:
   // the tunnel is aborted or finished before they are reset.
   RequestHead head_;
   StreamInfo info_;
-  std::string tried_;  // routes that failed before the current one, with why
   uint64_t requests_ = 0;
   std::shared_ptr<upstream::Tunnel> tunnel_;
   std::string body_out_;           // decoded request body on its way upstream
@@ -211,23 +196,6 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   bool keep_alive_ = true;
   bool draining_ = false;
   bool request_open_ = false;  // between handleHead and finishRequest
-
-  // Output queue: bytes the socket did not take yet, and the done callbacks
-  // keyed by the queue offset at which they are satisfied.
-  // While hold_ (onResponseHeadV), writes are gathered here and go out in
-  // front of the next write, so head and body leave in one writev.
-  std::string held_;
-  bool hold_ = false;
-  std::string out_;         // queued, not yet handed to async_write
-  std::string in_flight_;   // being written by async_write; immutable meanwhile
-  uint64_t out_total_ = 0;  // bytes ever queued (async part)
-  uint64_t out_flushed_ = 0;
-  std::vector<std::pair<uint64_t, upstream::Done>> out_waiters_;
-  bool writing_ = false;
-  bool close_after_write_ = false;
-  bool shutdown_after_write_ = false;  // tunnel: pass the destination's FIN on
-  bool write_failed_ = false;
-  bool closed_for_good_ = false;  // socket closed and the worker told
 };
 
 }  // namespace h2gate::downstream

@@ -1,7 +1,8 @@
 // DownstreamConnection's one timer: the app-side limits and timeouts
 // (request_headers_timeout, idle_timeout, connect_response_timeout,
-// tunnel_idle_timeout and the tunnel's half-close timeout). Which deadline
-// applies follows from the state; ListenerContext documents their contracts.
+// stream_idle_timeout, tunnel_idle_timeout and the tunnel's half-close
+// timeout). Which deadline applies follows from the state; ListenerContext
+// documents their contracts.
 #include "gateway/downstream/downstream_connection.h"
 
 #include "config/dump.h"  // formatDuration
@@ -23,29 +24,42 @@ std::chrono::steady_clock::time_point plus(std::chrono::steady_clock::time_point
 std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::deadline() const {
   switch (state_) {
     case State::ReadingHead:
-      if (close_after_write_) return std::nullopt;  // an error reply is on its way out
+      if (socket_.closingAfterWrites()) return std::nullopt;  // an error reply is on its way out
       if (head_started_) return plus(head_since_, listener_.request_headers_timeout);
       return plus(idle_since_, listener_.idle_timeout);
-    case State::RequestBody:
-      if (!sending_up_) return std::nullopt;  // waiting for the app
-      [[fallthrough]];
     case State::Connecting:
-    case State::AwaitResponse:
       if (response_started_) return std::nullopt;
       return plus(response_wait_since_, listener_.connect_response_timeout);
+    case State::RequestBody:
+    case State::AwaitResponse: {
+      const Clock::time_point idle = streamIdleDeadline();
+      if (const auto wait = responseWaitDeadline()) return std::min(idle, *wait);
+      return idle;
+    }
     case State::Tunnel: {
       Clock::time_point d = plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
       // Once closing (half-close timeout reached), only the idle limit is left:
       // it cuts a close that waits for an app that reads nothing.
-      if (half_close_armed_ && !close_after_write_)
+      if (half_close_armed_ && !socket_.closingAfterWrites())
         d = std::min(d, plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
       return d;
     }
     case State::Closed:
-      if (closed_for_good_) return std::nullopt;
-      return linger_until_;
+      return std::nullopt;  // the socket's lingering close times itself
   }
   return std::nullopt;
+}
+
+std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::responseWaitDeadline()
+    const {
+  // Only while h2gate waits for the upstream (its answer, or to take a body
+  // chunk): time spent waiting for the app's own body bytes does not count.
+  if (response_started_ || (state_ == State::RequestBody && !sending_up_)) return std::nullopt;
+  return plus(response_wait_since_, listener_.connect_response_timeout);
+}
+
+DownstreamConnection::Clock::time_point DownstreamConnection::streamIdleDeadline() const {
+  return plus(stream_activity_, listener_.stream_idle_timeout);
 }
 
 void DownstreamConnection::armTimer() {
@@ -71,13 +85,18 @@ void DownstreamConnection::onTimer() {
     case State::ReadingHead:
       return onHeadTimeout();
     case State::Connecting:
-    case State::RequestBody:
-    case State::AwaitResponse:
       return onResponseTimeout();
+    case State::RequestBody:
+    case State::AwaitResponse: {
+      // Both may be due (a late wake-up): the one that came first.
+      const auto wait = responseWaitDeadline();
+      if (wait && *wait <= streamIdleDeadline()) return onResponseTimeout();
+      return onStreamIdleTimeout();
+    }
     case State::Tunnel:
       return onTunnelTimeout();
     case State::Closed:
-      return finalClose();
+      return;
   }
 }
 
@@ -117,12 +136,52 @@ void DownstreamConnection::onResponseTimeout() {
   replyError(504, Result::ConnectTimeout, reason + " (connect_response_timeout)");
 }
 
+void DownstreamConnection::onStreamIdleTimeout() {
+  const std::string limit =
+      config::formatDuration(listener_.stream_idle_timeout) + " (stream_idle_timeout)";
+  if (socket_.closingAfterWrites()) {
+    // The last bytes for the app (a response's end, or an error reply of
+    // ours) are queued before the close, and the app takes none of them.
+    H2G_LOG(
+        Info, id_, requests_,
+        "the app took no bytes for " << limit << " while closing: dropping what it did not read");
+    return close(true);
+  }
+  const std::string via = info_.cluster.empty()
+                              ? std::string()
+                              : " through the upstream proxy of cluster '" + info_.cluster + "'";
+  const bool app_stalled = state_ == State::RequestBody && !sending_up_;
+  if (!response_started_) {
+    if (app_stalled) {
+      return replyError(408, Result::StreamIdleTimeout,
+                        "request body stalled: no byte from the app for " + limit + " after " +
+                            std::to_string(info_.bytes_up) + " body bytes");
+    }
+    return replyError(504, Result::StreamIdleTimeout,
+                      "request to " + head_.authority() + via + " stalled: no byte moved for " +
+                          limit + " and no response yet");
+  }
+  // The response is under way and cannot be completed: reset the app's
+  // connection, so that no framing (a close-delimited body above all) can
+  // make the part it got look whole. The upstream side is aborted.
+  const bool app_not_reading = socket_.backlog();
+  info_.result = Result::StreamIdleTimeout;
+  info_.reason =
+      std::string(app_not_reading ? "the app read nothing"
+                  : app_stalled   ? "the app sent no more of its request body"
+                                  : "the response from " + head_.authority() + via + " stalled") +
+      " for " + limit + " after " + std::to_string(info_.bytes_down) +
+      " response bytes: connection reset";
+  H2G_LOG(Info, id_, requests_, head_.method << " " << head_.target << ": " << info_.reason);
+  close(true);
+}
+
 void DownstreamConnection::onTunnelTimeout() {
   const Clock::time_point now = Clock::now();
   const auto idle = now - last_tunnel_activity_;
   const std::string idle_text =
       config::formatDuration(std::chrono::duration_cast<config::Duration>(idle));
-  if (close_after_write_) {
+  if (socket_.closingAfterWrites()) {
     // Closing already, but the app has taken nothing for tunnel_idle_timeout.
     H2G_LOG(Info, id_, requests_,
             "tunnel to " << head_.authority() << ": the app took no bytes for " << idle_text
@@ -138,7 +197,7 @@ void DownstreamConnection::onTunnelTimeout() {
     // the upstream side still sees a cancel, since its stream never ended.
     info_.reason = "closed after the half-close timeout";
     request_done_ = response_done_ = true;
-    closeAfterWrites();
+    socket_.closeAfterWrites();
     if (state_ == State::Tunnel) armTimer();  // bytes for the app still queued
     return;
   }
@@ -149,8 +208,8 @@ void DownstreamConnection::onTunnelTimeout() {
   // A normal end, like the destination closing an idle connection itself.
   info_.reason = "closed after " + idle_text + " without traffic (tunnel_idle_timeout)";
   request_done_ = response_done_ = true;
-  if (writing_ || !out_.empty()) return close(false);  // the app read nothing meanwhile
-  closeAfterWrites();
+  if (socket_.backlog()) return close(false);  // the app read nothing meanwhile
+  socket_.closeAfterWrites();
 }
 
 void DownstreamConnection::armHalfCloseTimer() {

@@ -1,24 +1,33 @@
 // What a downstream connection needs from its listener: the filter chain and
 // the limits. Built once per listener at start; shared read-only by workers.
+// It is also the listener's AddressPolicy for direct mode: its filters
+// judge each address a destination resolved to (Filter::checkAddress).
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config/config.h"
 #include "filters/filter.h"
-#include "gateway/downstream/connection_limit.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/net/send_buffer.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate::downstream {
 
-struct ListenerContext {
+struct ListenerContext final : upstream::AddressPolicy {
+  // The filters' Filter::checkAddress, in chain order: the first refusal.
+  std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
+                                      const net::IpAddress& ip) const override;
+  // DIRECT for this listener's requests (see upstream::DirectOptions).
+  upstream::DirectOptions direct() const { return {direct_connect_timeout, send_buffer, this}; }
+
   std::string name;
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
   http1::Limits limits;
-  const config::Bootstrap* bootstrap = nullptr;
   // Direct mode: one deadline for DNS and all connect attempts
   // (config: the listener's direct_connect_timeout).
   config::Duration direct_connect_timeout{std::chrono::seconds(10)};
@@ -42,6 +51,16 @@ struct ListenerContext {
   // it. On expiry the app gets 504 and the tunnel is aborted.
   // Config: the listener's connect_response_timeout.
   config::Duration connect_response_timeout{std::chrono::seconds(60)};
+  // An absolute-form request, from its head until its response is complete,
+  // with no byte moving in either direction for this long (a request body
+  // the app stops sending, a response body the origin stops sending, an
+  // app that stops reading) is ended. Before a response head went to the
+  // app: 408 when h2gate was waiting for the app's body, 504 when it was
+  // waiting for the upstream; after: the app connection is reset (the
+  // message cannot be completed). Counted as result stream_idle_timeout;
+  // the upstream side is aborted. CONNECT tunnels have tunnel_idle_timeout
+  // instead. Config: the listener's stream_idle_timeout (Envoy's name).
+  config::Duration stream_idle_timeout{std::chrono::minutes(5)};
   // Open app connections of this listener, across all workers. Beyond it a
   // new connection gets 503 + Connection: close and is closed (accepting
   // goes on). Config: the listener's max_connections.
@@ -49,7 +68,7 @@ struct ListenerContext {
   // The count max_connections is checked against. Shared (not copied) by
   // every worker; each connection holds a reference until it is released,
   // so the counter outlives the context if need be.
-  std::shared_ptr<ConnectionLimit> open_connections = std::make_shared<ConnectionLimit>();
+  std::shared_ptr<net::ConnectionLimit> open_connections = std::make_shared<net::ConnectionLimit>();
   // A tunnel one side of which has finished (FIN / END_STREAM) is closed
   // when the other side stays silent this long (HAProxy's client-fin /
   // server-fin). Needed because proxies such as nghttpx do not pass an

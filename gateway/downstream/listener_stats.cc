@@ -50,8 +50,4 @@ void ListenerStats::errorReply(int status) {
   shard_.counter(Family::DownstreamErrors, {listener_, std::to_string(status)}).add();
 }
 
-void ListenerStats::fallback(const std::string& from, const std::string& to) {
-  shard_.counter(Family::RouteFallbacks, {listener_, from, to}).add();
-}
-
 }  // namespace h2gate::downstream

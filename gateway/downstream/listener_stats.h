@@ -32,8 +32,6 @@ class ListenerStats {
   void finished(const std::string& cluster, const std::string& protocol, bool connect,
                 Result result);
   void errorReply(int status);
-  // A request left cluster `from` for `to` ("direct" for DIRECT).
-  void fallback(const std::string& from, const std::string& to);
 
   metrics::Counter& connections;
   metrics::Gauge& connections_active;

@@ -41,25 +41,27 @@ bool isHopByHop(std::string_view name, const Headers& headers, bool forward_prox
   return namedByConnection(name, headers);
 }
 
+std::string hostHeader(const RequestHead& req) {
+  const std::string auth = req.authority();
+  if (req.port != 80) return auth;
+  return auth.substr(0, auth.rfind(':'));
+}
+
 void appendOriginRequest(std::string& out, const RequestHead& req, bool close_after) {
   out.append(req.method).append(" ").append(req.path).append(" HTTP/1.1\r\n");
-  bool has_host = false;
+  // RFC 9112 §3.2.2: the app's Host (one, several or none) is replaced by
+  // the target's authority, the destination h2gate judged and connected to.
+  appendHeader(out, "Host", hostHeader(req));
   std::string via;
   for (const Header& h : req.headers) {
     if (isHopByHop(h.name, req.headers, false)) continue;
-    if (iequals(h.name, "content-length") || iequals(h.name, "expect")) continue;
+    if (iequals(h.name, "host") || iequals(h.name, "content-length") || iequals(h.name, "expect"))
+      continue;
     if (iequals(h.name, "via")) {
       via = h.value;
       continue;
     }
-    if (iequals(h.name, "host")) has_host = true;
     appendHeader(out, h.name, h.value);
-  }
-  if (!has_host) {
-    const bool default_port = req.port == 80;
-    const std::string auth = req.authority();
-    appendHeader(out, "Host",
-                 default_port ? std::string_view(auth).substr(0, auth.rfind(':')) : auth);
   }
   appendHeader(out, "Via", via.empty() ? std::string(kVia) : via + ", " + std::string(kVia));
   if (req.framing == BodyFraming::ContentLength)
@@ -137,6 +139,8 @@ std::string_view reasonPhrase(int status) {
       return "Request Header Fields Too Large";
     case 500:
       return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
     case 502:
       return "Bad Gateway";
     case 503:

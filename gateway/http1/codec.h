@@ -17,10 +17,14 @@ inline constexpr std::string_view kVia = "1.1 h2gate";
 // Proxy-Authorization is hop-by-hop too unless forward_proxy_authorization.
 bool isHopByHop(std::string_view name, const Headers& headers, bool forward_proxy_authorization);
 
+// The Host header for a request to `req`'s target: its authority, without
+// the port when it is 80 ("example.com", "[::1]:8080").
+std::string hostHeader(const RequestHead& req);
+
 // Request head in origin-form for an origin server ("GET /path HTTP/1.1"),
-// hop-by-hop headers removed, Host set from the target when missing, Via
-// added, Expect dropped (the proxy answers 100-continue itself), framing from
-// req.framing (Content-Length or chunked).
+// hop-by-hop headers removed, Host replaced by hostHeader(req) (whatever the
+// app sent: RFC 9112 §3.2.2), Via added, Expect dropped (the proxy answers
+// 100-continue itself), framing from req.framing (Content-Length or chunked).
 void appendOriginRequest(std::string& out, const RequestHead& req, bool close_after);
 
 // Response head for the app. `framing` is how h2gate will frame the body

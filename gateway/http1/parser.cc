@@ -1,6 +1,9 @@
 #include "gateway/http1/parser.h"
 
 #include <charconv>
+#include <cstdio>
+
+#include "gateway/net/host_name.h"
 
 namespace h2gate::http1 {
 
@@ -73,6 +76,35 @@ int Parser::onHeaderValueComplete(llhttp_t* p) {
   return 0;
 }
 
+namespace {
+
+// RFC 9112 §6.1: a request whose transfer codings h2gate cannot decode gets
+// 501. h2gate decodes only chunked (and re-frames the body upstream), so
+// every other coding ("gzip, chunked", "xchunked") is refused rather than
+// forwarded with a body nobody can delimit. "" or the reason.
+std::string unsupportedTransferCoding(const Headers& headers) {
+  for (const Header& h : headers) {
+    if (!iequals(h.name, "transfer-encoding")) continue;
+    std::string_view v = h.value;
+    while (!v.empty()) {
+      const size_t comma = v.find(',');
+      std::string_view coding = v.substr(0, comma);
+      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+        coding.remove_prefix(1);
+      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+        coding.remove_suffix(1);
+      if (!coding.empty() && !iequals(coding, "chunked"))
+        return "unsupported transfer coding '" + std::string(coding.substr(0, 64)) +
+               "' (h2gate decodes only chunked request bodies)";
+      if (comma == std::string_view::npos) break;
+      v.remove_prefix(comma + 1);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 int Parser::onHeadersComplete(llhttp_t* p) {
   Parser& s = self(p);
   s.in_head_ = false;
@@ -84,12 +116,26 @@ int Parser::onHeadersComplete(llhttp_t* p) {
     framing = BodyFraming::ContentLength;
   const bool keep_alive = llhttp_should_keep_alive(p) != 0;
   if (s.kind_ == Kind::Request) {
+    if (p->flags & F_TRANSFER_ENCODING) {
+      if (std::string why = unsupportedTransferCoding(s.request_.headers); !why.empty()) {
+        s.error_status_ = 501;
+        s.error_reason_ = std::move(why);
+        return -1;  // llhttp: HPE_CB_HEADERS_COMPLETE; feed() reports error_status_
+      }
+    }
     RequestHead& r = s.request_;
     r.method = llhttp_method_name(static_cast<llhttp_method_t>(p->method));
     r.http_minor = p->http_minor;
     r.framing = framing;
     r.content_length = framing == BodyFraming::ContentLength ? p->content_length : 0;
     r.keep_alive = keep_alive;
+    // An Upgrade (h2c, websocket) offered with an absolute-form request is
+    // declined: the Upgrade and Connection headers are hop-by-hop and go no
+    // further (codec.h), the origin answers a plain request, and the bytes
+    // after this message are the app's next request. Without this llhttp
+    // would take them for the upgraded protocol and never report another
+    // head. (A proxy carries WebSockets in CONNECT tunnels.)
+    if (p->method != HTTP_CONNECT) p->upgrade = 0;
     // CONNECT's payload is tunnel data, not a body; stop here either way so
     // the caller sees the head before any body bytes.
     return HPE_PAUSED;
@@ -167,6 +213,8 @@ Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* 
     case HPE_USER:
       return fail(error_status_ ? error_status_ : 400, error_reason_);
     default: {
+      // A callback refused the message and said why (e.g. 501).
+      if (error_status_ != 0) return fail(error_status_, error_reason_);
       const char* why = llhttp_get_error_reason(&parser_);
       return fail(400, std::string("malformed HTTP: ") + llhttp_errno_name(err) +
                            (why && *why ? std::string(" (") + why + ")" : std::string()));
@@ -223,9 +271,15 @@ bool validHost(std::string_view host, bool bracketed) {
   return true;
 }
 
+struct Authority {
+  std::string host;  // canonical (net::canonicalRequestHost), no brackets
+  uint16_t port = 0;
+  bool port_given = false;
+  bool changed = false;  // the canonical host differs from the one written
+};
+
 // "host[:port]" or "[v6][:port]". default_port 0 means the port is required.
-std::string splitAuthority(std::string_view auth, uint16_t default_port, std::string* host,
-                           uint16_t* port) {
+std::string splitAuthority(std::string_view auth, uint16_t default_port, Authority* out) {
   std::string_view h, p;
   bool bracketed = false;
   if (!auth.empty() && auth.front() == '[') {
@@ -237,35 +291,63 @@ std::string splitAuthority(std::string_view auth, uint16_t default_port, std::st
     if (!rest.empty()) {
       if (rest.front() != ':') return "junk after IPv6 literal";
       p = rest.substr(1);
+      out->port_given = true;
     }
   } else {
     const size_t colon = auth.rfind(':');
     if (colon != std::string_view::npos) {
       h = auth.substr(0, colon);
       p = auth.substr(colon + 1);
+      out->port_given = true;
     } else {
       h = auth;
     }
   }
   if (!validHost(h, bracketed)) return "invalid host";
-  if (p.empty() && auth.find(':') == std::string_view::npos) {
+  if (!out->port_given) {
     if (default_port == 0) return "port missing (expected host:port)";
-    *port = default_port;
-  } else if (!parsePort(p, port)) {
+    out->port = default_port;
+  } else if (!parsePort(p, &out->port)) {
     return "invalid port";
   }
-  host->assign(h);
+  std::string error;
+  std::optional<std::string> canonical = net::canonicalRequestHost(h, bracketed, &error);
+  if (!canonical) return error;
+  out->changed = *canonical != h;
+  out->host = std::move(*canonical);
+  return {};
+}
+
+// RFC 9112 §3.2: the request-target is visible ASCII (RFC 3986 characters
+// and the few more that clients leave unencoded). Controls such as TAB and
+// form feed, DEL and bytes 0x80-0xFF are not forwarded: an origin or proxy
+// behind h2gate could split or read the target differently.
+std::string badTargetByte(std::string_view target) {
+  for (char c : target) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b > 0x20 && b < 0x7F) continue;
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02X", b);
+    return std::string("request target contains the byte ") + hex +
+           " (only visible ASCII is allowed; percent-encode the rest)";
+  }
   return {};
 }
 
 }  // namespace
 
 std::string parseTarget(RequestHead& r) {
+  if (std::string err = badTargetByte(r.target); !err.empty()) return err;
   std::string_view t = r.target;
   r.is_connect = r.method == "CONNECT";
+  Authority a;
   if (r.is_connect) {
-    const std::string err = splitAuthority(t, 0, &r.host, &r.port);
-    return err.empty() ? err : "CONNECT target '" + r.target + "': " + err;
+    const std::string err = splitAuthority(t, 0, &a);
+    if (!err.empty()) return "CONNECT target '" + r.target + "': " + err;
+    r.host = std::move(a.host);
+    r.port = a.port;
+    if (a.changed) r.target = r.authority();
+    return {};
   }
   if (!t.empty() && (t.front() == '/' || t == "*"))
     return "this is a proxy: send absolute-form requests (GET http://host/path) or CONNECT "
@@ -283,13 +365,24 @@ std::string parseTarget(RequestHead& r) {
   const size_t path_start = rest.find_first_of("/?#");
   const std::string_view auth = rest.substr(0, path_start);
   if (auth.find('@') != std::string_view::npos) return "user info in URLs is not supported";
-  std::string err = splitAuthority(auth, 80, &r.host, &r.port);
+  std::string err = splitAuthority(auth, 80, &a);
   if (!err.empty()) return "URL authority '" + std::string(auth) + "': " + err;
+  r.host = std::move(a.host);
+  r.port = a.port;
   std::string_view path =
       path_start == std::string_view::npos ? std::string_view() : rest.substr(path_start);
   if (const size_t hash = path.find('#'); hash != std::string_view::npos)
     path = path.substr(0, hash);
   r.path = path.empty() || path.front() != '/' ? "/" + std::string(path) : std::string(path);
+  if (a.changed) {
+    // The target as the upstream proxy will see it: the canonical host, the
+    // port if one was written, the rest unchanged.
+    std::string url = "http://";
+    url += r.host.find(':') != std::string::npos ? "[" + r.host + "]" : r.host;
+    if (a.port_given) url += ":" + std::to_string(r.port);
+    if (path_start != std::string_view::npos) url += rest.substr(path_start);
+    r.target = std::move(url);
+  }
   return {};
 }
 

@@ -66,7 +66,8 @@ class Parser {
   // A new message's head has started arriving and is not complete yet.
   bool inHead() const { return in_head_; }
 
-  // After Error: 400 for malformed input, 431 for limits.
+  // After Error: 400 for malformed input, 431 for limits, 501 for a request
+  // transfer coding other than chunked (RFC 9112 §6.1).
   int errorStatus() const { return error_status_; }
   const std::string& errorReason() const { return error_reason_; }
 
@@ -109,8 +110,13 @@ class Parser {
 
 // Fills is_connect/host/port/path from request.method/target. Authority-form
 // for CONNECT ("host:port", IPv6 in brackets, port required), absolute-form
-// "http://host[:port]/path" otherwise. Returns "" or a reason for a 400 (e.g.
-// origin-form "GET /" sent to a proxy).
+// "http://host[:port]/path" otherwise. The host comes out canonical
+// (net::canonicalRequestHost: "0x7f.1" and "[::ffff:127.0.0.1]" are
+// 127.0.0.1), and when that differs from what the app wrote, `target` is
+// rewritten with it. Returns "" or a reason for a 400: origin-form "GET /"
+// sent to a proxy, a target with bytes outside visible ASCII (TAB, form
+// feed, 0x80-0xFF), a host that ends in a number but is no IPv4 address,
+// the unspecified address.
 std::string parseTarget(RequestHead& request);
 
 }  // namespace h2gate::http1

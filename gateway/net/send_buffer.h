@@ -1,4 +1,5 @@
-// Send-buffer tuning, one tuner per TCP connection (DESIGN §4).
+// Send-buffer tuning, one tuner per TCP connection (gateway/README.md,
+// Send buffers).
 //
 // Windows turns send-buffer autotuning off for non-blocking sockets and
 // leaves SO_SNDBUF at 8 KiB: an upload then moves 8 KiB per round trip. Like

@@ -1,8 +1,9 @@
 // The tuner's socket operations on Windows (WinSock2). Windows turns
 // send-buffer autotuning off for non-blocking sockets, so the tuner follows
-// the ideal send backlog the stack reports (DESIGN §4). Not in the main
-// (Linux) build: CMake excludes *_win.cc there; tests/windows/ cross-builds it
-// with mingw-w64 and runs its tests under wine.
+// the ideal send backlog the stack reports (gateway/README.md, Send
+// buffers). Not in the main (Linux) build: CMake excludes *_win.cc there;
+// tests/windows/ cross-builds it with mingw-w64 and runs its tests under
+// wine.
 //
 // SIO_IDEAL_SEND_BACKLOG_CHANGE (an overlapped notification when the value
 // changes) is deliberately not used: the tuner polls at most once a second

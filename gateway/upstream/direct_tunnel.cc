@@ -1,8 +1,11 @@
 #include "gateway/upstream/direct_tunnel.h"
-#include "gateway/net/address.h"
+
+#include <algorithm>
 
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
+#include "gateway/net/address.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
 
@@ -16,9 +19,11 @@ bool isLocalhostName(std::string_view host) {
 }
 
 DirectTunnel::DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,
-                           uint64_t stream_id, net::SendBufferConfig tuning)
+                           uint64_t stream_id, net::SendBufferConfig tuning,
+                           const AddressPolicy* policy)
     : connect_timeout_(connect_timeout),
       tuning_(tuning),
+      policy_(policy),
       conn_id_(conn_id),
       stream_id_(stream_id),
       resolver_(io),
@@ -47,7 +52,10 @@ void DirectTunnel::open(const RequestHead& head, StreamInfo& info, TunnelCallbac
     self->fail(504, Result::ConnectTimeout,
                "connecting to " + self->head_->authority() + " timed out");
   });
-  if (!endpoints_.empty()) return connectNext();
+  if (!endpoints_.empty()) {
+    if (admitEndpoints()) connectNext();
+    return;
+  }
   resolver_.async_resolve(head.host, std::to_string(head.port),
                           [self = shared_from_this()](const asio::error_code& e,
                                                       asio::ip::tcp::resolver::results_type r) {
@@ -66,7 +74,66 @@ void DirectTunnel::onResolved(const asio::error_code& ec,
     return;
   }
   for (const auto& r : results) endpoints_.push_back(r.endpoint());
-  connectNext();
+  if (admitEndpoints()) connectNext();
+}
+
+namespace {
+
+net::IpAddress toIp(const asio::ip::address& a) {
+  net::IpAddress ip;
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  } else {
+    ip.v6 = true;
+    const auto b = a.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  }
+  return ip;
+}
+
+}  // namespace
+
+bool DirectTunnel::admitEndpoints() {
+  std::vector<asio::ip::tcp::endpoint> admitted;
+  std::string unspecified;
+  for (const asio::ip::tcp::endpoint& ep : endpoints_) {
+    const net::IpAddress ip = toIp(ep.address()).unmapped();
+    if (ip.unspecified()) {
+      unspecified = ip.str();
+      continue;
+    }
+    if (policy_) {
+      if (std::optional<Refusal> refusal = policy_->checkAddress(*head_, *info_, ip)) {
+        H2G_LOG(Debug, conn_id_, stream_id_,
+                "direct: " << head_->host << " resolves to " << ip.str() << ": refused");
+        stopConnecting();
+        fail(refusal->status, Result::Rejected, std::move(refusal->reason));
+        return false;
+      }
+    }
+    asio::ip::tcp::endpoint e = ep;
+    if (ip.v6 != ep.address().is_v6()) {  // IPv4-mapped/-compatible: connect to the IPv4 address
+      asio::ip::address_v4::bytes_type b;
+      std::copy(ip.bytes.begin(), ip.bytes.begin() + 4, b.begin());
+      e = asio::ip::tcp::endpoint(asio::ip::address_v4(b), ep.port());
+    }
+    if (std::find(admitted.begin(), admitted.end(), e) == admitted.end()) admitted.push_back(e);
+  }
+  if (admitted.empty()) {
+    const std::string reason =
+        "connecting to " + head_->authority() + " failed: " +
+        (unspecified.empty()
+             ? std::string("no address")
+             : head_->host + " resolves only to the unspecified address " + unspecified +
+                   ", which means this host and is not a destination");
+    H2G_LOG(Info, conn_id_, stream_id_, "direct: " << reason);
+    stopConnecting();
+    fail(502, Result::ConnectFailed, reason);
+    return false;
+  }
+  endpoints_ = std::move(admitted);
+  return true;
 }
 
 void DirectTunnel::connectNext() {

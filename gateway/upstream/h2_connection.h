@@ -1,12 +1,13 @@
 // One HTTP/2 connection to an upstream proxy, carrying many app requests and
 // tunnels as streams (H2Stream, the Tunnel implementation for h2).
 //
-// Flow control (DESIGN §2): automatic WINDOW_UPDATE is off. DATA for a stream
-// goes straight to its app (TunnelCallbacks::onResponseData); the stream's
-// window is given back only when the app socket took the bytes (the `done`
-// callback). Bytes of streams that died are consumed at once, so the
-// connection window never leaks. Frames are only sent from flush(), never
-// from inside nghttp2_session_mem_recv.
+// Flow control (gateway/README.md, Flow control): automatic WINDOW_UPDATE
+// is off. DATA for a stream goes straight to its app
+// (TunnelCallbacks::onResponseData); the stream's window is given back only
+// when the app socket took the bytes (the `done` callback). Bytes of streams
+// that died are consumed at once, so the connection window never leaks.
+// Frames are only sent from flush(), never from inside
+// nghttp2_session_mem_recv.
 //
 // Lifetime: the pool and every live H2Stream hold shared_ptrs. When an
 // H2Stream dies it clears its nghttp2 stream user data (detach()).

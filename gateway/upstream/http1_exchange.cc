@@ -1,6 +1,7 @@
 #include "gateway/upstream/http1_exchange.h"
 
 #include <cstdio>
+#include <memory>
 
 #include "gateway/log.h"
 
@@ -23,7 +24,9 @@ void Http1Exchange::open(const RequestHead& head, StreamInfo& info, TunnelCallba
   head_ = &head;
   info_ = &info;
   callbacks_ = &callbacks;
-  read_buf_.resize(kReadSize);
+  // readNow() reads without blocking (TLS transports are non-blocking already).
+  asio::error_code ec;
+  transport_->socket().non_blocking(true, ec);
   if (kind_ != Kind::DirectConnect) {
     parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Response, http1::Limits{});
     parser_->expectNoBody(head.method == "HEAD");
@@ -132,27 +135,56 @@ void Http1Exchange::flush() {
 
 void Http1Exchange::readMore() {
   if (!open_) return;
-  transport_->asyncReadSome(
-      asio::buffer(read_buf_), [self = shared_from_this()](const asio::error_code& ec, size_t n) {
-        if (!self->open_) return;
-        if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
-          return self->onEof();
-        if (ec) {
-          const std::string reason =
-              "reading from " + self->info_->upstream + " failed: " + ec.message();
-          if (!self->response_started_)
-            self->fail(502, Result::UpstreamReset, reason);
-          else
-            self->reset(Result::UpstreamReset, reason);
-          return;
-        }
-        self->onRead(n);
-      });
+  if (last_read_drained_) {
+    // Nothing is waiting on the socket: wait for readability without a buffer.
+    read_buf_.reset();
+    transport_->asyncWaitReadable([self = shared_from_this()](const asio::error_code& ec) {
+      if (!self->open_) return;
+      if (ec) return self->onReadDone(ec, 0);
+      self->readNow();
+    });
+    return;
+  }
+  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kReadSize);
+  transport_->asyncReadSome(asio::buffer(read_buf_.get(), kReadSize),
+                            [self = shared_from_this()](const asio::error_code& ec, size_t n) {
+                              if (!self->open_) return;
+                              self->onReadDone(ec, n);
+                            });
+}
+
+void Http1Exchange::readNow() {
+  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kReadSize);
+  asio::error_code ec;
+  const size_t n = transport_->readSomeNow(asio::buffer(read_buf_.get(), kReadSize), ec);
+  if (ec == asio::error::would_block || ec == asio::error::try_again) {
+    // A spurious wake-up, or TLS records that carried no data (a session
+    // ticket): wait again.
+    last_read_drained_ = true;
+    return readMore();
+  }
+  onReadDone(ec, n);
+}
+
+void Http1Exchange::onReadDone(const asio::error_code& ec, size_t n) {
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) return onEof();
+  if (ec) {
+    const std::string reason = "reading from " + info_->upstream + " failed: " + ec.message();
+    if (!response_started_)
+      fail(502, Result::UpstreamReset, reason);
+    else
+      reset(Result::UpstreamReset, reason);
+    return;
+  }
+  // A short read found the socket empty (a TLS read returns one record:
+  // then only if nothing more is buffered).
+  last_read_drained_ = n < kReadSize && !transport_->hasBufferedInput();
+  onRead(n);
 }
 
 void Http1Exchange::relay(size_t offset, size_t n) {
   if (offset >= n) return readMore();
-  callbacks_->onResponseData(std::string_view(read_buf_.data() + offset, n - offset),
+  callbacks_->onResponseData(std::string_view(read_buf_.get() + offset, n - offset),
                              [self = shared_from_this()] { self->readMore(); });
 }
 
@@ -163,7 +195,7 @@ void Http1Exchange::onRead(size_t n) {
   bool message_done = false;
   for (;;) {
     size_t used = 0;
-    const http1::Event ev = parser_->feed(read_buf_.data() + off, n - off, &used, &body_);
+    const http1::Event ev = parser_->feed(read_buf_.get() + off, n - off, &used, &body_);
     off += used;
     if (ev == http1::Event::HeadComplete) {
       const ResponseHead& r = parser_->response();

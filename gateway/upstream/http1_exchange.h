@@ -62,7 +62,12 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
 
  private:
   void flush();
+  // Reads the next bytes from the upstream: into read_buf_ when the last
+  // read filled it (more is likely there), else after a readiness wait that
+  // holds no buffer (readNow() then reads what came).
   void readMore();
+  void readNow();
+  void onReadDone(const asio::error_code& ec, size_t n);
   void onRead(size_t n);
   void onEof();
   void deliverBody(bool message_done);
@@ -94,9 +99,15 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   bool end_sent_ = false;
   bool writing_ = false;
 
-  // Upstream → app.
+  // Upstream → app. The read buffer is held only while bytes are there or
+  // arriving: a read that found the socket drained is followed by a
+  // readiness wait without one (as DownstreamConnection::readMore does for
+  // the app side), so an idle tunnel, or a request waiting for its
+  // response, holds no 64 KiB buffer. Bytes handed to the app point into
+  // it until their `done`; it is freed or reused only after that.
   std::unique_ptr<http1::Parser> parser_;
-  std::vector<char> read_buf_;
+  std::unique_ptr<char[]> read_buf_;
+  bool last_read_drained_ = true;  // the last read left the socket empty
   std::string body_;
   bool response_started_ = false;
   bool skipping_interim_ = false;

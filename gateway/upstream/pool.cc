@@ -1,9 +1,12 @@
 #include "gateway/upstream/pool.h"
 
+#include <algorithm>
 #include <array>
+#include <utility>
 
 #include "config/dump.h"
 #include "gateway/connection_id.h"
+#include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
@@ -155,9 +158,8 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     if (h.is_connect) {
       bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
     } else {
-      bytes = h.method + " " + h.target + " HTTP/1.1\r\n";
-      const Header* host = findHeader(h.headers, "host");
-      bytes += "Host: " + (host ? host->value : h.authority()) + "\r\n";
+      // Host from the target, not the app (RFC 9112 §3.2.2), as for h2's :authority.
+      bytes = h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
       if (handshake && h.framing != BodyFraming::None)
         bytes += "Content-Length: 0\r\n";
       else if (h.framing == BodyFraming::ContentLength)
@@ -268,7 +270,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   uint64_t stream_id_;
   bool waiting_ = false;
   // The cluster's max_requests count while this holds a slot of it.
-  std::shared_ptr<downstream::ConnectionLimit> slot_;
+  std::shared_ptr<net::ConnectionLimit> slot_;
   // A request the proxy refused, or whose connection died before anything
   // was sent either way, goes to another connection at most this often.
   static constexpr int kMaxRetries = 2;
@@ -285,7 +287,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                            std::shared_ptr<net::TlsContext> tls, uint32_t worker,
                            metrics::Shard& shard, std::shared_ptr<ClusterHealth> health,
-                           std::shared_ptr<downstream::ConnectionLimit> requests)
+                           std::shared_ptr<net::ConnectionLimit> requests)
     : io_(io),
       cluster_(cluster),
       tls_(std::move(tls)),
@@ -510,8 +512,8 @@ bool UpstreamPool::anyProbing() const {
   return std::any_of(h2_.begin(), h2_.end(), [](const H2Entry& e) { return e.conn->probing(); });
 }
 
-std::shared_ptr<downstream::ConnectionLimit> UpstreamPool::acquireRequest(uint64_t conn_id,
-                                                                          uint64_t stream_id) {
+std::shared_ptr<net::ConnectionLimit> UpstreamPool::acquireRequest(uint64_t conn_id,
+                                                                   uint64_t stream_id) {
   if (requests_->tryAcquire(cluster_.max_requests)) return requests_;
   if (const uint64_t n =
           requests_->noteRefusal(std::chrono::steady_clock::now(), kRefusalLogInterval))
@@ -584,7 +586,7 @@ void UpstreamPool::dispatch() {
     // A connection being confirmed by PING answers (or dies) within the
     // keepalive timeout: wait for that rather than opening another.
     if (connecting_.empty() && !anyProbing() && connectionCount() < cluster_.max_connections &&
-        !openConnection())
+        !openConnection(std::nullopt, /*probe=*/true))
       failWaiting(503, Result::ConnectFailed, allDownReason());
     return;
   }
@@ -596,14 +598,17 @@ void UpstreamPool::dispatch() {
       closeIdleH1(h1_idle_.back());
       h1_idle_.pop_back();
     }
-    if (!openConnection()) {
+    if (!openConnection(std::nullopt, /*probe=*/true)) {
+      // Every endpoint is down: the attempts in flight (probes, or their
+      // back-off retries) decide; with none, nothing can serve them soon.
+      if (!connecting_.empty()) break;
       failWaiting(503, Result::ConnectFailed, allDownReason());
       return;
     }
   }
 }
 
-std::optional<size_t> UpstreamPool::pickEndpoint() {
+std::optional<size_t> UpstreamPool::pickEndpoint(bool probe) {
   const size_t n = cluster_.endpoints.size();
   for (size_t k = 0; k < n; ++k) {
     const size_t index = next_endpoint_++ % n;
@@ -613,16 +618,40 @@ std::optional<size_t> UpstreamPool::pickEndpoint() {
   // yet may be fine (the path died); the attempt tells.
   for (size_t index = 0; index < n; ++index)
     if (!backoff_[index].verified) return index;
-  return std::nullopt;
+  if (!probe) return std::nullopt;
+  // A request waits: rather than refusing it until a back-off ends, try the
+  // down endpoint due first now, unless an attempt to it is in flight (a
+  // probe for another request, or its back-off retry). The proxy may be
+  // back already; a failed probe only postpones that endpoint's next turn.
+  std::optional<size_t> best;
+  for (size_t index = 0; index < n; ++index) {
+    if (connectingTo(index)) continue;
+    if (!best || backoff_[index].until < backoff_[*best].until) best = index;
+  }
+  return best;
 }
 
-bool UpstreamPool::openConnection(std::optional<size_t> endpoint) {
+bool UpstreamPool::connectingTo(size_t endpoint) const {
+  return std::any_of(connecting_.begin(), connecting_.end(),
+                     [endpoint](const auto& c) { return c->endpointIndex() == endpoint; });
+}
+
+bool UpstreamPool::openConnection(std::optional<size_t> endpoint, bool probe) {
   if (cluster_.endpoints.empty() || shutting_down_) return false;
-  if (!endpoint) endpoint = pickEndpoint();
+  if (!endpoint) endpoint = pickEndpoint(probe);
   if (!endpoint) return false;
   const size_t index = *endpoint;
   const config::SocketAddress& ep = cluster_.endpoints[index];
   const uint64_t id = nextConnectionId();
+  Backoff& b = backoff_[index];
+  b.probing = probe && b.down && b.verified;
+  if (b.probing)
+    H2G_LOG(Debug, id, 0,
+            "cluster "
+                << cluster_.name << ": every proxy is down; a request waits: probing "
+                << endpointLabel(ep.address, ep.port_value) << " now (back-off retry in "
+                << std::chrono::duration<double>(b.until - std::chrono::steady_clock::now()).count()
+                << "s)");
   H2G_LOG(Debug, id, 0,
           "connecting to proxy " << ep.address << ":" << ep.port_value << " (cluster "
                                  << cluster_.name << ", worker " << worker_ << ")");
@@ -659,6 +688,7 @@ void UpstreamPool::markDown(size_t endpoint, const std::string& reason, bool ver
   b.retry->async_wait([weak = weak_from_this(), endpoint](const asio::error_code& ec) {
     auto p = weak.lock();
     if (ec || !p || p->shutting_down_ || !p->backoff_[endpoint].down) return;
+    if (p->connectingTo(endpoint)) return;  // a probe: its outcome re-arms this
     p->openConnection(endpoint);
   });
 }
@@ -699,8 +729,14 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
   std::erase(connecting_, connector);
   EndpointStats& stats = *endpoint_stats_[endpoint];
   if (outcome.connect_time.count() > 0) stats.connect_time.observe(outcome.connect_time);
+  const bool probe = std::exchange(backoff_[endpoint].probing, false);
   if (!outcome.transport) {
-    H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
+    // A failed probe of an endpoint known down is not news (its fall was
+    // logged, and probes come as often as requests do).
+    if (probe)
+      H2G_LOG(Debug, 0, 0, "cluster " << cluster_.name << ": probe failed: " << outcome.reason);
+    else
+      H2G_LOG(Warn, 0, 0, "cluster " << cluster_.name << ": " << outcome.reason);
     stats.connectFailed(outcome.result, outcome.tls_failed);
     markDown(endpoint, outcome.reason, /*verified=*/true);
     // A retry waiting for another proxy than the one it left takes what is
@@ -712,10 +748,18 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
       return dispatch();
     }
     if (waiting_.empty() || !h2_.empty() || !connecting_.empty()) return;
-    // Waiting requests try the next endpoint that is not down; with none
-    // left, nothing can serve them soon: fail them now with what happened
-    // rather than letting them sit until their queue timeout.
-    if (!openConnection()) failWaiting(outcome.status, outcome.result, outcome.reason);
+    // Waiting requests try the next endpoint that is not down (no new
+    // probe: that would go round for as long as the proxies stay down);
+    // with none left, nothing can serve them soon: fail them now with what
+    // happened rather than letting them sit until their queue timeout. A
+    // failed probe leaves every endpoint down: the 503 a request gets when
+    // there is nothing to probe.
+    if (!openConnection()) {
+      if (probe)
+        failWaiting(503, Result::ConnectFailed, allDownReason());
+      else
+        failWaiting(outcome.status, outcome.result, outcome.reason);
+    }
     return;
   }
   if (tls_) stats.tls_time.observe(outcome.tls_time);

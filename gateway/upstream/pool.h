@@ -12,7 +12,7 @@
 //
 // max_requests (circuit breaker) bounds the requests and tunnels in progress
 // on the cluster, waiting or on a connection, across every worker's pool:
-// one count shared by all (downstream::ConnectionLimit). A request beyond it
+// one count shared by all (net::ConnectionLimit). A request beyond it
 // gets 503 at once, before it queues. Its slot is taken when the request is
 // opened and given back exactly once when it ends, however it ends (see
 // ClusterTunnel); a retry onto another connection keeps the slot it has.
@@ -38,8 +38,14 @@
 // endpoint whose connect or TLS handshake fails, or whose connection dies
 // (no PING answer, an error), is down for a back-off (kBackoffMin doubling
 // to kBackoffMax) and retried in the background when it ends. Waiting
-// requests move on to the next endpoint; when every endpoint is down a new
-// request gets 503 at once, with each endpoint's last error. Every
+// requests move on to the next endpoint. When every endpoint is down, a new
+// request does not wait for a back-off to end: it probes one down endpoint
+// at once (the one whose back-off ends first among those with no attempt
+// in flight; at most one attempt per endpoint at a time) and waits for
+// that attempt, so a proxy that is back serves the first request after its
+// restart. When the probe fails too (or every down endpoint has an attempt
+// in flight that fails), the waiting requests get 503 with each endpoint's
+// last error. Every
 // outcome is reported to the cluster's ClusterHealth (shared by all
 // workers, for /ready and h2gate_upstream_endpoint_up). For h2 the pool
 // keeps one usable connection open (after a loss, or a GOAWAY, it opens a
@@ -56,7 +62,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/downstream/connection_limit.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/connector.h"
@@ -84,7 +90,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
                std::shared_ptr<net::TlsContext> tls, uint32_t worker, metrics::Shard& shard,
                std::shared_ptr<ClusterHealth> health,
-               std::shared_ptr<downstream::ConnectionLimit> requests);
+               std::shared_ptr<net::ConnectionLimit> requests);
   ~UpstreamPool() override;
 
   std::shared_ptr<Tunnel> newTunnel(uint64_t conn_id, uint64_t stream_id);
@@ -109,7 +115,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // release() exactly once when the request ends; null when the cluster is
   // at max_requests (counted in overflows, logged at most every
   // kRefusalLogInterval).
-  std::shared_ptr<downstream::ConnectionLimit> acquireRequest(uint64_t conn_id, uint64_t stream_id);
+  std::shared_ptr<net::ConnectionLimit> acquireRequest(uint64_t conn_id, uint64_t stream_id);
   // What a request refused by acquireRequest() is told.
   std::string maxRequestsReason() const;
   void enqueue(const std::shared_ptr<ClusterTunnel>& tunnel);
@@ -141,10 +147,15 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
     uint64_t id;  // of this idle period: the watch and the timer find it by this
     std::chrono::steady_clock::time_point since;
   };
-  // To `endpoint`, or to the next endpoint that is not down. False when
-  // every endpoint is down (or shutting down).
-  bool openConnection(std::optional<size_t> endpoint = std::nullopt);
-  std::optional<size_t> pickEndpoint();
+  // To `endpoint`, or to the next endpoint that is not down; with `probe`
+  // (a request is waiting), when every endpoint is down, to the down one
+  // picked by pickEndpoint(). False when no attempt was started (every
+  // endpoint down, and, with `probe`, each has an attempt in flight; or
+  // shutting down).
+  bool openConnection(std::optional<size_t> endpoint = std::nullopt, bool probe = false);
+  std::optional<size_t> pickEndpoint(bool probe);
+  // A connection attempt to `endpoint` is in flight.
+  bool connectingTo(size_t endpoint) const;
   // `verified`: a connection attempt failed. A connection that died is down
   // but unverified: the path may have died, not the proxy (a NAT, a
   // network change), so when no endpoint is up a request may still try it.
@@ -206,7 +217,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::shared_ptr<ClusterStats> cluster_stats_;
   std::vector<std::shared_ptr<EndpointStats>> endpoint_stats_;  // index as in cluster_.endpoints
   std::shared_ptr<ClusterHealth> health_;
-  std::shared_ptr<downstream::ConnectionLimit> requests_;  // max_requests, all workers
+  std::shared_ptr<net::ConnectionLimit> requests_;  // max_requests, all workers
   std::vector<H2Entry> h2_;
   std::vector<std::shared_ptr<Connector>> connecting_;
   size_t h1_busy_ = 0;           // HTTP/1.1 connections carrying a request
@@ -220,6 +231,9 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
     std::chrono::steady_clock::time_point until{};
     std::string last_error;
     std::unique_ptr<asio::steady_timer> retry;  // background attempt when `until` comes
+    // The attempt in flight was started for a waiting request while the
+    // endpoint was down (before `until`): see openConnection().
+    bool probing = false;
   };
   std::vector<Backoff> backoff_;  // index as in cluster_.endpoints
   std::deque<std::weak_ptr<ClusterTunnel>> waiting_;
@@ -233,8 +247,5 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> network_probes_;
   std::shared_ptr<auth::ProxyAuth> auth_;
 };
-
-// A worker's pools, by cluster name.
-using Upstreams = std::unordered_map<std::string, std::shared_ptr<UpstreamPool>>;
 
 }  // namespace h2gate::upstream

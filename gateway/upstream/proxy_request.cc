@@ -1,22 +1,10 @@
 #include "gateway/upstream/proxy_request.h"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 
 #include "gateway/http1/codec.h"
 
 namespace h2gate::upstream {
-
-std::string basicCredentials(const config::ProxyCredentials& c) {
-  const std::string plain = c.username + ":" + c.password;
-  std::string out(4 * ((plain.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(plain.data()),
-                                static_cast<int>(plain.size()));
-  out.resize(static_cast<size_t>(n));
-  return "Basic " + out;
-}
 
 bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
                        const config::Cluster& cluster) {

@@ -11,9 +11,6 @@
 
 namespace h2gate::upstream {
 
-// "Basic base64(user:pass)". The result is a secret: never log it.
-std::string basicCredentials(const config::ProxyCredentials& credentials);
-
 // The app's end-to-end headers to pass on (lower-cased names for h2): no
 // hop-by-hop headers, no Host (the authority carries it), no app-sent
 // Proxy-Authorization (unless info.forward_proxy_authorization), no framing

@@ -80,6 +80,11 @@ class Transport {
   // Completes when a read would find something (data, EOF or an error),
   // consuming nothing. For idle pooled connections (see UpstreamPool).
   void asyncWaitReadable(WaitHandler h);
+  // TLS: received bytes are waiting in our buffer or OpenSSL's, so the
+  // next read returns without touching the socket. Always false for TCP.
+  bool hasBufferedInput() const {
+    return ssl_ && (in_begin_ != in_end_ || SSL_has_pending(ssl_) == 1);
+  }
 
   // Writes all of `bufs`, in order; the handler gets the total.
   void asyncWrite(std::vector<asio::const_buffer> bufs, Handler h);

@@ -62,7 +62,7 @@ run_round() { # workload
   ((got == TRANSFERS * file_bytes)) || log "workload $w: got $got bytes, expected $((TRANSFERS * file_bytes))"
   # nghttpx logs a tunnel when it closes: give it a moment.
   for _ in $(seq 50); do
-    (($(log_lines) - before_lines >= TRANSFERS)) && break
+    if (($(log_lines) - before_lines >= TRANSFERS)); then break; fi
     sleep 0.1
   done
   conns=$(tls_conns_since "$before_lines")

@@ -50,7 +50,7 @@ require_curl8() {
 pids=()
 bench_init() {
   local base=/tmp
-  [[ -d /dev/shm && -w /dev/shm ]] && base=/dev/shm # tmpfs: origin files are not read from disk
+  if [[ -d /dev/shm && -w /dev/shm ]]; then base=/dev/shm; fi # tmpfs: origin files are not read from disk
   work=$(mktemp -d "$base/h2gate-$BENCH_NAME.XXXXXX")
   cd "$work" || exit 1
   squid_prefix=h2gb$$
@@ -78,7 +78,7 @@ free_port() {
 }
 wait_port() { # port what
   for _ in $(seq 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
     sleep 0.05
   done
   die "$2 did not start listening on port $1 (logs in $work)"

@@ -30,7 +30,7 @@ if [[ -n ${H2GATE_NOMETRICS_BIN:-} ]]; then
   H2GATE_BIN2=$H2GATE_NOMETRICS_BIN
   H2GATE_BIN2_LABEL=${H2GATE_BIN2_LABEL:-metrics off}
 fi
-[[ -n ${H2GATE_BIN2:-} ]] && H2GATE_BIN2=$(readlink -m "$H2GATE_BIN2")
+if [[ -n ${H2GATE_BIN2:-} ]]; then H2GATE_BIN2=$(readlink -m "$H2GATE_BIN2"); fi
 BIN2_LABEL=${H2GATE_BIN2_LABEL:-$(basename "$(dirname "${H2GATE_BIN2:-x/x}")")}
 
 if [[ -n ${QUICK:-} ]]; then
@@ -122,7 +122,7 @@ sidecar_pid() { # workload -> pid of the sidecar process, empty for (b)
 }
 wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
   for _ in $(seq 100); do
-    (($(log_lines) - $1 >= $2)) && return 0
+    if (($(log_lines) - $1 >= $2)); then return 0; fi
     sleep 0.1
   done
 }
@@ -137,7 +137,7 @@ w1_round() { # dir workload
   check_alive "$h2gate_pid" h2gate
   check_alive "$child_pid" "squid child"
   local mib=$W1_MIB
-  [[ $dir == up ]] && mib=$UP_MIB
+  if [[ $dir == up ]]; then mib=$UP_MIB; fi
   expect=$((W1_TRANSFERS * (mib << 20)))
   for i in $(seq "$W1_TRANSFERS"); do
     if [[ $dir == down ]]; then
@@ -147,10 +147,10 @@ w1_round() { # dir workload
     fi
   done
   before=$(log_lines)
-  [[ -n $pid ]] && {
+  if [[ -n $pid ]]; then
     reset_hwm "$pid"
     cpu0=$(cpu_ticks "$pid")
-  }
+  fi
   read -r -a cmd <<<"$(curl_for "$w")"
   t0=$EPOCHREALTIME
   out=$("${no_proxy_env[@]}" "${cmd[@]}" -q -s -S --fail --cacert "$work/ca.pem" --http1.1 \
@@ -158,7 +158,7 @@ w1_round() { # dir workload
     -w '%{size_download} %{size_upload}\n' "${args[@]}" 2>"$work/curl-$dir-$w.err") ||
     log "$dir $w: curl failed: $(tail -3 "$work/curl-$dir-$w.err")"
   t1=$EPOCHREALTIME
-  [[ -n $pid ]] && cpu1=$(cpu_ticks "$pid")
+  if [[ -n $pid ]]; then cpu1=$(cpu_ticks "$pid"); fi
   if [[ $dir == down ]]; then
     got=$(awk '{s += $1} END {printf "%d", s}' <<<"$out")
   else
@@ -182,15 +182,16 @@ w1_round() { # dir workload
 w1() { # dir
   local dir=$1 r w a c
   local -a ws=(a b c)
-  [[ -n ${bin2_pid:-} ]] && ws+=(m)
+  if [[ -n ${bin2_pid:-} ]]; then ws+=(m); fi
   for r in $(seq "$ROUNDS"); do
     for w in $(rotate "$r" "${ws[@]}"); do
       w1_round "$dir" "$w"
       case $w in a) a=$last_mbps ;; c) c=$last_mbps ;; esac
     done
     add "$dir ratio a/c" "$(div "$a" "$c")"
-    [[ -n ${bin2_pid:-} ]] &&
+    if [[ -n ${bin2_pid:-} ]]; then
       add "$dir ratio cpu a/m" "$(div "$(last_of "$dir a cpu")" "$(last_of "$dir m cpu")")"
+    fi
   done
 }
 # The figure of the latest round.
@@ -306,7 +307,7 @@ if want w3; then
   log "W3 absolute-form: $W3_CONNS connections, ${W3_SECS}s each"
   for r in $(seq "$ROUNDS"); do
     ws3=(a c h)
-    [[ -n ${bin2_pid:-} ]] && ws3+=(m)
+    if [[ -n ${bin2_pid:-} ]]; then ws3+=(m); fi
     for w in $(rotate "$r" "${ws3[@]}"); do
       case $w in
         a) w3_wrk a "$h2gate_port" && ra=$last_rps ;;
@@ -317,7 +318,7 @@ if want w3; then
     done
     add "w3 ratio a/c" "$(div "$ra" "$rc")"
     add "w3 ratio a/h" "$(div "$ra" "$rh")"
-    [[ -n ${bin2_pid:-} ]] && add "w3 ratio a/m" "$(div "$ra" "$rm")"
+    if [[ -n ${bin2_pid:-} ]]; then add "w3 ratio a/m" "$(div "$ra" "$rm")"; fi
   done
 fi
 
@@ -364,7 +365,9 @@ if want scale; then
       log "scale: tunnels.py failed: $(tail -3 "$work/scale$r.err")"
     stop_pid "$last_pid"
     declare -A kv=()
-    while IFS='=' read -r k v; do [[ -n $k ]] && kv[$k]=$v; done <<<"$out"
+    while IFS='=' read -r k v; do
+      if [[ -n $k ]]; then kv[$k]=$v; fi
+    done <<<"$out"
     idle_ok=${kv[idle_ok]:-0}
     add "scale idle ok" "$idle_ok"
     add "scale idle kib" "$(awk -v a="${kv[rss_before_kib]:-0}" -v b="${kv[rss_idle_kib]:-0}" \
@@ -392,7 +395,7 @@ if want floor; then
     pids+=($!)
     # not wait_port: a probe connection would be iperf3's one test (-1)
     for _ in $(seq 100); do
-      [[ -n $(ss -Hltn "sport = :$port") ]] && break
+      if [[ -n $(ss -Hltn "sport = :$port") ]]; then break; fi
       sleep 0.05
     done
     bps=$(iperf3 -c 127.0.0.1 -p "$port" -t "${IPERF_SECS:-3}" -J 2>/dev/null |

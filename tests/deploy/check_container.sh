@@ -24,11 +24,16 @@
 #       and the Deployment's env (/healthz 200, /ready 503: no real upstream proxy here).
 #       Removes the containers and the image it built.
 #     Exit 77 (skipped) with the reason when podman, runc or mmdebstrap is missing or
-#     podman cannot run containers here.
+#     podman cannot store images or run containers here (e.g. inside a container whose
+#     root is overlayfs: "'overlay' is not supported over overlayfs"); found out first,
+#     in seconds, with a one-file image made from the host's /bin/true.
+#   check_container.sh mirror           prints the Debian mirror the image test would use
 #
 # Env: HADOLINT, KUBERNETES_VALIDATE (default: in PATH, else /opt/h2gate-test/venv/bin),
 # KUBECTL (none: do not use kubectl), PYTHON (default /usr/bin/python3: Debian's, with python3-yaml),
-# H2GATE_DEBIAN_MIRROR (default: the first bookworm archive in the apt sources).
+# H2GATE_DEBIAN_MIRROR (default: the first bookworm archive in the apt sources: deb822
+# *.sources files, then one-line sources.list entries), H2GATE_APT_DIR (/etc/apt: where
+# those sources are read).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -165,8 +170,8 @@ debian_mirror() {
     echo "$H2GATE_DEBIAN_MIRROR"
     return
   fi
-  local f uri
-  for f in /etc/apt/sources.list.d/*.sources; do
+  local apt=${H2GATE_APT_DIR:-/etc/apt} f uri=""
+  for f in "$apt"/sources.list.d/*.sources; do
     [[ -f $f ]] || continue
     # deb822: the URIs of the stanza whose Suites has plain "bookworm".
     uri=$(awk 'BEGIN{RS=""} /\nSuites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ || /^Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ {
@@ -174,9 +179,39 @@ debian_mirror() {
     [[ -n $uri ]] && break
   done
   if [[ -z $uri ]]; then
-    uri=$(awk '$1 == "deb" && $3 == "bookworm" {print $2; exit}' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true)
+    # One-line style: "deb [option=value ...] URI SUITE COMPONENT...".
+    local lists=()
+    [[ -f $apt/sources.list ]] && lists+=("$apt/sources.list")
+    for f in "$apt"/sources.list.d/*.list; do [[ -f $f ]] && lists+=("$f"); done
+    if ((${#lists[@]})); then
+      uri=$(awk '{ sub(/#.*/, "") }
+                 $1 == "deb" { sub(/^[ \t]*deb[ \t]+(\[[^]]*\][ \t]+)?/, ""); split($0, f, /[ \t]+/)
+                               if (f[2] == "bookworm") { print f[1]; exit } }' "${lists[@]}")
+    fi
   fi
   echo "${uri:-http://deb.debian.org/debian}"
+}
+
+# Can podman store an image and run a container here? Seconds, before the minutes of
+# mmdebstrap: a one-file image (the host's /bin/true and the libraries it loads).
+probe_podman() {
+  local root=$TMP/probe-root tag=localhost/h2gate-probe:$$ lib
+  mkdir -p "$root/bin"
+  cp /bin/true "$root/bin/true"
+  for lib in $(ldd /bin/true | grep -o '/[^ ]*'); do
+    mkdir -p "$root$(dirname "$lib")"
+    cp -L "$lib" "$root$lib"
+  done
+  tar -C "$root" -cf "$TMP/probe.tar" .
+  if ! podman import --quiet "$TMP/probe.tar" "$tag" >"$TMP/out" 2>&1; then
+    skip "podman cannot store an image here: $(tail -n1 "$TMP/out")"
+  fi
+  CLEANUP+=("podman rmi -f $tag")
+  if ! podman run --rm "${RUN_OPTS[@]}" --network none "$tag" /bin/true >"$TMP/out" 2>&1; then
+    skip "podman cannot run a container here: $(tail -n1 "$TMP/out")"
+  fi
+  podman rmi -f "$tag" >/dev/null 2>&1 || true
+  log "ok: podman stores images and runs containers here"
 }
 
 # ensure_base TAG VARIANT [MMDEBSTRAP_OPTS...]: imports a bookworm root file system made
@@ -220,6 +255,9 @@ image_test() {
   done
   [[ $(id -u) -eq 0 ]] || skip "needs root (rootful podman: --network host, imports, runc)"
   podman info >/dev/null 2>&1 || skip "podman info fails here: $(podman info 2>&1 | tail -n1)"
+  # runc, ulimits: see TESTBED notes.
+  local RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
+  probe_podman
 
   ensure_base debian:bookworm apt
   # Like Debian's official slim image (debuerreotype): no documentation, man pages or
@@ -229,8 +267,7 @@ image_test() {
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
     --dpkgopt='path-exclude=/usr/share/lintian/*' --dpkgopt='path-exclude=/usr/share/linda/*'
-  # Can this sandbox run a container at all? (runc, ulimits: see TESTBED notes.)
-  local RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
+  # The base images themselves run here too?
   if ! podman run --rm "${RUN_OPTS[@]}" --network none debian:bookworm-slim true >"$TMP/out" 2>&1; then
     skip "podman cannot run a container here: $(tail -n1 "$TMP/out")"
   fi
@@ -410,8 +447,9 @@ case ${1:-} in
     static_checks "$@"
     ;;
   image) image_test ;;
+  mirror) debian_mirror ;;
   *)
-    sed -n '2,25s/^# \{0,1\}//p' "$0"
+    sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//p;}' "$0"
     exit 2
     ;;
 esac

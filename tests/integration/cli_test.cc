@@ -110,3 +110,45 @@ TEST_CASE("--validate", "[cli]") {
     CHECK((r.out + r.err).find("missing.yaml") != std::string::npos);
   }
 }
+
+TEST_CASE("hostile config files: size, nesting, control characters", "[cli]") {
+  TempDir dir("hostile");
+  SECTION("100,000-deep nesting: the depth and where it gave up, at once") {
+    const std::string deep = dir.write("deep.yaml", "a: b\nc: " + std::string(100000, '[') + "\n");
+    const auto t0 = std::chrono::steady_clock::now();
+    auto r = runH2gate({"--validate", "-c", deep});
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find(deep + ":2:68: YAML nested more than 64 levels deep") != std::string::npos);
+    CHECK(r.out.find("level 65") != std::string::npos);
+    CHECK(r.out.find("bad file") == std::string::npos);
+    CHECK(secs < 5);
+  }
+  SECTION("control characters are shown escaped, on stdout and stderr") {
+    const std::string evil =
+        dir.write("evil.yaml", directModeYaml() + "    \"x\\e]0;pwned\\a\\e[2J\": 1\n");
+    auto v = runH2gate({"--validate", "-c", evil});
+    auto s = runH2gate({"-c", evil});
+    for (const std::string& out : {v.out, s.err}) {
+      INFO(out);
+      CHECK(out.find('\x1b') == std::string::npos);
+      CHECK(out.find('\x07') == std::string::npos);
+      CHECK(out.find("x\\x1b]0;pwned\\x07\\x1b[2J: unknown field") != std::string::npos);
+    }
+    CHECK(s.exit_code == 1);
+  }
+  SECTION("above --max-config-size (default 8 MiB): refused before parsing") {
+    const std::string big =
+        dir.write("big.yaml", directModeYaml() + "# " + std::string(9u << 20, 'x') + "\n");
+    auto r = runH2gate({"--validate", "-c", big});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK(r.out.find("more than the 8 MiB a config file may have (h2gate --max-config-size SIZE "
+                     "raises the limit)") != std::string::npos);
+    auto ok = runH2gate({"--validate", "--max-config-size", "16M", "-c", big});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+  }
+}

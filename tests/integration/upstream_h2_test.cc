@@ -2,9 +2,8 @@
 // HTTP/1.1 to h2gate, h2gate multiplexes its tunnels as streams over TLS to
 // nghttpx (http2-proxy), which hands them to squid (plain HTTP proxy), which
 // reaches the nginx origin. Everything runs on loopback with ephemeral ports.
+// What is the same through an HTTP/1.1 proxy is in upstream_test.cc.
 #include <catch2/catch.hpp>
-
-#include <openssl/evp.h>
 
 #include <filesystem>
 #include <iostream>
@@ -31,15 +30,6 @@ namespace {
 std::string join(const std::set<std::string>& s) {
   std::string out;
   for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
-
-std::string base64(const std::string& in) {
-  std::string out(4 * ((in.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(in.data()),
-                                static_cast<int>(in.size()));
-  out.resize(static_cast<size_t>(n));
   return out;
 }
 
@@ -216,56 +206,6 @@ TEST_CASE("h2: 3,000 short tunnels through one nghttpx without GOAWAY", "[upstre
   CHECK(clients.size() == 1);
   CHECK(env.gateConnections() == 1);
 }
-
-TEST_CASE("h2: the proxy's 407 reaches the app; credentials in --upstream are sent",
-          "[upstream][h2][auth]") {
-  H2Env::Options o;
-  o.squid_auth = true;
-  o.password = "Sq1d-h2g-Pa55word";
-  H2Env env(o);
-  const std::string target = "127.0.0.1:" + str(env.nginx.tlsPort());
-
-  {
-    H2gate& gate = env.startGate();
-    RawConnection c(gate.port());
-    REQUIRE(c.send("CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n\r\n"));
-    auto r = c.readResponse(milliseconds(10000));
-    INFO(r.raw << "\n" << gate.process().logTail(20));
-    CHECK(r.status == 407);
-    REQUIRE(r.header("Proxy-Authenticate"));
-    CHECK(r.header("Proxy-Authenticate")->find("Basic realm=\"h2gate-test\"") != std::string::npos);
-
-    RawConnection g(gate.port());
-    const std::string url = env.nginx.httpUrl("/1k");
-    REQUIRE(g.send("GET " + url + " HTTP/1.1\r\nHost: 127.0.0.1:" + str(env.nginx.httpPort()) +
-                   "\r\n\r\n"));
-    auto a = g.readResponse(milliseconds(10000));
-    INFO(a.raw);
-    CHECK(a.status == 407);
-    CHECK(a.hasHeader("Proxy-Authenticate"));
-    env.gate.reset();
-  }
-
-  const std::string upstream =
-      "https://alice:" + o.password + "@127.0.0.1:" + str(env.nghttpx.port());
-  H2gate& gate = env.startGate(upstream);
-  const TestFile& f = testFile("1m");
-  for (const std::string& url : {env.nginx.httpsUrl("/1m"), env.nginx.httpUrl("/1m")}) {
-    INFO(url);
-    auto r = env.curl({"-o", env.out.file("dl"), "-w", "%{http_code}", url});
-    INFO(r.err << "\n" << gate.process().logTail(20));
-    CHECK(r.exit_code == 0);
-    CHECK(r.out == "200");
-    CHECK(sha256File(env.out.file("dl")) == f.sha256);
-  }
-  // Neither the password nor the Basic token carrying it appears in any log.
-  const std::string token = base64("alice:" + o.password);
-  for (const std::string& text : {gate.stderrText(), gate.process().stdoutText()}) {
-    CHECK(text.find(o.password) == std::string::npos);
-    CHECK(text.find(token) == std::string::npos);
-  }
-}
-
 // 502 when the request itself waited on the failed attempt; 503 when the
 // proxy was already known down (the start-up connection failed first).
 TEST_CASE("h2: a proxy certificate from another CA, or a proxy that is down, gives the app 502/503",
@@ -326,47 +266,4 @@ TEST_CASE("h2: a second connection to the proxy resumes the TLS session", "[upst
   INFO(log);
   CHECK(regexSearch(log, prefix + "TLSv1\\.3, full handshake, ALPN h2"));
   CHECK(regexSearch(log, prefix + "TLSv1\\.[23], session resumed, ALPN h2"));
-}
-
-TEST_CASE("h2: a tunnel ends when the app closes its connection", "[upstream][h2][close]") {
-  H2Env env;
-  H2gate& gate = env.startGate();
-  const TestFile& f = testFile("1m");
-  // One transfer per curl run: curl closes its socket without a TLS
-  // close_notify, and nginx keeps the inner connection alive (120 s), so only
-  // h2gate's reaction to the app's close can end the tunnel.
-  auto r = env.curl({"-o", env.out.file("dl"), "-w", "%{http_code}", env.nginx.httpsUrl("/1m")});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  CHECK(r.out == "200");
-  CHECK(sha256File(env.out.file("dl")) == f.sha256);
-  {
-    // The access log line is written when the tunnel ends.
-    auto log = gate.waitForAccessLog(1, milliseconds(3000));
-    INFO(gate.process().logTail(10));
-    CHECK(log.size() == 1);
-    for (const auto& e : log) {
-      CHECK(e.get("method") == "CONNECT");
-      CHECK(e.get("result") == "ok");
-    }
-    CHECK(env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(3000)).size() == 1);
-  }
-  // What users notice when tunnels outlive their apps: streams pile up
-  // against the proxy's SETTINGS_MAX_CONCURRENT_STREAMS (100 for nghttpx),
-  // h2gate opens more connections, and at max_connections apps get 503.
-  // 120 tunnels one after the other must stay on one connection.
-  const auto start = Clock::now();
-  int ok = 0;
-  for (int i = 0; i < 120; ++i) {
-    auto k = env.curl(
-        {"-p", "-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k?" + str(i))});
-    if (k.exit_code == 0 && k.out == "200") ++ok;
-  }
-  std::cout << "[figures] 120 sequential single-transfer tunnels: " << secondsSince(start)
-            << " s\n";
-  CHECK(ok == 120);
-  auto log = gate.waitForAccessLog(121, milliseconds(3000));
-  CHECK(log.size() == 121);
-  CHECK(env.gateConnections() == 1);
-  CHECK(establishedTo(env.nghttpx.port()) == 1);
 }

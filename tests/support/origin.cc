@@ -116,10 +116,17 @@ void Nginx::start() {
          << "    ssl_certificate_key " << cert_.key << ";\n"
          << locations.str() << "  }\n"
          << "  server {\n"
-         << "    listen 127.0.0.1:" << http_port_ << ";\n"
+         << "    listen 127.0.0.1:" << http_port_ << " default_server;\n"
          << "    server_name _;\n"
-         << locations.str() << "  }\n"
-         << "}\n";
+         << locations.str() << "  }\n";
+    for (const std::string& name : options_.virtual_hosts)
+      conf << "  server {\n"
+           << "    listen 127.0.0.1:" << http_port_ << ";\n"
+           << "    server_name " << name << ";\n"
+           << "    location / { default_type text/plain; return 200 \"virtual host " << name
+           << "\\n\"; }\n"
+           << "  }\n";
+    conf << "}\n";
     std::string conf_path = dir_.write("nginx.conf", conf.str());
     std::string pid_path = d + "/nginx.pid";
     std::filesystem::remove(pid_path);

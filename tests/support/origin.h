@@ -59,6 +59,11 @@ class Nginx {
     bool http2 = true;                   // offer h2 (ALPN) on the TLS port
     bool with_sink = true;               // start an UploadSink for /upload
     std::string extra_server_config;     // appended inside both server blocks
+    // Name-based virtual hosts on the plain HTTP port, after the default
+    // server: a request whose Host is one of these names gets 200 with the
+    // body "virtual host NAME\n" for any path (whatever Host the default
+    // server gets, it serves the locations above).
+    std::vector<std::string> virtual_hosts;
   };
 
   Nginx();  // default Options

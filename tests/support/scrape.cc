@@ -9,15 +9,16 @@
 
 namespace h2gate::test {
 
-namespace {
-
 AdminReply adminRequest(const std::string& method, uint16_t port, const std::string& path,
+                        const std::vector<std::string>& headers,
                         std::chrono::milliseconds timeout) {
   const auto start = std::chrono::steady_clock::now();
-  CommandResult r =
-      runCurl({"-sS", "-X", method, "--max-time", std::to_string(timeout.count() / 1000 + 1), "-w",
-               "\n%{http_code} %{content_type}", "http://127.0.0.1:" + std::to_string(port) + path},
-              timeout + std::chrono::milliseconds(5000));
+  std::vector<std::string> args{"-sS", "-X", method, "--max-time",
+                                std::to_string(timeout.count() / 1000 + 1)};
+  for (const std::string& h : headers) args.insert(args.end(), {"-H", h});
+  args.insert(args.end(), {"-w", "\n%{http_code} %{content_type}",
+                           "http://127.0.0.1:" + std::to_string(port) + path});
+  CommandResult r = runCurl(args, timeout + std::chrono::milliseconds(5000));
   AdminReply out;
   out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const size_t nl = r.out.rfind('\n');
@@ -30,14 +31,12 @@ AdminReply adminRequest(const std::string& method, uint16_t port, const std::str
   return out;
 }
 
-}  // namespace
-
 AdminReply adminGet(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
-  return adminRequest("GET", port, path, timeout);
+  return adminRequest("GET", port, path, {}, timeout);
 }
 
 AdminReply adminPost(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
-  return adminRequest("POST", port, path, timeout);
+  return adminRequest("POST", port, path, {kAdminPostHeader}, timeout);
 }
 
 Scrape::Scrape(const std::string& text) : text_(text) {

@@ -18,9 +18,16 @@ struct AdminReply {
 };
 AdminReply adminGet(uint16_t port, const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
-// The same with POST (e.g. POST /reload).
+// The same with POST (e.g. POST /reload), as the README's curl line sends it:
+// with the header every admin POST needs (kAdminPostHeader).
 AdminReply adminPost(uint16_t port, const std::string& path,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+inline constexpr const char* kAdminPostHeader = "X-H2gate-Admin: 1";
+// Any method, with extra request headers ("Name: value", as curl -H takes
+// them; "Host: x" replaces curl's own).
+AdminReply adminRequest(const std::string& method, uint16_t port, const std::string& path,
+                        const std::vector<std::string>& headers,
+                        std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 
 struct Sample {
   std::string name;  // with _bucket/_sum/_count for histograms

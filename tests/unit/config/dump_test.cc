@@ -60,6 +60,7 @@ void checkSameAddress(const SocketAddress& a, const SocketAddress& b) {
 void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
   checkSameAddress(a.admin.address, b.admin.address);
   CHECK(a.admin.enabled == b.admin.enabled);
+  CHECK(a.admin.allowed_hosts == b.admin.allowed_hosts);
   CHECK(a.concurrency == b.concurrency);
   CHECK(a.drain_timeout == b.drain_timeout);
   CHECK(a.network_change_timeout == b.network_change_timeout);
@@ -81,10 +82,12 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     CHECK(x.idle_timeout == y.idle_timeout);
     CHECK(x.tunnel_idle_timeout == y.tunnel_idle_timeout);
     CHECK(x.connect_response_timeout == y.connect_response_timeout);
+    CHECK(x.stream_idle_timeout == y.stream_idle_timeout);
     CHECK(x.max_connections == y.max_connections);
     CHECK(x.send_buffer.mode == y.send_buffer.mode);
     CHECK(x.send_buffer.bytes == y.send_buffer.bytes);
     CHECK(x.tcp_notsent_lowat == y.tcp_notsent_lowat);
+    CHECK(x.deny_own_addresses == y.deny_own_addresses);
     REQUIRE(x.filters.size() == y.filters.size());
     for (std::size_t k = 0; k < x.filters.size(); ++k) {
       CHECK(x.filters[k].name == y.filters[k].name);
@@ -157,6 +160,13 @@ std::string roundTrip(const Bootstrap& b) {
   REQUIRE(again.ok());
   checkEquivalent(b, again.bootstrap);
   CHECK(dumpYaml(again.bootstrap) == dump);
+  // The running server's form (the filters' YAML dropped, their redacted
+  // text kept) dumps the same.
+  Bootstrap compact = again.bootstrap;
+  dropFilterYaml(compact);
+  for (const Listener& l : compact.listeners)
+    for (const FilterConfig& f : l.filters) CHECK_FALSE(f.typed_config.IsMap());
+  CHECK(dumpYaml(compact) == dump);
   return dump;
 }
 
@@ -370,6 +380,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
            "idle_timeout: 60s",
            "tunnel_idle_timeout: 3600s",
            "connect_response_timeout: 60s",
+           "stream_idle_timeout: 300s",
            "max_connections: 4096",
            "connect_timeout: 5s",
            "cluster_name: c",
@@ -407,6 +418,7 @@ static_resources:
     idle_timeout: 90s
     tunnel_idle_timeout: 2h
     connect_response_timeout: 1500ms
+    stream_idle_timeout: 2m
     max_connections: 7
     filter_chains:
     - filters:
@@ -450,6 +462,7 @@ static_resources:
   CHECK(contains(dump, "idle_timeout: 90s"));
   CHECK(contains(dump, "tunnel_idle_timeout: 7200s"));
   CHECK(contains(dump, "connect_response_timeout: 1.500s"));
+  CHECK(contains(dump, "stream_idle_timeout: 120s"));
   CHECK(contains(dump, "max_connections: 7"));
   CHECK(contains(dump, "connection_keepalive: {interval: 2.500s, timeout: 1.000000005s}"));
   const YAML::Node clusters = YAML::Load(dump)["static_resources"]["clusters"];
@@ -546,4 +559,30 @@ TEST_CASE("the source comment stays on one line", "[config][dump]") {
   const LoadResult again = loadString(dump, "x");
   INFO(allProblems(again.problems));
   CHECK(again.ok());
+}
+
+TEST_CASE("dropFilterYaml keeps the redacted text only, and the dump the same", "[config][dump]") {
+  LoadResult r = loadString(std::string(h2gate::testing::kMinimalConfig) +
+                                "    deny_own_addresses: false\n"
+                                "admin:\n"
+                                "  address: {socket_address: {address: 127.0.0.1, port_value: 1}}\n"
+                                "  allowed_hosts: [h2gate.example, \"mon.example:9901\"]\n",
+                            "cfg.yaml");
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const std::string before = roundTrip(r.bootstrap);
+  CHECK(contains(before, "deny_own_addresses: false"));
+  CHECK(contains(before, "allowed_hosts: [h2gate.example, mon.example:9901]"));
+
+  // A filter with a secret: the tree goes, the redacted text stays.
+  Bootstrap b = r.bootstrap;
+  FilterConfig& f = b.listeners[0].filters[0];
+  f.typed_config.reset(YAML::Load("{routes: [], nested: {api_token: s3cret}}"));
+  const YAML::Node shared = f.typed_config;  // another copy of the Bootstrap would share it
+  dropFilterYaml(b);
+  CHECK(f.typed_config.IsNull());
+  CHECK_FALSE(contains(f.redacted_yaml, "s3cret"));
+  CHECK(contains(f.redacted_yaml, "api_token: \"[redacted]\""));
+  CHECK(shared["nested"]["api_token"].as<std::string>() == "s3cret");  // untouched
+  CHECK(contains(dumpYaml(b), "api_token: \"[redacted]\""));
 }

@@ -1,6 +1,9 @@
 #include "config/loader.h"
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
@@ -252,8 +255,9 @@ TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
                    "unknown field (expected one of: name, address, additional_addresses, "
                    "filter_chains, max_request_headers_kb, max_request_headers_count, "
                    "direct_connect_timeout, tunnel_half_close_timeout, request_headers_timeout, "
-                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, max_connections, "
-                   "send_buffer, tcp_notsent_lowat)"));
+                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, "
+                   "stream_idle_timeout, max_connections, send_buffer, tcp_notsent_lowat, "
+                   "deny_own_addresses)"));
   CHECK(hasProblem(r.problems,
                    "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
                    "static_resources, h2gate)"));
@@ -783,11 +787,13 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.idle_timeout == seconds(60));
     CHECK(l.tunnel_idle_timeout == std::chrono::hours(1));
     CHECK(l.connect_response_timeout == seconds(60));
+    CHECK(l.stream_idle_timeout == std::chrono::minutes(5));
     CHECK(l.max_connections == 4096);
     // The built-in default listener has them too.
     const Bootstrap defaults = defaultBootstrap();
     const Listener& d = defaults.listeners.at(0);
     CHECK(d.request_headers_timeout == seconds(10));
+    CHECK(d.stream_idle_timeout == std::chrono::minutes(5));
     CHECK(d.max_connections == 4096);
   }
   SECTION("values") {
@@ -796,6 +802,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
                               "    idle_timeout: 5m\n"
                               "    tunnel_idle_timeout: 1500ms\n"
                               "    connect_response_timeout: {seconds: 3}\n"
+                              "    stream_idle_timeout: 90s\n"
                               "    max_connections: 5\n");
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
@@ -804,6 +811,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.idle_timeout == std::chrono::minutes(5));
     CHECK(l.tunnel_idle_timeout == std::chrono::milliseconds(1500));
     CHECK(l.connect_response_timeout == seconds(3));
+    CHECK(l.stream_idle_timeout == seconds(90));
     CHECK(l.max_connections == 5);
   }
   SECTION("errors, all reported at their values") {
@@ -812,9 +820,10 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
                               "    idle_timeout: -1s\n"
                               "    tunnel_idle_timeout: soon\n"
                               "    connect_response_timeout: 0ms\n"
-                              "    max_connections: 0\n");
+                              "    max_connections: 0\n"
+                              "    stream_idle_timeout: 0s\n");
     INFO(allProblems(r.problems));
-    CHECK(r.problems.size() == 5);
+    CHECK(r.problems.size() == 6);
     auto at = [](int line, int col) {
       return "cfg.yaml:" + std::to_string(line) + ":" + std::to_string(col) +
              ": static_resources.listeners[0].";
@@ -824,6 +833,7 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(hasProblem(r.problems, at(10, 26) + "tunnel_idle_timeout: expected a duration like 5s"));
     CHECK(hasProblem(r.problems, at(11, 31) + "connect_response_timeout: must be greater than 0s"));
     CHECK(hasProblem(r.problems, at(12, 22) + "max_connections: must be in 1..1000000, got 0"));
+    CHECK(hasProblem(r.problems, at(13, 26) + "stream_idle_timeout: must be greater than 0s"));
   }
 }
 
@@ -1004,4 +1014,134 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values, err
           "cfg.yaml:16:23: static_resources.clusters[0].circuit_breakers.thresholds[0]."
           "max_requests: must be in 1..1000000, got 1000001");
   }
+}
+
+TEST_CASE("a config file above the size limit is refused before it is parsed",
+          "[config][loader][errors]") {
+  const std::string path = "/tmp/h2gate_loader_size_" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << kMinimal << std::string(4000, '#') << "\n";  // a comment makes it ~4.2 KiB
+  }
+  const auto size = std::filesystem::file_size(path);
+  const LoadResult big = loadFile(path, 4096);
+  REQUIRE(big.problems.size() == 1);
+  CHECK(big.problems[0].str() == "'" + path + "' is " + std::to_string(size) +
+                                     " bytes, more than the 4 KiB a config file may have (h2gate "
+                                     "--max-config-size SIZE raises the limit)");
+  CHECK(loadFile(path, 8192).ok());
+  CHECK(loadFile(path).ok());  // the default: 8 MiB
+  std::remove(path.c_str());
+  // Not a regular file: the size is not known before reading; reading stops
+  // at the limit.
+  const LoadResult zero = loadFile("/dev/zero", 4096);
+  REQUIRE(zero.problems.size() == 1);
+  CHECK(
+      zero.problems[0].str().starts_with("'/dev/zero' is more than 4096 bytes, more than the 4 "
+                                         "KiB a config file may have"));
+}
+
+TEST_CASE("nesting deeper than 64 levels: the depth and where it gave up",
+          "[config][loader][errors]") {
+  const std::string message =
+      "YAML nested more than 64 levels deep (sequences and mappings inside each other): gave up "
+      "at this one, level 65 (an h2gate config needs about ten)";
+  SECTION("100,000 '[' (yaml-cpp alone: 'bad file' at the end, after 1.9 GB for 8 MiB)") {
+    const LoadResult r = load(std::string(100000, '['));
+    CHECK(allProblems(r.problems) == "cfg.yaml:1:65: " + message + "\n");
+  }
+  SECTION("flow mappings on a later line") {
+    std::string y = "a: 1\nb: ";
+    for (int i = 0; i < 100000; ++i) y += "{k: ";
+    const LoadResult r = load(y);
+    CHECK(allProblems(r.problems) ==
+          "cfg.yaml:2:" + std::to_string(4 + 64 * 4) + ": " + message + "\n");
+  }
+  SECTION("block mappings, one level per line") {
+    std::string y;
+    for (int i = 0; i < 100; ++i) y += std::string(static_cast<size_t>(i) * 2, ' ') + "k:\n";
+    const LoadResult r = load(y);
+    CHECK(allProblems(r.problems) == "cfg.yaml:65:129: " + message + "\n");
+  }
+  SECTION("block sequences on one line") {
+    std::string y;
+    for (int i = 0; i < 100; ++i) y += "- ";
+    y += "x\n";
+    const LoadResult r = load(y);
+    CHECK(allProblems(r.problems) == "cfg.yaml:1:129: " + message + "\n");
+  }
+  SECTION("64 levels are fine (then the schema complains)") {
+    const LoadResult r = load(std::string(64, '[') + std::string(64, ']'));
+    CHECK(allProblems(r.problems).find("nested") == std::string::npos);
+  }
+  SECTION("brackets in strings and comments do not count") {
+    const std::string many(200, '[');
+    const LoadResult r =
+        load(std::string(kMinimal) + "# " + many + "\n" + "      - name: \"" + many + "\"\n");
+    CHECK(allProblems(r.problems).find("nested") == std::string::npos);
+  }
+}
+
+TEST_CASE("control characters from the file are escaped in problems", "[config][loader][errors]") {
+  const LoadResult r = load(std::string(kMinimal) + "    \"bo\\x1b[2Jgus\\u009b\\x07\": 1\n");
+  REQUIRE(r.problems.size() == 1);
+  const std::string text = r.problems[0].str();
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x07') == std::string::npos);
+  CHECK(text.find("\xc2\x9b") == std::string::npos);
+  CHECK(
+      text.starts_with("cfg.yaml:8:5: static_resources.listeners[0].bo\\x1b[2Jgus\\u009b\\x07: "
+                       "unknown field"));
+  // Raw bytes in a plain scalar, and a file name with a newline.
+  Diagnostics diag(std::string("evil\nname.yaml"));
+  diag.error(Mark{}, "k", "got '\x1b]0;owned\x07' and \xff\xfe, kept: caf\xc3\xa9");
+  CHECK(diag.problems()[0].str() ==
+        "evil\\nname.yaml: k: got '\\x1b]0;owned\\x07' and \\xff\\xfe, kept: caf\xc3\xa9");
+}
+
+TEST_CASE("admin.allowed_hosts and a listener's deny_own_addresses", "[config][loader]") {
+  const LoadResult r = load(std::string(kMinimal) +
+                            "    deny_own_addresses: false\n"
+                            "admin:\n"
+                            "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
+                            "  allowed_hosts: [H2gate.Example., \"mon.example:9901\", "
+                            "\"[fd00::1]:80\", 192.0.2.7]\n");
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  CHECK(r.bootstrap.admin.allowed_hosts == std::vector<std::string>{"h2gate.example",
+                                                                    "mon.example:9901",
+                                                                    "[fd00::1]:80", "192.0.2.7"});
+  CHECK_FALSE(r.bootstrap.listeners[0].deny_own_addresses);
+  CHECK(load(kMinimal).bootstrap.listeners[0].deny_own_addresses);  // the default
+
+  const LoadResult bad =
+      load(std::string(kMinimal) +
+           "admin:\n"
+           "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
+           "  allowed_hosts: [\"a b\", \"x:99999\", \"fd00::1\"]\n");
+  CHECK(allProblems(bad.problems) ==
+        "cfg.yaml:10:18: admin.allowed_hosts: entry 0: expected a host name, an IP address or "
+        "either with :PORT, got 'a b'\n"
+        "cfg.yaml:10:18: admin.allowed_hosts: entry 1: invalid port in 'x:99999' (expected "
+        "0-65535)\n"
+        "cfg.yaml:10:18: admin.allowed_hosts: entry 2: put IPv6 addresses in brackets, e.g. "
+        "[fd00::1]:9901 (got 'fd00::1')\n");
+}
+
+TEST_CASE("validateAndBuild keeps the filters it builds; validate() does not", "[config][loader]") {
+  LoadResult r = load(kMinimal);
+  REQUIRE(r.ok());
+  const auto& built = r.bootstrap.listeners[0].filters[0].filter;
+  REQUIRE(built);  // loadString built it
+  CHECK(built->terminal());
+  const auto before = built;
+  CHECK(validateAndBuild(r.bootstrap).empty());
+  CHECK(r.bootstrap.listeners[0].filters[0].filter == before);  // reused, not built again
+
+  Bootstrap b = defaultBootstrap();
+  CHECK(validate(b).empty());
+  CHECK_FALSE(b.listeners[0].filters[0].filter);
+  CHECK(validateAndBuild(b).empty());
+  CHECK(b.listeners[0].filters[0].filter);
+  CHECK(b.listeners[0].filters[1].filter);
 }

@@ -181,3 +181,18 @@ TEST_CASE("Problem::str omits what is unknown", "[config]") {
   CHECK(Problem{Mark{"", 0, 0}, "", "bad"}.str() == "bad");
   CHECK(Problem{Mark{"", 0, 0}, "a", "bad"}.str() == "a: bad");
 }
+
+TEST_CASE("escapeControls: safe to print, UTF-8 text kept", "[config][reader]") {
+  CHECK(escapeControls("plain text: ok") == "plain text: ok");
+  CHECK(escapeControls("tab\there\nline\rret") == "tab\\there\\nline\\rret");
+  CHECK(escapeControls(std::string("nul\0byte", 8)) == "nul\\x00byte");
+  CHECK(escapeControls("\x1b[31mred\x7f") == "\\x1b[31mred\\x7f");
+  CHECK(escapeControls("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80") ==
+        "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  CHECK(escapeControls("csi\xc2\x9b"
+                       "2J") == "csi\\u009b2J");            // C1 control U+009B
+  CHECK(escapeControls("\xc2\xa0nbsp") == "\xc2\xa0nbsp");  // U+00A0 is text
+  CHECK(escapeControls("bad \xff\xfe \xc3") == "bad \\xff\\xfe \\xc3");
+  CHECK(escapeControls("overlong \xc0\xaf \xe0\x80\xaf") == "overlong \\xc0\\xaf \\xe0\\x80\\xaf");
+  CHECK(escapeControls("surrogate \xed\xa0\x80") == "surrogate \\xed\\xa0\\x80");
+}

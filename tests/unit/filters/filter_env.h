@@ -1,12 +1,18 @@
 // Builds filters from YAML for the filter unit tests: a Bootstrap with the
-// given clusters, one listener, and the problems recorded under `file`.
+// given clusters, one listener, and the problems recorded under `file`; and
+// asks a filter what it does with a request or an address.
 #pragma once
 
 #include <initializer_list>
+#include <optional>
 #include <string>
 
+#include <catch2/catch.hpp>
+
 #include "config/node_reader.h"
+#include "filters/filter.h"
 #include "filters/registry.h"
+#include "gateway/net/ip_address.h"
 
 namespace h2gate::testing {
 
@@ -30,5 +36,39 @@ struct FilterEnv {
   config::Bootstrap bootstrap;
   config::Listener listener;
 };
+
+inline RequestHead requestHead(const std::string& host, uint16_t port, bool connect) {
+  RequestHead h;
+  h.method = connect ? "CONNECT" : "GET";
+  h.is_connect = connect;
+  h.host = host;
+  h.port = port;
+  h.target = connect ? host + ":" + std::to_string(port) : "http://" + host + "/";
+  return h;
+}
+
+// Where the filter sends the request: "cluster NAME [> fallbacks]",
+// "DIRECT", "continue" or "reject STATUS: reason".
+inline std::string route(const filters::Filter& f, const std::string& host, uint16_t port = 443,
+                         bool connect = true) {
+  StreamInfo info;
+  const filters::FilterStatus s = f.onRequestHead(requestHead(host, port, connect), info);
+  if (info.status != 0) return "reject " + std::to_string(info.status) + ": " + info.reason;
+  if (s == filters::FilterStatus::Continue) return "continue";
+  std::string out = info.cluster.empty() ? "DIRECT" : "cluster " + info.cluster;
+  for (const std::string& c : info.fallbacks) out += " > " + (c.empty() ? "DIRECT" : c);
+  return out;
+}
+
+// What the filter says about one resolved address of `host` (direct mode):
+// "ok" or "STATUS: reason".
+inline std::string address(const filters::Filter& f, const std::string& host, const std::string& ip,
+                           uint16_t port = 443, bool connect = true) {
+  const std::optional<net::IpAddress> a = net::parseIp(ip);
+  REQUIRE(a);
+  const std::optional<Refusal> r =
+      f.checkAddress(requestHead(host, port, connect), StreamInfo{}, *a);
+  return r ? std::to_string(r->status) + ": " + r->reason : "ok";
+}
 
 }  // namespace h2gate::testing

@@ -9,7 +9,9 @@
 
 using namespace h2gate;
 using namespace h2gate::filters;
+using h2gate::testing::address;
 using h2gate::testing::allProblems;
+using h2gate::testing::route;
 
 namespace {
 
@@ -20,6 +22,30 @@ struct Env : h2gate::testing::FilterEnv {
     return create(kForwardProxy, r, FactoryContext{bootstrap, listener});
   }
 };
+
+// The routes of the tests at the end (clusters corp, partner, backup).
+struct RoutesEnv : h2gate::testing::FilterEnv {
+  RoutesEnv() : FilterEnv("r.yaml", {"corp", "partner", "backup"}) {}
+};
+
+constexpr const char* kRoutes = R"(
+routes:
+- match: {host_suffixes: [internal.test], cidrs: [10.0.0.0/8]}
+  direct: true
+- match: {hosts: ["*.partner.test"], kind: connect}
+  cluster: partner
+  fallback_clusters: [backup]
+  direct_fallback: true
+- match: {hosts: [ads.test]}
+  reject: 451
+  reason: blocked by the ads policy
+- match: {ports: ["1-79"]}
+  reject: 403
+- match: {no_proxy: "localhost,.svc,host:8080", no_proxy_mode: go}
+  direct: true
+cluster: corp
+fallback_clusters: [backup]
+)";
 
 }  // namespace
 
@@ -137,4 +163,136 @@ TEST_CASE("the registry knows the five filters and nothing else", "[filters][reg
   const FilterPtr log = create(kAccessLog, ok, FactoryContext{b, l});
   REQUIRE(log);
   CHECK_FALSE(log->terminal());
+}
+
+TEST_CASE("routes: first match wins, else the default", "[filters][routes]") {
+  RoutesEnv env;
+  const FilterPtr f = env.make(kForwardProxy, kRoutes);
+  INFO(allProblems(env.diag.problems()));
+  REQUIRE(f);
+  CHECK(route(*f, "internal.test") == "DIRECT");
+  CHECK(route(*f, "git.internal.test") == "DIRECT");
+  CHECK(route(*f, "10.1.2.3", 22) == "DIRECT");  // before the ports rule
+  CHECK(route(*f, "api.partner.test") == "cluster partner > backup > DIRECT");
+  CHECK(route(*f, "api.partner.test", 80, false) == "cluster corp > backup");  // not CONNECT
+  CHECK(route(*f, "ads.test") == "reject 451: blocked by the ads policy");
+  CHECK(route(*f, "example.com", 25) == "reject 403: refused by h2gate route rule routes[3]");
+  CHECK(route(*f, "x.default.svc") == "DIRECT");
+  CHECK(route(*f, "localhost", 5000) == "DIRECT");
+  CHECK(route(*f, "127.0.0.1", 5000) == "DIRECT");  // go mode: loopback always
+  CHECK(route(*f, "host", 8080) == "DIRECT");
+  CHECK(route(*f, "host", 8081) == "cluster corp > backup");
+  CHECK(route(*f, "example.com") == "cluster corp > backup");
+}
+
+TEST_CASE("routes: without a default cluster the rest goes DIRECT", "[filters][routes]") {
+  RoutesEnv env;
+  const FilterPtr f =
+      env.make(kForwardProxy, "{routes: [{match: {hosts: ['*.corp.test']}, cluster: corp}]}");
+  REQUIRE(f);
+  CHECK(route(*f, "a.corp.test") == "cluster corp");
+  CHECK(route(*f, "example.com") == "DIRECT");
+}
+
+TEST_CASE("routes: config errors with line, column and path", "[filters][routes]") {
+  auto errors = [](const std::string& yaml) {
+    RoutesEnv env;
+    CHECK_FALSE(env.make(kForwardProxy, yaml));
+    return allProblems(env.diag.problems());
+  };
+  SECTION("a rule after a catch-all, and a default nobody reaches") {
+    CHECK(errors("routes:\n"
+                 "- match: {hosts: [a.test]}\n"
+                 "  direct: true\n"
+                 "- match: {}\n"
+                 "  cluster: corp\n"
+                 "- match: {hosts: [b.test]}\n"
+                 "  direct: true\n"
+                 "cluster: partner\n") ==
+          "r.yaml:6:3: typed_config.routes[2]: unreachable: routes[1] before it matches every "
+          "request (a catch-all must be the last rule)\n"
+          "r.yaml:8:10: typed_config.cluster: never used: routes[1] matches every request, so no "
+          "request reaches the default route\n");
+  }
+  SECTION("unknown matcher, bad CIDR, unknown cluster, bad status") {
+    CHECK(errors("routes:\n"
+                 "- match: {host_regex: 'a.*'}\n"
+                 "  direct: true\n"
+                 "- match: {cidrs: [10.0.0.0/33]}\n"
+                 "  cluster: nope\n"
+                 "- match: {hosts: [x]}\n"
+                 "  reject: 302\n") ==
+          "r.yaml:2:11: typed_config.routes[0].match.host_regex: unknown field (expected one of: "
+          "hosts, host_suffixes, cidrs, ports, kind, no_proxy, no_proxy_mode)\n"
+          "r.yaml:4:19: typed_config.routes[1].match.cidrs[0]: bad CIDR range: prefix length /33 "
+          "is longer than the address (at most /32)\n"
+          "r.yaml:5:12: typed_config.routes[1].cluster: unknown cluster 'nope' (known: corp, "
+          "partner, backup)\n"
+          "r.yaml:7:11: typed_config.routes[2].reject: must be in 400..599, got 302\n");
+  }
+  SECTION("actions: none, several, direct: false, stray fields") {
+    CHECK(errors("routes:\n"
+                 "- match: {hosts: [a]}\n"
+                 "- match: {hosts: [b]}\n"
+                 "  direct: true\n"
+                 "  reject: 403\n"
+                 "- match: {hosts: [c]}\n"
+                 "  direct: false\n"
+                 "  reason: why\n"
+                 "  fallback_clusters: [corp]\n"
+                 "- direct: true\n"
+                 "- match: {hosts: [d]}\n"
+                 "  cluster: ''\n") ==
+          "r.yaml:2:3: typed_config.routes[0]: a route needs one of cluster, direct: true or "
+          "reject: STATUS\n"
+          "r.yaml:3:3: typed_config.routes[1]: a route takes only one of cluster, direct and "
+          "reject\n"
+          "r.yaml:9:22: typed_config.routes[2].fallback_clusters: applies only to a route with a "
+          "cluster\n"
+          "r.yaml:7:11: typed_config.routes[2].direct: takes only true (route elsewhere with "
+          "cluster or reject)\n"
+          "r.yaml:8:11: typed_config.routes[2].reason: applies only to a reject route\n"
+          "r.yaml:10:3: typed_config.routes[3].match: missing required field\n"
+          "r.yaml:12:12: typed_config.routes[4].cluster: must name a cluster (use direct: true "
+          "for DIRECT)\n");
+  }
+  SECTION("pac settings") {
+    CHECK(errors("pac: {serve_on_listener: yes, proxy: 'nope', extra: 1}\n") ==
+          "r.yaml:1:46: typed_config.pac.extra: unknown field (expected one of: "
+          "serve_on_listener, proxy, direct_fallback)\n"
+          "r.yaml:1:26: typed_config.pac.serve_on_listener: expected true or false\n"
+          "r.yaml:1:38: typed_config.pac.proxy: expected host:port (e.g. 127.0.0.1:3128), got "
+          "'nope'\n");
+  }
+}
+
+TEST_CASE("routes: reject rules judge the resolved addresses, in rule order", "[filters][routes]") {
+  RoutesEnv env;
+  const FilterPtr f = env.make(kForwardProxy,
+                               "routes:\n"
+                               "- match: {hosts: [metadata.internal.test]}\n"
+                               "  direct: true\n"  // named before the range: the exception
+                               "- match: {cidrs: [169.254.0.0/16]}\n"
+                               "  reject: 451\n"
+                               "  reason: link-local\n"
+                               "- match: {cidrs: [10.0.0.0/8]}\n"
+                               "  cluster: corp\n"
+                               "- match: {cidrs: [10.0.0.0/8, 192.168.0.0/16]}\n"
+                               "  reject: 403\n"
+                               "- match: {host_suffixes: [internal.test]}\n"
+                               "  direct: true\n");
+  INFO(allProblems(env.diag.problems()));
+  REQUIRE(f);
+  // The default route (DIRECT): every rule is tried against the address.
+  CHECK(address(*f, "a.example", "169.254.169.254") ==
+        "451: link-local (a.example resolves to 169.254.169.254)");
+  CHECK(address(*f, "a.example", "192.168.1.1") ==
+        "403: refused by h2gate route rule routes[3] (a.example resolves to 192.168.1.1)");
+  CHECK(address(*f, "a.example", "10.1.1.1") == "ok");  // first match: the cluster rule
+  CHECK(address(*f, "a.example", "8.8.8.8") == "ok");
+  // A name chosen by rule 4: rules 0..3 are tried against its address.
+  CHECK(address(*f, "db.internal.test", "192.168.1.1").starts_with("403: "));
+  CHECK(address(*f, "db.internal.test", "::ffff:169.254.1.1").starts_with("451: "));
+  // A name chosen by rule 0: nothing before it.
+  CHECK(address(*f, "metadata.internal.test", "169.254.169.254") == "ok");
 }

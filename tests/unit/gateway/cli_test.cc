@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "../config/test_util.h"
+#include "filters/forward_proxy.h"
 #include "filters/registry.h"
 
 using namespace h2gate;
@@ -336,6 +337,14 @@ TEST_CASE("-c with flags on top", "[cli]") {
   CHECK(b.clusters[1].name == "upstream");
   CHECK(routedCluster(b, 0) == "upstream");
   CHECK(routedCluster(b, 1) == "upstream");
+  // The filters the server will use were built from the routed typed_config
+  // (the ones loadFile built first routed elsewhere).
+  for (size_t i = 0; i < 2; ++i) {
+    const auto* fp =
+        dynamic_cast<const filters::ForwardProxyFilter*>(forwardProxy(b, i).filter.get());
+    REQUIRE(fp);
+    CHECK(fp->config().cluster == "upstream");
+  }
 
   const ParseResult missing = run({"-c", "/nonexistent/h2gate.yaml"});
   CHECK(allProblems(buildBootstrap(missing.options, std::nullopt).problems) ==
@@ -440,8 +449,34 @@ TEST_CASE("usage mentions every flag", "[cli]") {
   const std::string u = usage();
   for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
                            "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
-                           "--log-level", "H2GATE_UPSTREAM"}) {
+                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM"}) {
     INFO(flag);
     CHECK(u.find(flag) != std::string::npos);
   }
+}
+
+TEST_CASE("--max-config-size", "[cli]") {
+  CHECK(run({}).options.max_config_bytes == 8u << 20);
+  CHECK(run({"--max-config-size", "64M"}).options.max_config_bytes == 64u << 20);
+  CHECK(run({"--max-config-size=1536K"}).options.max_config_bytes == 1536u << 10);
+  CHECK(run({"--max-config-size", "1GiB"}).options.max_config_bytes == 1u << 30);
+  CHECK(run({"--max-config-size", "2mb"}).options.max_config_bytes == 2u << 20);
+  CHECK(run({"--max-config-size", "100000"}).options.max_config_bytes == 100000);
+  for (const char* bad : {"0", "1023", "2G", "8X", "M", "-1", "99999999999"}) {
+    INFO(bad);
+    CHECK(errorsOf(run({"--max-config-size", bad})) ==
+          "--max-config-size: expected a size from 1K to 1G (e.g. 64M, 1048576), got '" +
+              std::string(bad) + "'\n");
+  }
+  // Applied to -c.
+  const std::string path = "/tmp/h2gate_cli_size_" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << h2gate::testing::kMinimalConfig << std::string(2000, '#') << "\n";
+  }
+  const ParseResult p = run({"-c", path.c_str(), "--max-config-size", "1K"});
+  REQUIRE(p.ok());
+  const std::string problems = allProblems(buildBootstrap(p.options, std::nullopt).problems);
+  CHECK(problems.find("bytes, more than the 1 KiB a config file may have") != std::string::npos);
+  std::remove(path.c_str());
 }

@@ -43,4 +43,13 @@ TEST_CASE("resultName gives stable label values", "[http_types]") {
   CHECK(resultName(Result::UpstreamReset) == "upstream_reset");
   CHECK(resultName(Result::DownstreamReset) == "downstream_reset");
   CHECK(resultName(Result::Drained) == "drained");
+  CHECK(resultName(Result::StreamIdleTimeout) == "stream_idle_timeout");
+}
+
+TEST_CASE("basicCredentials is RFC 7617's Basic value", "[http_types]") {
+  // RFC 7617 section 2's example.
+  CHECK(basicCredentials("Aladdin", "open sesame") == "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+  CHECK(basicCredentials("u", "") == "Basic dTo=");
+  // A password may hold ':' (only the user name may not).
+  CHECK(basicCredentials("u", "a:b") == "Basic dTphOmI=");
 }

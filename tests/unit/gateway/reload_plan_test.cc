@@ -202,3 +202,32 @@ TEST_CASE("summary names what changed", "[reload]") {
   removed.removed = {"a", "b"};
   CHECK(summary(removed, NameDiff{}) == "listeners: 2 removed (a, b); clusters: none");
 }
+
+TEST_CASE("keepRestartOnly takes the new admin.allowed_hosts", "[reload]") {
+  config::Bootstrap running, next;
+  running.admin.allowed_hosts = {"a.example"};
+  next.admin.allowed_hosts = {"b.example"};
+  CHECK(keepRestartOnly(running, next).empty());
+  CHECK(next.admin.allowed_hosts == std::vector<std::string>{"b.example"});
+}
+
+TEST_CASE("sameListener compares filters by their redacted text", "[reload]") {
+  config::Listener a = listener("l", addr("127.0.0.1", 3128));
+  a.filters.push_back({"h2gate.filters.acl", YAML::Load("{deny: [{match: {hosts: [x]}}]}"), {}});
+  config::Listener b = a;
+  b.filters[0].typed_config.reset(YAML::Load("{deny: [{match: {hosts: [x]}}]}"));
+  CHECK(sameListener(a, b));
+  b.filters[0].typed_config.reset(YAML::Load("{deny: [{match: {hosts: [y]}}]}"));
+  CHECK_FALSE(sameListener(a, b));
+  // The running form: text only (config::dropFilterYaml).
+  config::Listener c = a;
+  c.filters[0].redacted_yaml = "deny:\n  - match: {hosts: [x]}";
+  c.filters[0].typed_config.reset();
+  config::Listener d = c;
+  CHECK(sameListener(c, d));
+  d.filters[0].redacted_yaml = "deny:\n  - match: {hosts: [y]}";
+  CHECK_FALSE(sameListener(c, d));
+  d = c;
+  d.deny_own_addresses = false;
+  CHECK_FALSE(sameListener(c, d));
+}

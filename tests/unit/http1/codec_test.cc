@@ -49,6 +49,28 @@ TEST_CASE("Host is added from the target when the app sent none") {
   CHECK(out.find("Connection:") == std::string::npos);
 }
 
+TEST_CASE("the app's Host headers are replaced by the target's authority (RFC 9112 3.2.2)") {
+  // Two Host headers naming another virtual host: neither reaches the origin.
+  RequestHead r = absoluteGet({{"Host", "secret.internal"}, {"X-A", "1"}, {"host", "other"}});
+  r.host = "127.0.0.1";
+  r.port = 8080;
+  std::string out;
+  http1::appendOriginRequest(out, r, false);
+  CHECK(out.find("Host: 127.0.0.1:8080\r\n") != std::string::npos);
+  CHECK(out.find("secret.internal") == std::string::npos);
+  CHECK(out.find("other") == std::string::npos);
+  size_t hosts = 0;
+  for (size_t at = 0; (at = out.find("ost: ", at)) != std::string::npos; ++at) ++hosts;
+  CHECK(hosts == 1);
+  CHECK(http1::hostHeader(r) == "127.0.0.1:8080");
+  r.port = 80;
+  CHECK(http1::hostHeader(r) == "127.0.0.1");
+  r.host = "::1";
+  CHECK(http1::hostHeader(r) == "[::1]");
+  r.port = 443;
+  CHECK(http1::hostHeader(r) == "[::1]:443");
+}
+
 TEST_CASE("request framing is re-stated by the proxy") {
   RequestHead r = absoluteGet({{"Content-Length", "999"}, {"Expect", "100-continue"}});
   r.method = "POST";

@@ -2,7 +2,8 @@
 // in the test, on the other end of a loopback TCP pair, driven by the same
 // io_context. The test decides what the "proxy" sends and records every frame
 // it receives; a fake app (TunnelCallbacks) keeps the `done` callbacks so the
-// test decides when the app has taken the bytes (DESIGN §2).
+// test decides when the app has taken the bytes (gateway/README.md, Flow
+// control).
 #include "gateway/upstream/h2_connection.h"
 
 #include <nghttp2/nghttp2.h>

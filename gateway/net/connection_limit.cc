@@ -1,6 +1,6 @@
-#include "gateway/downstream/connection_limit.h"
+#include "gateway/net/connection_limit.h"
 
-namespace h2gate::downstream {
+namespace h2gate::net {
 
 bool ConnectionLimit::tryAcquire(uint32_t max) {
   uint32_t cur = open_.load(std::memory_order_relaxed);
@@ -24,4 +24,4 @@ uint64_t ConnectionLimit::noteRefusal(Clock::time_point now, Clock::duration int
   return refused_.exchange(0, std::memory_order_relaxed);
 }
 
-}  // namespace h2gate::downstream
+}  // namespace h2gate::net

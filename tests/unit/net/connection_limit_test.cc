@@ -1,4 +1,4 @@
-#include "gateway/downstream/connection_limit.h"
+#include "gateway/net/connection_limit.h"
 
 #include <atomic>
 #include <thread>
@@ -6,7 +6,7 @@
 
 #include <catch2/catch.hpp>
 
-using h2gate::downstream::ConnectionLimit;
+using h2gate::net::ConnectionLimit;
 using std::chrono::seconds;
 
 TEST_CASE("ConnectionLimit: slots up to the maximum, given back on release", "[limits]") {

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace h2gate::downstream {
+namespace h2gate::net {
 
 class ConnectionLimit {
  public:
@@ -32,4 +32,4 @@ class ConnectionLimit {
   std::atomic<int64_t> last_report_{kNever};  // Clock ticks
 };
 
-}  // namespace h2gate::downstream
+}  // namespace h2gate::net
