@@ -181,6 +181,8 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
 
   env.start(PacEnv::listener("local_proxy", "              url: " + env.pacUrl("proxy.pac") +
                                                 "\n"
+                                                "              refresh_interval: 1s\n"
+                                                "              retry_interval: 1s\n"
                                                 "              fallback: {reject: 503}\n"
                                                 "              proxies: {trusted_ca: " +
                                                 env.ca.caCertPath() + "}\n"),
@@ -257,7 +259,22 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
         std::string::npos);
   CHECK(eval.body.find("answer: HTTPS 127.0.0.1:" + str(nghttpx.port())) != std::string::npos);
 
+  // The PAC server loses the file: the last good one stays in use, /ready
+  // says so, and traffic still follows it.
+  std::filesystem::remove(env.work.path() / "pac" / "proxy.pac");
+  REQUIRE(env.gate->process().waitForLog("pac local_proxy/routes\\[0\\] \\(url\\): .*404",
+                                         milliseconds(10000)));
+  const AdminReply ready = adminGet(env.gate->adminPort(), "/ready");
+  INFO(ready.body);
+  CHECK(ready.status == 200);
+  CHECK(ready.body.find("pac local_proxy/routes[0]: the last fetch failed") != std::string::npos);
+  CHECK(ready.body.find("keeping the PAC file fetched at") != std::string::npos);
+  CHECK(env.fetch("", env.url("files.a.test", true, "/1m?k1"), "k1"));
+  nghttpx.waitForAccessLines(3, "", milliseconds(5000));  // a tunnel is logged when it ends
+  CHECK(countMatches(nghttpx.accessLog(), "files.a.test") == 3);
+
   const Scrape m = scrapeMetrics(env.gate->adminPort());
+  CHECK(m.sum("h2gate_pac_download_failures_total", {}) >= 1);
   CHECK(m.sum("h2gate_pac_evaluations_total", {}) >= 3);
   CHECK(m.sum("h2gate_pac_cache_hits_total", {}) >= 1);
   CHECK(m.sum("h2gate_pac_loaded", {}) == 1);
