@@ -19,9 +19,9 @@ namespace {
 asio::any_io_executor controlExecutor() {
   static asio::io_context* const io = [] {
     auto* ctx = new asio::io_context;
-    auto* guard =
+    static auto* const guard =  // reachable forever: no leak report
         new asio::executor_work_guard<asio::io_context::executor_type>(ctx->get_executor());
-    (void)guard;  // kept forever: the thread never runs out of work
+    (void)guard;  // the thread never runs out of work
     std::thread([ctx] { ctx->run(); }).detach();
     return ctx;
   }();
