@@ -14,14 +14,16 @@ namespace h2gate::cli {
 struct Options {
   bool help = false;
   bool version = false;
-  bool validate = false;                 // --validate: check config, print every problem, exit 0/1
-  std::string config_path;               // -c / --config FILE
-  std::optional<std::string> listen;     // --listen HOST:PORT
-  std::optional<std::string> admin;      // --admin HOST:PORT
-  std::vector<std::string> upstreams;    // --upstream https://[user:pass@]HOST:PORT (repeatable)
-  std::string cacert;                    // --cacert FILE
-  bool insecure = false;                 // --insecure (explicit only)
-  std::optional<uint32_t> concurrency;   // --concurrency N
+  bool validate = false;                // --validate: check config, print every problem, exit 0/1
+  bool check = false;                   // `h2gate check [URL]`: diagnose the path (gateway/check.h)
+  std::string check_url;                // its URL; empty: check::kDefaultUrl
+  std::string config_path;              // -c / --config FILE
+  std::optional<std::string> listen;    // --listen HOST:PORT
+  std::optional<std::string> admin;     // --admin HOST:PORT
+  std::vector<std::string> upstreams;   // --upstream https://[user:pass@]HOST:PORT (repeatable)
+  std::string cacert;                   // --cacert FILE
+  bool insecure = false;                // --insecure (explicit only)
+  std::optional<uint32_t> concurrency;  // --concurrency N
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).
   uint64_t max_config_bytes = config::kDefaultMaxConfigBytes;
