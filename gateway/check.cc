@@ -137,7 +137,8 @@ class Report {
   void note(const std::string& step, const std::string& detail) { line("--", step, detail); }
   void warn(const std::string& step, const std::string& detail, const std::string& advice = "") {
     line("WARN", step, detail);
-    warnings_.push_back(step + ": " + detail + (advice.empty() ? "" : " — " + advice));
+    warnings_.push_back(step);
+    if (!advice.empty()) out_ << std::string(31, ' ') << "-> " << advice << "\n";
   }
   // Returns false, so that a step can `return report.fail(...)`.
   bool fail(const std::string& step, const std::string& detail, const std::string& advice) {
@@ -272,7 +273,10 @@ class Checker {
                        (info_.cluster.empty() ? "directly (DIRECT)"
                                               : "through cluster '" + info_.cluster + "' (" +
                                                     info_.upstream + ", " + info_.protocol + ")");
-    for (const std::string& w : report_.warnings()) line += "; warning: " + w;
+    if (!report_.warnings().empty()) {
+      line += "; warnings (above):";
+      for (const std::string& w : report_.warnings()) line += " " + w;
+    }
     out_ << line << "\n";
     return 0;
   }
@@ -437,7 +441,9 @@ class Checker {
                 std::unique_ptr<upstream::Transport>* out, std::string* alpn) {
     report_.begin();
     std::string err;
-    auto ctx = net::TlsContext::create(*cluster.tls, cluster.name, &err);
+    // Kept until the end: its SSL objects call back into it (sessions).
+    tls_ctx_ = net::TlsContext::create(*cluster.tls, cluster.name, &err);
+    const auto& ctx = tls_ctx_;
     if (!ctx)
       return report_.fail("tls", err, "fix the cluster's TLS settings (file paths, versions)");
     SSL* ssl = SSL_new(ctx->native());
@@ -784,6 +790,7 @@ class Checker {
   std::ostream& out_;
   Report report_;
   asio::io_context io_;
+  std::shared_ptr<net::TlsContext> tls_ctx_;  // outlives the connections below
   Target target_;
   StreamInfo info_;
   std::vector<filters::FilterPtr> filters_;
