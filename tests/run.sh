@@ -18,7 +18,9 @@
 #            under wine against nginx and nghttpx
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
-#            skipped, with the reason, where podman cannot run containers
+#            then the Debian package from build/ is installed with apt-get in a pristine
+#            bookworm container and run under systemd (tests/deploy/check_package.sh
+#            install); each skipped, with the reason, where podman cannot run containers
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -226,7 +228,7 @@ stage_windows() {
 # run a container here) is a skip: the stage passes with the reason as its note.
 stage_container() {
   mkdir -p build
-  local log=build/container.log rc=0
+  local log=build/container.log rc=0 failed=0
   timed tests/deploy/check_container.sh image 2>&1 | tee "$log" || rc=$?
   case $rc in
     0) note container "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ;;
@@ -236,9 +238,22 @@ stage_container() {
       ;;
     *)
       note container "$(sed -n 's/^check_container: FAIL: //p' "$log" | tail -n1)"
-      return 1
+      failed=1
       ;;
   esac
+  # The Debian package (from the release stage's build/) under systemd.
+  log=build/package.log
+  rc=0
+  timed tests/deploy/check_package.sh install build 2>&1 | tee "$log" || rc=$?
+  case $rc in
+    0) note container "package: $(grep -Eo 'systemctl stop h2gate took.*' "$log" | tail -n1)" ;;
+    77) note container "package SKIPPED: $(sed -n 's/^check_package: SKIP: //p' "$log" | tail -n1)" ;;
+    *)
+      note container "package: $(sed -n 's/^check_package: FAIL: //p' "$log" | tail -n1)"
+      failed=1
+      ;;
+  esac
+  return "$failed"
 }
 
 # ------------------------------------------------------------------ main ----
