@@ -43,8 +43,8 @@ TEST_CASE("check: a working h2 path exits 0 and shows every step", "[check]") {
                              env.nghttpx.url(), env.nginx.httpsUrl("/1k")});
   REQUIRE(c.out == "200");
 
-  CommandResult r = check(
-      {env.nginx.httpsUrl("/1k"), "--upstream", env.nghttpx.url(), "--cacert", env.ca.caCertPath()});
+  CommandResult r = check({env.nginx.httpsUrl("/1k"), "--upstream", env.nghttpx.url(), "--cacert",
+                           env.ca.caCertPath()});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "ok    route"));
@@ -107,12 +107,13 @@ TEST_CASE("check: 407 from the proxy, with and without credentials", "[check]") 
   o.squid_auth = true;
   H2Env env(o);
   // The fixture: squid behind nghttpx wants credentials.
-  CommandResult c = runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy-cacert",
-                             env.ca.caCertPath(), "-x", env.nghttpx.url(), env.nginx.httpUrl("/1k")});
+  CommandResult c =
+      runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy-cacert",
+               env.ca.caCertPath(), "-x", env.nghttpx.url(), env.nginx.httpUrl("/1k")});
   REQUIRE(c.out == "407");
 
-  CommandResult r = check(
-      {env.nginx.httpsUrl("/1k"), "--upstream", env.nghttpx.url(), "--cacert", env.ca.caCertPath()});
+  CommandResult r = check({env.nginx.httpsUrl("/1k"), "--upstream", env.nghttpx.url(), "--cacert",
+                           env.ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 1);
   CHECK((has(r.out, "--    proxy-auth") && has(r.out, "none configured")));
@@ -156,7 +157,8 @@ TEST_CASE("check: the proxy refuses the CONNECT (squid ACL)", "[check]") {
                "--cacert", ca.caCertPath(), "-x", proxy, nginx.httpsUrl("/1k")});
   REQUIRE(has(c.out + c.err, "403"));
 
-  CommandResult r = check({nginx.httpsUrl("/1k"), "--upstream", proxy, "--cacert", ca.caCertPath()});
+  CommandResult r =
+      check({nginx.httpsUrl("/1k"), "--upstream", proxy, "--cacert", ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 1);
   CHECK(has(lastLine(r.out),
