@@ -26,7 +26,9 @@
 #include "gateway/net/address.h"
 #include "gateway/net/ip_address.h"
 #include "gateway/net/tls_context.h"
+#include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/h2_connection.h"
+#include "gateway/upstream/health.h"
 #include "gateway/upstream/http1_exchange.h"
 #include "gateway/upstream/proxy_request.h"
 #include "gateway/upstream/transport.h"
@@ -249,6 +251,7 @@ class Checker {
   Checker(const config::Bootstrap& b, const Options& o, std::ostream& out)
       : bootstrap_(b), options_(o), out_(out), report_(out) {}
   ~Checker() {
+    config::wipe(authorization_);
     if (tunnel_) tunnel_->abort();
     if (h2_) h2_->close("check finished", false);
     io_.restart();
@@ -432,7 +435,7 @@ class Checker {
       transport = std::make_unique<upstream::Transport>(std::move(*socket_));
     }
     info_.upstream = peer_;
-    proxyAuth(*cluster);
+    if (!proxyAuth(*cluster, alpn == "h2")) return false;
     if (alpn == "h2") return h2Request(std::move(transport));
     return h1Request(std::move(transport));
   }
@@ -507,26 +510,53 @@ class Checker {
     return true;
   }
 
-  // Proxy authentication as the request will carry it. Basic comes from the
-  // cluster's credentials (or an upstream_headers Proxy-Authorization) and
-  // rides on the request itself (forwardedHeaders); a connection-based
-  // scheme (Negotiate, NTLM) would run its handshake here, before the
-  // request whose status is judged below.
-  void proxyAuth(const config::Cluster& cluster) {
+  // Proxy authentication as the request will carry it, made by the
+  // gateway's own auth::RequestAuth: Basic, or a Negotiate token when the
+  // cluster's proxy_authentication says negotiate (auto learns the scheme
+  // from the proxy's 407, so nothing goes up front). A Proxy-Authorization
+  // from upstream_headers wins over both, as in the daemon. The 407 is
+  // judged by RequestAuth::onResponse below; check does not walk a second
+  // leg (auto's retry, NTLM's challenge): it reports what the proxy asked for.
+  bool proxyAuth(const config::Cluster& cluster, bool h2) {
     report_.begin();
-    const Headers fwd = upstream::forwardedHeaders(target_.head, info_, cluster, false);
-    bool header = false;
-    for (const Header& h : fwd)
-      if (h.name.size() == 19 && strncasecmp(h.name.c_str(), "Proxy-Authorization", 19) == 0)
-        header = true;
-    if (cluster.credentials)
-      report_.ok("proxy-auth",
-                 "Basic as '" + cluster.credentials->username + "' (the cluster's credentials)");
-    else if (header)
+    if (upstream::carriesAuthorization(target_.head, info_, cluster)) {
       report_.ok("proxy-auth", "Proxy-Authorization from upstream_headers");
-    else
+      has_credentials_ = true;
+      return true;
+    }
+    if (!upstream::auth::ProxyAuth::configured(cluster)) {
       report_.note("proxy-auth", "none configured");
-    has_credentials_ = cluster.credentials.has_value() || header;
+      return true;
+    }
+    health_ = std::make_shared<upstream::ClusterHealth>(
+        cluster.name,
+        std::vector<std::string>{upstream::endpointLabel(cluster.endpoints.front().address,
+                                                         cluster.endpoints.front().port_value)});
+    auth_ = std::make_shared<upstream::auth::ProxyAuth>(
+        cluster, io_, metrics::Registry::global().newShard(), health_);
+    request_auth_ =
+        std::make_shared<upstream::auth::RequestAuth>(auth_, kConnId, 1, /*has_body=*/false);
+    std::optional<upstream::auth::Prepared> prepared;
+    request_auth_->prepare(0, h2, false,
+                           [&](upstream::auth::Prepared p) { prepared = std::move(p); });
+    if (!runUntil(
+            io_, [&] { return prepared.has_value(); }, options_.step_timeout))
+      return report_.fail("proxy-auth", "no credentials within the step's time (Kerberos KDC?)",
+                          "check the KDC is reachable and the ticket valid (klist)");
+    authorization_ = std::move(prepared->authorization);
+    has_credentials_ = true;
+    const auto scheme = auth_->upFront(0);
+    const std::string who =
+        cluster.credentials ? " as '" + cluster.credentials->username + "'" : std::string();
+    if (authorization_.empty())
+      report_.note("proxy-auth", std::string(upstream::auth::schemeLabel(scheme)) +
+                                     ": nothing up front (the scheme is chosen from the proxy's "
+                                     "407)" +
+                                     who);
+    else
+      report_.ok("proxy-auth",
+                 std::string(upstream::auth::schemeLabel(scheme)) + " up front" + who);
+    return true;
   }
 
   // Judges the proxy's answer to the CONNECT (or to the absolute-form HEAD).
@@ -542,6 +572,18 @@ class Checker {
     const ResponseHead& h = *collector_->head;
     const std::string answer = std::to_string(h.status) + (h.reason.empty() ? "" : " " + h.reason);
     if (h.status == 407) {
+      std::string why;
+      if (request_auth_) {
+        upstream::auth::Verdict v = request_auth_->onResponse(h, true, false);
+        if (v.kind == upstream::auth::Verdict::Kind::Fail) why = v.reason;
+        if (v.kind == upstream::auth::Verdict::Kind::Retry ||
+            v.kind == upstream::auth::Verdict::Kind::Continue)
+          report_.note(step, "the proxy asks for another leg (" +
+                                 std::string(v.handshake ? "NTLM challenge"
+                                                         : "a retry with the "
+                                                           "scheme it offers") +
+                                 "): the daemon does it; check stops here");
+      }
       std::string schemes;
       for (const Header& x : h.headers)
         if (strcasecmp(x.name.c_str(), "Proxy-Authenticate") == 0)
@@ -593,6 +635,7 @@ class Checker {
           "the proxy offered h2 in ALPN but does not speak it");
     report_.ok("h2", "session up (SETTINGS exchanged)");
     auto stream = std::make_shared<upstream::H2Stream>(h2_, kConnId, 1);
+    if (!authorization_.empty()) stream->setAuthorization(authorization_);
     return openTunnel(stream);
   }
 
@@ -604,8 +647,10 @@ class Checker {
         h.is_connect
             ? "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n"
             : h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
-    for (const Header& x : upstream::forwardedHeaders(h, info_, *cluster_, false))
+    for (Header& x : upstream::forwardedHeaders(h, info_, *cluster_, false, authorization_)) {
       bytes += x.name + ": " + x.value + "\r\n";
+      config::wipe(x.value);  // credentials among them
+    }
     bytes += "\r\n";
     auto exchange = std::make_shared<upstream::Http1Exchange>(
         std::move(transport),
@@ -798,6 +843,10 @@ class Checker {
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::string peer_;
   bool has_credentials_ = false;
+  std::shared_ptr<upstream::ClusterHealth> health_;
+  std::shared_ptr<upstream::auth::ProxyAuth> auth_;
+  std::shared_ptr<upstream::auth::RequestAuth> request_auth_;
+  std::string authorization_;  // the cluster's Proxy-Authorization; a secret, wiped
   int status_ = 0;
   H2Owner owner_;
   std::shared_ptr<upstream::EndpointStats> stats_;

@@ -127,7 +127,7 @@ TEST_CASE("check: 407 from the proxy, with and without credentials", "[check]") 
              "--cacert", env.ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 1);
-  CHECK(has(r.out, "Basic as 'alice'"));
+  CHECK(has(r.out, "basic up front as 'alice'"));
   CHECK(has(lastLine(r.out), "the proxy rejected the credentials"));
   CHECK(!has(r.out, "wrong"));  // the password is never printed
 
