@@ -3,7 +3,7 @@
 #
 #   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
-#            the README's systemd and Windows proxy settings: clients_systemd,
+#            the systemd and Windows proxy settings of tests/clients/README.md: clients_systemd,
 #            clients_wininet; the SSPI backend under wine: clients_sspi; a test
 #            that cannot run here is listed as skipped)
 #   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
