@@ -15,6 +15,8 @@ struct Options {
   bool help = false;
   bool version = false;
   bool validate = false;               // --validate: check config, print every problem, exit 0/1
+  bool check = false;                  // `h2gate check [URL]`: diagnose the path (gateway/check.h)
+  std::string check_url;               // its URL; empty: check::kDefaultUrl
   std::string config_path;             // -c / --config FILE
   std::optional<std::string> listen;   // --listen HOST:PORT
   std::optional<std::string> admin;    // --admin HOST:PORT
@@ -44,8 +46,9 @@ std::string usage();  // --help text
 // address, --admin the admin address, --upstream adds a cluster per URL and
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
 // of flag-made clusters, --proxy-auth their proxy_authentication).
-// `upstream_env` is $H2GATE_UPSTREAM, used only
-// when neither --upstream nor -c was given. The result is validated.
+// `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
+// -c was given. The result is validated and its filters built
+// (gateway/load_config.h), as --validate, start-up and reload all need it.
 config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env);
 
