@@ -27,7 +27,7 @@ RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
   libkrb5-dev gss-ntlmssp
-  node-llhttp catch2 ca-certificates pandoc
+  node-llhttp duktape-dev libpsl-dev catch2 ca-certificates pandoc
 )
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
@@ -38,6 +38,7 @@ TEST_PKGS=(
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
+  faketime libglib2.0-bin gsettings-desktop-schemas
   krb5-kdc krb5-admin-server krb5-user
   winbind
 )

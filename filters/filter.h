@@ -54,6 +54,9 @@ class Filter {
   virtual void onComplete(const RequestHead&, const StreamInfo&) const {}
 
   // A terminal filter (forward_proxy) must be last in a chain.
+  // The machine's network changed (or it resumed): forget what depends on
+  // it (a PAC route's cached answers). Called on the main thread.
+  virtual void onNetworkChange() const {}
   virtual bool terminal() const { return false; }
 
   // Filters that decide where requests go (acl, forward_proxy) add their

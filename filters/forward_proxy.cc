@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "filters/match_config.h"
+#include "filters/pac_route_config.h"
 #include "gateway/log.h"
 
 namespace h2gate::filters {
@@ -31,13 +32,35 @@ ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config
 std::string ForwardProxyFilter::init() {
   for (const std::string& why : config_.ignored)
     H2G_LOG(Warn, 0, 0, "forward_proxy: NO_PROXY entry left out, it never matches: " << why);
+  for (const Route& r : config_.routes)
+    if (r.pac)
+      if (std::string err = r.pac->start(); !err.empty()) return err;
   return {};
+}
+
+void ForwardProxyFilter::onNetworkChange() const {
+  for (const Route& r : config_.routes)
+    if (r.pac) r.pac->networkChanged();
+}
+
+std::vector<std::shared_ptr<PacRoute>> ForwardProxyFilter::pacRoutes() const {
+  std::vector<std::shared_ptr<PacRoute>> out;
+  for (const Route& r : config_.routes)
+    if (r.pac) out.push_back(r.pac);
+  return out;
 }
 
 void ForwardProxyFilter::apply(const Route& route, std::size_t index, StreamInfo& info) const {
   if (route.action == Route::Action::Reject) {
     info.status = route.status;
     info.reason = route.reason;
+    return;
+  }
+  if (route.action == Route::Action::Pac) {
+    info.cluster.clear();
+    info.fallbacks.clear();
+    info.route_decider = route.pac;
+    info.route_set = true;
     return;
   }
   info.cluster = decisions_[index].cluster;
@@ -60,6 +83,7 @@ FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamIn
               "route " << r.name << " matched " << head.authority() << ": "
                        << (r.action == Route::Action::Reject ? "reject " + std::to_string(r.status)
                            : r.action == Route::Action::Direct ? std::string("DIRECT")
+                           : r.action == Route::Action::Pac    ? std::string("PAC file")
                                                                : "cluster " + r.cluster));
       apply(r, i, info);
       return FilterStatus::Stop;
@@ -93,7 +117,8 @@ void ForwardProxyFilter::describePac(PacBuilder& pac) const {
         r.action == Route::Action::Direct ? r.name + ": direct"
         : r.action == Route::Action::Reject
             ? r.name + ": reject " + std::to_string(r.status) + " (h2gate answers)"
-            : r.name + ": cluster " + r.cluster;
+        : r.action == Route::Action::Pac ? r.name + ": h2gate follows a PAC file"
+                                         : r.name + ": cluster " + r.cluster;
     pac.add(
         r.match,
         r.action == Route::Action::Direct ? PacBuilder::Action::Direct : PacBuilder::Action::Proxy,
@@ -161,17 +186,36 @@ bool parseRoute(config::NodeReader& r, const FactoryContext& ctx, ForwardProxyFi
   Route& route = out.routes.emplace_back();
   route.name = "routes[" + std::to_string(out.routes.size() - 1) + "]";
   if (!r.expectMap()) return false;
-  r.allowOnly(
-      {"match", "cluster", "fallback_clusters", "direct_fallback", "direct", "reject", "reason"});
+  r.allowOnly({"match", "cluster", "fallback_clusters", "direct_fallback", "direct", "reject",
+               "reason", "pac"});
   config::NodeReader m = r.child("match", true);
   std::optional<Match> match = m.isNull() ? std::nullopt : parseMatch(m, &out.ignored);
   if (match) route.match = std::move(*match);
 
-  const int actions = int(r.has("cluster")) + int(r.has("direct")) + int(r.has("reject"));
+  const int actions =
+      int(r.has("cluster")) + int(r.has("direct")) + int(r.has("reject")) + int(r.has("pac"));
   if (actions != 1) {
-    r.error(actions == 0 ? "a route needs one of cluster, direct: true or reject: STATUS"
-                         : "a route takes only one of cluster, direct and reject");
+    r.error(actions == 0 ? "a route needs one of cluster, direct: true, reject: STATUS or pac"
+                         : "a route takes only one of cluster, direct, reject and pac");
     return match.has_value();
+  }
+  if (r.has("pac")) {
+    route.action = Route::Action::Pac;
+    for (const char* key : {"fallback_clusters", "direct_fallback"})
+      if (r.has(key)) r.errorAt(key, "a pac route takes its fallback in pac.fallback");
+    config::NodeReader pac = r.child("pac");
+    if (std::optional<PacRouteConfig> cfg =
+            parsePacRoute(pac, ctx, ctx.listener.name + "/" + route.name)) {
+      std::vector<std::string> own;
+      auto add = [&own](const config::SocketAddress& a) {
+        own.push_back(
+            (a.address.find(':') != std::string::npos ? "[" + a.address + "]" : a.address) + ":" +
+            std::to_string(a.port_value));
+      };
+      add(ctx.listener.address);
+      for (const auto& a : ctx.listener.additional_addresses) add(a);
+      route.pac = std::make_shared<PacRoute>(std::move(*cfg), std::move(own));
+    }
   }
   if (r.has("cluster")) {
     route.action = Route::Action::Cluster;

@@ -14,6 +14,9 @@
 //       - match: {hosts: [ads.example]}
 //         reject: 403              # answer this status (400..599)
 //         reason: blocked by policy  # optional body text
+//       - match: {}
+//         pac: {url: http://wpad.corp.example/proxy.pac}  # follow a PAC file
+//                                  # (filters/pac_route_config.h, pac_route.h)
 //       # No rule matched: the default route.
 //       cluster: corp_proxy   # optional; absent, null or "": connect directly
 //       fallback_clusters: [backup_proxy]  # optional, tried in order
@@ -25,8 +28,9 @@
 //
 // `match` is described in filters/match_config.h. A rule after one that
 // matches every request, a default cluster after such a rule, an unknown
-// cluster, a rule with none or several of cluster/direct/reject: config
-// errors.
+// cluster, a rule with none or several of cluster/direct/reject/pac:
+// config errors. A pac rule's request is routed when its tunnel opens, by
+// what the PAC file answers (StreamInfo::route_decider).
 //
 // Fallback: when no proxy of a cluster can be reached for a request (connect
 // or TLS failure, DNS failure of the proxy's name, all its endpoints down, no
@@ -53,6 +57,7 @@
 #include "filters/filter.h"
 #include "filters/matcher.h"
 #include "filters/pac.h"
+#include "filters/pac_route.h"
 #include "filters/registry.h"
 
 namespace h2gate::filters {
@@ -63,7 +68,7 @@ inline constexpr const char* kForwardProxyType =
 class ForwardProxyFilter : public Filter {
  public:
   struct Route {
-    enum class Action { Cluster, Direct, Reject };
+    enum class Action { Cluster, Direct, Reject, Pac };
     std::string name;  // "routes[2]", for logs
     Match match;
     Action action = Action::Direct;
@@ -72,6 +77,7 @@ class ForwardProxyFilter : public Filter {
     bool direct_fallback = false;                // Cluster
     int status = 0;                              // Reject
     std::string reason;                          // Reject: the body
+    std::shared_ptr<PacRoute> pac;               // Pac
   };
   struct Config {
     std::vector<Route> routes;
@@ -85,8 +91,10 @@ class ForwardProxyFilter : public Filter {
 
   explicit ForwardProxyFilter(Config config);
 
-  // Logs the NO_PROXY entries left out, once per build.
+  // Logs the NO_PROXY entries left out, once per build; starts the PAC
+  // routes' sources and evaluators.
   std::string init() override;
+  void onNetworkChange() const override;
   // Sets info.cluster, info.fallbacks and info.route_set, or info.status and
   // info.reason for a reject rule; always Stop (nothing runs after it).
   FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
@@ -97,6 +105,8 @@ class ForwardProxyFilter : public Filter {
   void describePac(PacBuilder& pac) const override;
 
   const Config& config() const { return config_; }
+  // The routes that follow a PAC file, in order.
+  std::vector<std::shared_ptr<PacRoute>> pacRoutes() const;
 
  private:
   struct Decision {

@@ -130,8 +130,13 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
     }
     const std::string_view target = r.target;
     const size_t q = target.find('?');
+    const asio::ip::tcp::endpoint peer = socket_.remote_endpoint(ec);
+    asio::ip::address peer_ip = peer.address();
+    if (peer_ip.is_v6() && peer_ip.to_v6().is_v4_mapped())
+      peer_ip = asio::ip::make_address_v4(asio::ip::v4_mapped, peer_ip.to_v6());
     const Admin::Request request{r.method, target.substr(0, q),
-                                 q == std::string_view::npos ? "" : target.substr(q + 1)};
+                                 q == std::string_view::npos ? "" : target.substr(q + 1),
+                                 !ec && peer_ip.is_loopback()};
     handler_(request, [self = shared_from_this()](Admin::Reply rep) {
       self->send(reply(rep, self->head_));
     });

@@ -48,6 +48,9 @@ class Admin {
     std::string_view method;  // GET, HEAD or POST
     std::string_view path;    // without the query string
     std::string_view query;   // after '?', "" when none
+    // The connection comes from a loopback address (what endpoints that
+    // make h2gate act on data from the request, like /pac/eval, require).
+    bool loopback_peer = false;
   };
   struct Reply {
     int status = 404;

@@ -5,9 +5,14 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace h2gate::upstream {
+class RouteDecider;  // upstream/router.h
+}  // namespace h2gate::upstream
 
 namespace h2gate {
 
@@ -116,6 +121,11 @@ struct StreamInfo {
   // reached ("" = direct). The downstream side takes them one by one.
   std::vector<std::string> fallbacks;
   bool route_set = false;
+  // Set by a filter whose route is decided per request after the filters
+  // ran (a forward_proxy route with a PAC file): the router asks it when the
+  // tunnel opens, and cluster/fallbacks are what it answered. Null: the
+  // route is cluster/fallbacks as set. See upstream/router.h.
+  std::shared_ptr<const upstream::RouteDecider> route_decider;
   // Set by upstream_headers (may stay null): added to the upstream request;
   // a header of the same name from the app is replaced. Values are secrets.
   const UpstreamHeaders* upstream_headers = nullptr;

@@ -47,6 +47,10 @@
 #include "gateway/upstream/health.h"
 #include "gateway/worker.h"
 
+namespace h2gate::filters {
+class PacRoute;
+}  // namespace h2gate::filters
+
 namespace h2gate {
 
 class Server {
@@ -143,12 +147,22 @@ class Server {
   // GET /proxy.pac[?listener=NAME]: the PAC file of that listener (default
   // the first).
   Admin::Reply pacReply(std::string_view query) const;
+  // GET /pac: every PAC route's source, script in use, fetch time, hash
+  // (?listener=NAME&route=N narrows; &text=1 adds the file).
+  Admin::Reply pacStatusReply(std::string_view query) const;
+  // GET /pac/eval?url=URL[&listener=NAME]: what the PAC answers (loopback
+  // peers only; it runs the PAC file and its DNS calls).
+  void pacEval(const Admin::Request& request, Admin::Respond respond);
+  // The routes that follow a PAC file, of every current listener.
+  std::vector<std::pair<std::string, std::shared_ptr<filters::PacRoute>>> pacRoutes() const;
   // 200-worthy, or why not in one line.
   std::pair<bool, std::string> readiness() const;
   std::string clustersText() const;
   // Families computed at scrape time: build info, readiness, endpoint
   // health, reloads, process figures.
   void appendMetrics(std::vector<prometheus::MetricFamily>& out) const;
+  // The PAC routes' figures (h2gate_pac_*).
+  void appendPacMetrics(std::vector<prometheus::MetricFamily>& out) const;
 
   // The configuration in effect (its filters' YAML dropped: dropFilterYaml).
   // Nothing else refers into it: contexts own their filters, pools their

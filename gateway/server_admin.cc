@@ -6,6 +6,7 @@
 #include <map>
 
 #include "config/dump.h"
+#include "filters/forward_proxy.h"
 #include "filters/pac.h"
 #include "gateway/metrics/process.h"
 #include "gateway/metrics/registry.h"
@@ -23,6 +24,8 @@ constexpr std::string_view kIndex =
     "                      proxy authentication scheme\n"
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
     "  /proxy.pac          PAC file of the first listener (?listener=NAME for another)\n"
+    "  /pac                the PAC files routes follow: source, fetch time, sha256 (&text=1)\n"
+    "  /pac/eval?url=URL   what the PAC file answers for URL (loopback clients only)\n"
     "  /server_info        version, state, uptime (JSON)\n"
     "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n"
     "                      (every POST needs the header X-H2gate-Admin: 1)\n";
@@ -49,7 +52,76 @@ std::map<std::pair<std::string, std::string>, double> byEndpoint(
   return out;
 }
 
+// The value of `name` among &-separated parameters, %XX-decoded ("" when
+// absent).
+std::string queryParam(std::string_view query, std::string_view name) {
+  for (size_t start = 0; start <= query.size();) {
+    const size_t end = std::min(query.find('&', start), query.size());
+    const std::string_view param = query.substr(start, end - start);
+    start = end + 1;
+    if (param.size() <= name.size() || !param.starts_with(name) || param[name.size()] != '=')
+      continue;
+    const std::string_view v = param.substr(name.size() + 1);
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+      };
+      if (v[i] == '%' && i + 2 < v.size() + 0 && hex(v[i + 1]) >= 0 && hex(v[i + 2]) >= 0) {
+        out += static_cast<char>(hex(v[i + 1]) * 16 + hex(v[i + 2]));
+        i += 2;
+      } else {
+        out += v[i] == '+' ? ' ' : v[i];
+      }
+    }
+    return out;
+  }
+  return {};
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::shared_ptr<filters::PacRoute>>> Server::pacRoutes() const {
+  std::vector<std::pair<std::string, std::shared_ptr<filters::PacRoute>>> out;
+  for (const auto& l : listeners_)
+    for (const auto& f : l->filters)
+      if (auto* fp = dynamic_cast<const filters::ForwardProxyFilter*>(f.get()))
+        for (auto& r : fp->pacRoutes()) out.emplace_back(l->name, std::move(r));
+  return out;
+}
+
+Admin::Reply Server::pacStatusReply(std::string_view query) const {
+  const std::string listener = queryParam(query, "listener");
+  const bool with_text = queryParam(query, "text") == "1";
+  std::string out;
+  for (const auto& [name, route] : pacRoutes()) {
+    if (!listener.empty() && name != listener) continue;
+    out += (out.empty() ? "" : "\n") + route->describe(with_text);
+  }
+  if (out.empty()) return text(404, "no route follows a PAC file\n");
+  return text(200, std::move(out));
+}
+
+void Server::pacEval(const Admin::Request& request, Admin::Respond respond) {
+  if (!request.loopback_peer)
+    return respond(text(403, "/pac/eval answers loopback clients only (it runs the PAC file)\n"));
+  const std::string url = queryParam(request.query, "url");
+  const std::string listener = queryParam(request.query, "listener");
+  if (url.empty() || url.size() > 8192)
+    return respond(text(400, "expected /pac/eval?url=scheme://host[:port][/path]\n"));
+  for (const auto& [name, route] : pacRoutes()) {
+    if (!listener.empty() && name != listener) continue;
+    route->explain(url, main_io_.get_executor(),
+                   [respond = std::move(respond)](int status, std::string body) {
+                     respond(text(status, std::move(body)));
+                   });
+    return;
+  }
+  respond(text(404, "no route follows a PAC file\n"));
+}
 
 Admin::Reply Server::pacReply(std::string_view query) const {
   std::string_view name;
@@ -75,6 +147,7 @@ void Server::adminRequest(const Admin::Request& request, Admin::Respond respond)
     });
     return;
   }
+  if (request.path == "/pac/eval" && request.method != "POST") return pacEval(request, respond);
   if (request.path == "/config_dump" && request.method != "POST") {
     // Rendering a big configuration takes a while: on the config thread.
     asio::post(config_io_, [this, b = bootstrap_, respond = std::move(respond)]() mutable {
@@ -112,6 +185,7 @@ Admin::Reply Server::adminReply(const Admin::Request& request) {
   if (path == "/clusters") return text(200, clustersText());
   if (path == "/server_info") return Admin::Reply{200, "application/json", serverInfo(), {}};
   if (path == filters::kPacPath) return pacReply(request.query);
+  if (path == "/pac") return pacStatusReply(request.query);
   if (path == "/") return text(200, std::string(kIndex));
   return text(404, "no such admin endpoint: " + std::string(path) + " (see /)\n");
 }
@@ -132,7 +206,12 @@ std::pair<bool, std::string> Server::readiness() const {
     }
     return {false, why + (detail.empty() ? "" : " (" + detail + ")")};
   }
-  return {true, "LIVE"};
+  // A PAC route on an old PAC file or on its fallback still carries
+  // traffic: ready, but say so.
+  std::string pac;
+  for (const auto& [name, route] : pacRoutes())
+    if (std::string d = route->degraded(); !d.empty()) pac += "\n" + d;
+  return {true, "LIVE" + pac};
 }
 
 std::string Server::clustersText() const {
@@ -200,7 +279,45 @@ void Server::appendMetrics(std::vector<prometheus::MetricFamily>& out) const {
   metrics::addGauge(changes, static_cast<double>(network_changes_.load()), {});
   out.push_back(std::move(changes));
 
+  appendPacMetrics(out);
   metrics::appendProcessFamilies(out);
+}
+
+void Server::appendPacMetrics(std::vector<prometheus::MetricFamily>& out) const {
+  const auto routes = pacRoutes();
+  if (routes.empty()) return;
+  auto counter = [](const char* name, const char* help) {
+    auto f = metrics::gaugeFamily(name, help);
+    f.type = prometheus::MetricType::Counter;
+    return f;
+  };
+  auto evals = counter("h2gate_pac_evaluations_total",
+                       "Runs of a PAC file's FindProxyForURL (answers not from the cache).");
+  auto hits = counter("h2gate_pac_cache_hits_total", "PAC answers taken from the per-host cache.");
+  auto timeouts =
+      counter("h2gate_pac_timeouts_total", "PAC evaluations cut off at the evaluation timeout.");
+  auto errors = counter("h2gate_pac_errors_total",
+                        "PAC evaluations that failed otherwise (exception, bad answer, memory, "
+                        "overload).");
+  auto fallbacks = counter("h2gate_pac_fallbacks_total",
+                           "Requests of a PAC route that took its configured fallback.");
+  auto downloads = counter("h2gate_pac_download_failures_total",
+                           "Failed attempts to fetch a PAC file (URL, WPAD, system, file).");
+  auto loaded =
+      metrics::gaugeFamily("h2gate_pac_loaded", "1 when the PAC route has a PAC file in use.");
+  for (const auto& [listener, route] : routes) {
+    const filters::PacRoute::Counters c = route->counters();
+    const std::vector<prometheus::ClientMetric::Label> labels{{"route", route->name()}};
+    metrics::addGauge(evals, static_cast<double>(c.evaluations), labels);
+    metrics::addGauge(hits, static_cast<double>(c.cache_hits), labels);
+    metrics::addGauge(timeouts, static_cast<double>(c.timeouts), labels);
+    metrics::addGauge(errors, static_cast<double>(c.errors), labels);
+    metrics::addGauge(fallbacks, static_cast<double>(c.fallbacks), labels);
+    metrics::addGauge(downloads, static_cast<double>(c.download_failures), labels);
+    metrics::addGauge(loaded, c.have_script ? 1 : 0, labels);
+  }
+  for (auto* f : {&evals, &hits, &timeouts, &errors, &fallbacks, &downloads, &loaded})
+    out.push_back(std::move(*f));
 }
 
 }  // namespace h2gate

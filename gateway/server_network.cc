@@ -28,6 +28,10 @@ void Server::startNetworkMonitor() {
 
 void Server::onNetworkChange(const std::string& reason) {
   ++network_changes_;
+  // Filters first (a PAC route forgets its answers and fetches again),
+  // whatever else is confirmed below.
+  for (const auto& l : listeners_)
+    for (const auto& f : l->filters) f->onNetworkChange();
   // The current configuration's value: a reload may have changed it.
   const config::Duration timeout = bootstrap_->network_change_timeout;
   if (timeout.count() <= 0) {

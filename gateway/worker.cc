@@ -213,6 +213,7 @@ void Worker::drain(std::function<void()> on_idle) {
       a->retry.cancel();
     }
     for (auto& [name, pool] : upstreams_) pool->shutdown();
+    router_.shutdown();
     // Copy: drain() may close connections, which edits conns_ (posted).
     auto conns = conns_;
     for (auto& [id, c] : conns) c->drain();
@@ -237,6 +238,7 @@ void Worker::stop() {
 void Worker::onNetworkChange(config::Duration timeout) {
   asio::post(io_, [this, timeout] {
     for (auto& [name, pool] : upstreams_) pool->onNetworkChange(timeout);
+    router_.onNetworkChange(timeout);
   });
 }
 

@@ -160,7 +160,7 @@ class Worker {
   // Pools before connections: app connections refer to them.
   upstream::Upstreams upstreams_;
   // Routes requests over upstreams_ and direct connections.
-  upstream::WorkerRouter router_{io_, upstreams_, shard_};
+  upstream::WorkerRouter router_{io_, upstreams_, shard_, index_};
   std::vector<std::shared_ptr<upstream::UpstreamPool>> retired_;
   asio::steady_timer retired_timer_{io_};
   std::vector<std::shared_ptr<Acceptor>> acceptors_;

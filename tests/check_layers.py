@@ -33,7 +33,7 @@ LAYERS = [
                  "gateway/connection_id."]),
     (1, "net and HTTP/1", ["gateway/net/", "gateway/http1/"]),
     (2, "upstream", ["gateway/upstream/"]),
-    (3, "filters", ["filters/"]),
+    (3, "filters and PAC", ["filters/", "gateway/pac/"]),
     (4, "downstream", ["gateway/downstream/"]),
     (5, "worker", ["gateway/worker."]),
     (6, "server", ["gateway/server.", "gateway/server_", "gateway/admin.", "gateway/cli.", "gateway/main.",

@@ -1,9 +1,15 @@
 #include "gateway/upstream/router.h"
 
+#include <charconv>
+
 #include "gateway/log.h"
 #include "gateway/metrics/registry.h"
+#include "gateway/net/connection_limit.h"
 #include "gateway/upstream/direct_tunnel.h"
+#include "gateway/upstream/health.h"
+#include "gateway/upstream/pending_tunnel.h"
 #include "gateway/upstream/pool.h"
+#include "gateway/upstream/upstream_stats.h"
 
 namespace h2gate::upstream {
 namespace {
@@ -125,13 +131,107 @@ class FallbackTunnel final : public Tunnel,
   bool started_ = false;                  // a response head went to the app side
 };
 
+// A route that cannot be had: fails with ConnectFailed (posted: never
+// inside open()), so a FallbackTunnel goes on to the next route.
+class FailingTunnel final : public Tunnel, public std::enable_shared_from_this<FailingTunnel> {
+ public:
+  FailingTunnel(asio::io_context& io, std::string reason) : io_(io), reason_(std::move(reason)) {}
+  void open(const RequestHead&, StreamInfo&, TunnelCallbacks& callbacks) override {
+    callbacks_ = &callbacks;
+    asio::post(io_, [self = shared_from_this()] {
+      if (TunnelCallbacks* cb = std::exchange(self->callbacks_, nullptr))
+        cb->onFailed(503, Result::ConnectFailed, self->reason_);
+    });
+  }
+  void send(std::string_view, Done) override {}
+  void endOfRequest() override {}
+  void abort() override { callbacks_ = nullptr; }
+
+ private:
+  asio::io_context& io_;
+  std::string reason_;
+  TunnelCallbacks* callbacks_ = nullptr;
+};
+
+// A request whose route is decided when it opens (StreamInfo::route_decider):
+// asks the decider, then opens what it answered through the router (with
+// fallback across the answer's routes) and hands it what the app sent
+// meanwhile (PendingTunnel). A refusal fails the request with the
+// decider's status. Lifetime: owned by the app side and, while the decider
+// has not answered, by the posted answer; after abort() the answer opens
+// nothing.
+class DecidingTunnel final : public PendingTunnel,
+                             public std::enable_shared_from_this<DecidingTunnel> {
+ public:
+  DecidingTunnel(WorkerRouter& router, const DirectOptions& direct)
+      : router_(router), direct_(direct) {}
+
+  void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
+    save(head, info, callbacks);
+    std::shared_ptr<const RouteDecider> decider = info.route_decider;
+    decider->decide(
+        head, info, router_.io().get_executor(),
+        [self = shared_from_this()](RouteDecider::Decision d) { self->onDecision(std::move(d)); });
+  }
+
+ private:
+  void onDecision(RouteDecider::Decision d) {
+    if (!callbacks_) return;  // aborted meanwhile
+    if (d.routes.empty())
+      return fail(d.status, d.status == 503 ? Result::ConnectFailed : Result::Rejected,
+                  std::move(d.reason));
+    info_->cluster = std::move(d.routes.front());
+    info_->fallbacks.assign(std::make_move_iterator(d.routes.begin() + 1),
+                            std::make_move_iterator(d.routes.end()));
+    std::string error;
+    std::shared_ptr<Tunnel> t = router_.routeDecided(*info_, direct_, &error);
+    if (!t) return fail(502, Result::ConnectFailed, std::move(error));
+    attach(std::move(t));
+  }
+
+  WorkerRouter& router_;
+  const DirectOptions direct_;
+};
+
 }  // namespace
 
-WorkerRouter::WorkerRouter(asio::io_context& io, const Upstreams& upstreams, metrics::Shard& shard)
-    : io_(io), upstreams_(upstreams), shard_(shard) {}
+bool parseProxyRoute(const std::string& route, bool* tls, std::string* host, uint16_t* port) {
+  std::string_view r = route;
+  if (r.starts_with("PROXY "))
+    *tls = false;
+  else if (r.starts_with("HTTPS "))
+    *tls = true;
+  else
+    return false;
+  r.remove_prefix(6);
+  const size_t colon = r.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return false;
+  std::string_view h = r.substr(0, colon);
+  const std::string_view p = r.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
+  if (ec != std::errc() || end != p.data() + p.size() || value == 0 || value > 65535) return false;
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h.empty()) return false;
+  *host = std::string(h);
+  *port = static_cast<uint16_t>(value);
+  return true;
+}
+
+WorkerRouter::WorkerRouter(asio::io_context& io, const Upstreams& upstreams, metrics::Shard& shard,
+                           uint32_t worker)
+    : io_(io), upstreams_(upstreams), shard_(shard), worker_(worker), sweep_timer_(io) {}
+
+WorkerRouter::~WorkerRouter() = default;
 
 std::shared_ptr<Tunnel> WorkerRouter::route(StreamInfo& info, const DirectOptions& direct,
                                             std::string* error) {
+  if (info.route_decider) return std::make_shared<DecidingTunnel>(*this, direct);
+  return routeDecided(info, direct, error);
+}
+
+std::shared_ptr<Tunnel> WorkerRouter::routeDecided(StreamInfo& info, const DirectOptions& direct,
+                                                   std::string* error) {
   std::shared_ptr<Tunnel> first = open(info.cluster, info, direct);
   if (!first) {
     *error = "no upstream cluster '" + info.cluster + "'";
@@ -148,12 +248,127 @@ std::shared_ptr<Tunnel> WorkerRouter::open(const std::string& route, const Strea
                                           info.stream_id, direct.send_buffer, direct.policy);
   }
   auto pool = upstreams_.find(route);
-  if (pool == upstreams_.end()) return nullptr;
-  return pool->second->newTunnel(info.connection_id, info.stream_id);
+  if (pool != upstreams_.end()) return pool->second->newTunnel(info.connection_id, info.stream_id);
+  if (!info.route_decider) return nullptr;
+  bool tls = false;
+  std::string host;
+  uint16_t port = 0;
+  if (!parseProxyRoute(route, &tls, &host, &port)) return nullptr;
+  std::shared_ptr<const ProxyTemplate> tmpl = info.route_decider->proxies();
+  if (!tmpl) return nullptr;
+  if (tls && !tmpl->tls)
+    return std::make_shared<FailingTunnel>(io_,
+                                           "no TLS settings for " + route + ": " + tmpl->tls_error);
+  std::string error;
+  std::shared_ptr<UpstreamPool> p = proxyPool(tmpl, route, &error);
+  if (!p) return std::make_shared<FailingTunnel>(io_, std::move(error));
+  return p->newTunnel(info.connection_id, info.stream_id);
+}
+
+std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
+    const std::shared_ptr<const ProxyTemplate>& tmpl, const std::string& route,
+    std::string* error) {
+  const auto now = std::chrono::steady_clock::now();
+  const ProxyKey key{tmpl.get(), route};
+  if (auto it = proxies_.find(key); it != proxies_.end()) {
+    it->second.last_used = now;
+    return it->second.pool;
+  }
+  if (shutting_down_) {
+    *error = route + ": h2gate is shutting down";
+    return nullptr;
+  }
+  if (proxies_.size() >= tmpl->max_proxies) {
+    // Evict the least recently used pool no request holds.
+    auto victim = proxies_.end();
+    for (auto it = proxies_.begin(); it != proxies_.end(); ++it)
+      if (it->second.pool.use_count() == 1 &&
+          (victim == proxies_.end() || it->second.last_used < victim->second.last_used))
+        victim = it;
+    if (victim == proxies_.end()) {
+      *error = route + ": too many proxies in use (" + std::to_string(proxies_.size()) +
+               " PAC proxies with requests in progress on this worker, the limit)";
+      return nullptr;
+    }
+    H2G_LOG(Info, 0, 0,
+            "worker " << worker_ << ": closing proxy pool " << victim->first.second
+                      << " (least recently used) to make room for " << route);
+    retire(std::move(victim->second.pool));
+    proxies_.erase(victim);
+  }
+  bool tls = false;
+  std::string host;
+  uint16_t port = 0;
+  parseProxyRoute(route, &tls, &host, &port);
+  auto cluster = std::make_shared<config::Cluster>(tmpl->cluster);
+  cluster->name = route;
+  cluster->endpoints = {config::SocketAddress{host, port}};
+  if (!tls) cluster->tls.reset();
+  auto health =
+      std::make_shared<ClusterHealth>(route, std::vector<std::string>{endpointLabel(host, port)});
+  auto* raw = new UpstreamPool(io_, *cluster, tls ? tmpl->tls : nullptr, worker_, shard_,
+                               std::move(health), std::make_shared<net::ConnectionLimit>());
+  std::shared_ptr<UpstreamPool> pool(raw, [keep = cluster](UpstreamPool* p) { delete p; });
+  H2G_LOG(Info, 0, 0,
+          "worker " << worker_ << ": new proxy pool " << route << " (named by a PAC file; "
+                    << proxies_.size() + 1 << " now)");
+  proxies_.emplace(key, ProxyPool{tmpl, pool, now});
+  armSweep();
+  return pool;
+}
+
+void WorkerRouter::retire(std::shared_ptr<UpstreamPool> pool) {
+  pool->shutdown();
+  retired_.push_back(std::move(pool));
+  armSweep();
+}
+
+void WorkerRouter::armSweep() {
+  if (sweep_armed_) return;
+  sweep_armed_ = true;
+  sweep_timer_.expires_after(std::chrono::seconds(10));
+  // Cancelled only by the router's destruction: then `this` is gone.
+  sweep_timer_.async_wait([this](const asio::error_code& ec) {
+    if (ec) return;
+    sweep_armed_ = false;
+    sweep();
+  });
+}
+
+void WorkerRouter::sweep() {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = proxies_.begin(); it != proxies_.end();) {
+    // Requests in progress hold the pool (their tunnels); idle_timeout
+    // counts from the last request that asked for it.
+    if (it->second.pool.use_count() == 1 &&
+        now - it->second.last_used >= it->second.tmpl->idle_timeout) {
+      H2G_LOG(Info, 0, 0, "worker " << worker_ << ": closing idle proxy pool " << it->first.second);
+      retire(std::move(it->second.pool));
+      it = proxies_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::erase_if(retired_, [](const std::shared_ptr<UpstreamPool>& p) {
+    return p.use_count() == 1 && p->h2Connections() == 0;
+  });
+  if (!proxies_.empty() || !retired_.empty()) armSweep();
+}
+
+void WorkerRouter::onNetworkChange(config::Duration timeout) {
+  for (auto& [key, p] : proxies_) p.pool->onNetworkChange(timeout);
+}
+
+void WorkerRouter::shutdown() {
+  shutting_down_ = true;
+  for (auto& [key, p] : proxies_) retire(std::move(p.pool));
+  proxies_.clear();
 }
 
 std::string WorkerRouter::routeName(const std::string& route) {
-  return route.empty() ? std::string("DIRECT") : "cluster '" + route + "'";
+  if (route.empty()) return "DIRECT";
+  if (route.starts_with("PROXY ") || route.starts_with("HTTPS ")) return route;
+  return "cluster '" + route + "'";
 }
 
 void WorkerRouter::countFallback(const StreamInfo& info, const std::string& from,

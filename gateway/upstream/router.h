@@ -9,10 +9,14 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -27,6 +31,7 @@ class Shard;
 
 namespace h2gate::net {
 struct IpAddress;
+class TlsContext;
 }  // namespace h2gate::net
 
 namespace h2gate::upstream {
@@ -59,6 +64,58 @@ struct DirectOptions {
   const AddressPolicy* policy = nullptr;
 };
 
+// How to reach proxies that a route names but the config does not (a PAC
+// file's "PROXY host:port" and "HTTPS host:port"): each such proxy becomes
+// a pool of its own in every worker that needs it, created on first use,
+// shared by every request naming it, closed when idle. One template per
+// route decider; immutable, shared by all workers.
+struct ProxyTemplate {
+  // Settings of every proxy made from it: connect_timeout, http2,
+  // max_connections, max_requests, idle_timeout, send_buffer... The name
+  // and the endpoint are the proxy's ("PROXY host:port"); `tls` is used for
+  // HTTPS proxies only (its sni empty: the proxy's host).
+  config::Cluster cluster;
+  // Built from cluster.tls; null when it could not be (HTTPS proxies then
+  // fail with `tls_error`).
+  std::shared_ptr<net::TlsContext> tls;
+  std::string tls_error;
+  // At most this many such proxies per worker (all templates together use
+  // the largest); one more evicts the least recently used idle one, or,
+  // when none is idle, the request goes on to its next route.
+  size_t max_proxies = 64;
+  // A proxy pool with no request for this long is closed.
+  config::Duration idle_timeout{std::chrono::minutes(5)};
+};
+
+// The route of a request decided after the filters ran, when its tunnel
+// opens (a PAC file's FindProxyForURL; filters/pac_route.h). Implemented
+// above upstream/ so that upstream/ knows nothing of PAC files; set by a
+// filter in StreamInfo::route_decider. Shared by all workers: thread-safe.
+class RouteDecider {
+ public:
+  struct Decision {
+    // In order, the first that works carries the request: "" DIRECT, a
+    // configured cluster's name, "PROXY host:port" (a plain HTTP proxy),
+    // "HTTPS host:port" (a TLS proxy; IPv6 hosts in brackets).
+    std::vector<std::string> routes;
+    // When `routes` is empty: the app gets this status with this reason.
+    int status = 503;
+    std::string reason;
+  };
+  virtual ~RouteDecider() = default;
+  // Decides for one request. `done` is posted to `ex` exactly once (never
+  // run inside the call), within a bound the decider keeps (its evaluation
+  // timeout). `head` and `info` are valid only during the call.
+  virtual void decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
+                      std::function<void(Decision)> done) const = 0;
+  // For the proxies its decisions name that are not clusters.
+  virtual std::shared_ptr<const ProxyTemplate> proxies() const = 0;
+};
+
+// "PROXY host:port" / "HTTPS host:port": the route names a proxy, not a
+// cluster. Sets *tls, *host (no brackets) and *port.
+bool parseProxyRoute(const std::string& route, bool* tls, std::string* host, uint16_t* port);
+
 class Router {
  public:
   virtual ~Router() = default;
@@ -71,10 +128,10 @@ class Router {
   // Null, with *error set, when the first route names nothing this worker
   // has (the app gets 502).
   //
-  // (A route that is decided later, say by evaluating a PAC file, or that
-  // names a proxy not in the config, is a Router whose tunnel decides in
-  // open() and opens the chosen route's tunnel then: the caller does not
-  // change.)
+  // With info.route_decider set, the route is decided when the tunnel
+  // opens: the tunnel asks the decider, sets info.cluster and
+  // info.fallbacks to its answer and goes on from there (holding what the
+  // app sends meanwhile); the caller does not see the difference.
   virtual std::shared_ptr<Tunnel> route(StreamInfo& info, const DirectOptions& direct,
                                         std::string* error) = 0;
 };
@@ -91,15 +148,31 @@ class WorkerRouter final : public Router {
  public:
   // `upstreams` and `shard` are the worker's: they outlive the router, and
   // the router outlives every tunnel it made (the worker's connections).
-  WorkerRouter(asio::io_context& io, const Upstreams& upstreams, metrics::Shard& shard);
+  // `worker`: the worker's index (for pools' metrics).
+  WorkerRouter(asio::io_context& io, const Upstreams& upstreams, metrics::Shard& shard,
+               uint32_t worker = 0);
+  ~WorkerRouter();
 
   std::shared_ptr<Tunnel> route(StreamInfo& info, const DirectOptions& direct,
                                 std::string* error) override;
+  // route() once the route is known (info.route_decider answered or unset).
+  std::shared_ptr<Tunnel> routeDecided(StreamInfo& info, const DirectOptions& direct,
+                                       std::string* error);
 
-  // One route, no fallback: "" is DIRECT, anything else a cluster's name.
-  // Null when there is no such cluster.
+  // One route, no fallback: "" is DIRECT, a cluster's name, or (with
+  // info.route_decider) "PROXY host:port" / "HTTPS host:port" through a
+  // pool created on demand. Null when there is no such cluster. A proxy
+  // pool that cannot be had (too many) gives a tunnel that fails with
+  // ConnectFailed, so the request goes on to its next route.
   std::shared_ptr<Tunnel> open(const std::string& route, const StreamInfo& info,
                                const DirectOptions& direct);
+  // The network changed: as UpstreamPool::onNetworkChange for the proxy
+  // pools made on demand (the worker does its clusters).
+  void onNetworkChange(config::Duration timeout);
+  // Draining: the proxy pools made on demand open nothing new.
+  void shutdown();
+  // Proxy pools made on demand that exist now (for tests and logs).
+  size_t proxyPools() const { return proxies_.size(); }
   // "DIRECT" or "cluster 'name'", for logs and error replies.
   static std::string routeName(const std::string& route);
   // A request left route `from` for `to` (metric labels: "direct" for DIRECT).
@@ -107,9 +180,32 @@ class WorkerRouter final : public Router {
   asio::io_context& io() { return io_; }
 
  private:
+  struct ProxyPool {
+    std::shared_ptr<const ProxyTemplate> tmpl;  // keeps the key's pointer valid
+    std::shared_ptr<UpstreamPool> pool;
+    std::chrono::steady_clock::time_point last_used;
+  };
+  using ProxyKey = std::pair<const ProxyTemplate*, std::string>;
+  // The pool for proxy `route` of `tmpl`, created if need be; null with
+  // *error when the worker has max_proxies busy ones.
+  std::shared_ptr<UpstreamPool> proxyPool(const std::shared_ptr<const ProxyTemplate>& tmpl,
+                                          const std::string& route, std::string* error);
+  // Shuts `pool` down and keeps it until its last connection is gone.
+  void retire(std::shared_ptr<UpstreamPool> pool);
+  // Every 10 s while there are proxy pools: retires the idle ones, drops
+  // retired ones that are finished.
+  void armSweep();
+  void sweep();
+
   asio::io_context& io_;
   const Upstreams& upstreams_;
   metrics::Shard& shard_;
+  uint32_t worker_;
+  std::map<ProxyKey, ProxyPool> proxies_;
+  std::vector<std::shared_ptr<UpstreamPool>> retired_;
+  asio::steady_timer sweep_timer_;
+  bool sweep_armed_ = false;
+  bool shutting_down_ = false;
 };
 
 }  // namespace h2gate::upstream

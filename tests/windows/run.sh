@@ -79,7 +79,8 @@ generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 # The gateway itself (h2gate.exe, h2gate_core) is not ported yet: only the tests'
 # targets are built.
-TARGETS=(h2gate_windows_tests h2gate_windows_netmon_tests h2gate_windows_auth_tests h2gate_windows_deps_test)
+TARGETS=(h2gate_windows_tests h2gate_windows_netmon_tests h2gate_windows_pac_tests
+  h2gate_windows_auth_tests h2gate_windows_deps_test)
 t0=$SECONDS
 if ! cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" --toolchain "$ROOT/cmake/mingw-w64.cmake" \
   -DH2GATE_WIN_SYSROOT="$SYSROOT" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON \

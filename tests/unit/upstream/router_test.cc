@@ -200,3 +200,140 @@ TEST_CASE("router: an abort while a fallback is pending opens nothing",
   CHECK(f.app.status == 0);
   CHECK(f.app.failures == 0);
 }
+
+namespace {
+
+// A decider that answers `routes` (or refuses with 451 when empty) after
+// posting, as a PAC route does.
+struct FixedDecider : RouteDecider {
+  std::vector<std::string> routes;
+  std::shared_ptr<ProxyTemplate> tmpl = std::make_shared<ProxyTemplate>();
+  mutable int asked = 0;
+  void decide(const RequestHead&, const StreamInfo&, asio::any_io_executor ex,
+              std::function<void(Decision)> done) const override {
+    ++asked;
+    Decision d;
+    d.routes = routes;
+    d.status = 451;
+    d.reason = "refused by the test";
+    asio::post(ex, [d, done = std::move(done)]() mutable { done(std::move(d)); });
+  }
+  std::shared_ptr<const ProxyTemplate> proxies() const override { return tmpl; }
+};
+
+}  // namespace
+
+TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
+          "[upstream][router][pac_route]") {
+  bool tls = false;
+  std::string host;
+  uint16_t port = 0;
+  CHECK(parseProxyRoute("PROXY a.test:8080", &tls, &host, &port));
+  CHECK((!tls && host == "a.test" && port == 8080));
+  CHECK(parseProxyRoute("HTTPS [2001:db8::1]:443", &tls, &host, &port));
+  CHECK((tls && host == "2001:db8::1" && port == 443));
+  CHECK_FALSE(parseProxyRoute("corp", &tls, &host, &port));
+  CHECK_FALSE(parseProxyRoute("PROXY a.test", &tls, &host, &port));
+  CHECK_FALSE(parseProxyRoute("PROXY a.test:0", &tls, &host, &port));
+  CHECK_FALSE(parseProxyRoute("SOCKS a.test:1080", &tls, &host, &port));
+  CHECK(WorkerRouter::routeName("PROXY a.test:8080") == "PROXY a.test:8080");
+}
+
+TEST_CASE("router: a decided route waits for the decider, then fails over along its answer",
+          "[upstream][router][pac_route]") {
+  Fixture f;
+  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket accepted(f.io);
+  bool connected = false;
+  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
+  auto decider = std::make_shared<FixedDecider>();
+  // A proxy made on demand that refuses (nobody listens), then DIRECT.
+  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
+  f.info.route_decider = decider;
+  f.open(f.connectTo(destination.local_endpoint().port()));
+  CHECK(decider->asked == 1);
+  CHECK(f.app.status == 0);  // nothing before the answer
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && connected; }));
+  CHECK(f.app.status == 200);
+  CHECK(f.info.cluster.empty());
+  CHECK(f.info.protocol == "direct");
+  CHECK(f.router.proxyPools() == 1);
+  // The same proxy named again: the same pool, not a second one.
+  f.tunnel->abort();
+  f.tunnel.reset();
+  f.app = App{};
+  f.info = StreamInfo{};
+  f.info.route_decider = decider;
+  decider->routes = {decider->routes.front()};
+  f.open(f.connectTo(9));
+  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  CHECK(f.app.status == 503);
+  CHECK(f.app.reason.find("PROXY 127.0.0.1:") != std::string::npos);
+  CHECK(f.router.proxyPools() == 1);
+  f.router.shutdown();
+  CHECK(f.router.proxyPools() == 0);
+}
+
+TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile opens nothing",
+          "[upstream][router][pac_route]") {
+  Fixture f;
+  auto decider = std::make_shared<FixedDecider>();
+  f.info.route_decider = decider;
+  f.open(f.connectTo(9));
+  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  CHECK(f.app.status == 451);
+  CHECK(f.app.result == Result::Rejected);
+  CHECK(f.app.reason == "refused by the test");
+
+  Fixture g;
+  decider->routes = {""};
+  g.info.route_decider = decider;
+  g.open(g.connectTo(9));
+  g.tunnel->abort();
+  test::runUntil(
+      g.io, [] { return false; }, 200ms);
+  CHECK(g.app.status == 0);
+  CHECK(g.app.failures == 0);
+}
+
+TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
+          "[upstream][router][pac_route]") {
+  Fixture f;
+  auto decider = std::make_shared<FixedDecider>();
+  decider->tmpl->max_proxies = 1;
+  f.info.route_decider = decider;
+  // A proxy that takes the connection (the kernel does) and never answers:
+  // the request stays in progress on its pool.
+  tcp::acceptor silent(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(silent.local_endpoint().port())};
+  f.open(f.connectTo(9));
+  REQUIRE(f.waitFor([&] { return f.router.proxyPools() == 1; }));
+  // While this request holds its pool, a second proxy cannot have one.
+  Fixture* fp = &f;
+  App second;
+  StreamInfo info2;
+  info2.route_decider = decider;
+  decider->routes = {"PROXY 127.0.0.2:1"};
+  std::string error;
+  std::shared_ptr<Tunnel> t2 = fp->router.route(info2, fp->direct, &error);
+  RequestHead h2 = f.connectTo(9);
+  t2->open(h2, info2, second);
+  REQUIRE(f.waitFor([&] { return second.failures > 0; }));
+  CHECK(second.reason.find("too many proxies in use") != std::string::npos);
+  CHECK(f.app.failures == 0);
+  CHECK(f.router.proxyPools() == 1);
+  // Once the first request is gone, its pool is idle and makes room.
+  f.tunnel->abort();
+  f.tunnel.reset();
+  App third;
+  StreamInfo info3;
+  info3.route_decider = decider;
+  std::shared_ptr<Tunnel> t3 = fp->router.route(info3, fp->direct, &error);
+  t3->open(h2, info3, third);
+  REQUIRE(f.waitFor([&] { return third.failures > 0; }));
+  CHECK(third.reason.find("too many") == std::string::npos);
+  CHECK(f.router.proxyPools() == 1);
+  t3->abort();
+  t2->abort();
+  f.router.shutdown();
+}

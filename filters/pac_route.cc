@@ -1,0 +1,404 @@
+#include "filters/pac_route.h"
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+#include <thread>
+
+#include "gateway/log.h"
+#include "gateway/net/tls_context.h"
+#include "gateway/pac/resolver.h"
+
+namespace h2gate::filters {
+namespace {
+
+// Where the PAC machinery's own callbacks run (a new script from the
+// source, the evaluator's "loaded"): one thread for the whole process,
+// never destroyed, so that a route destroyed from one of them (its last
+// reference was the callback's) never joins the thread it runs on.
+asio::any_io_executor controlExecutor() {
+  static asio::io_context* const io = [] {
+    auto* ctx = new asio::io_context;
+    static auto* const guard =  // reachable forever: no leak report
+        new asio::executor_work_guard<asio::io_context::executor_type>(ctx->get_executor());
+    (void)guard;  // the thread never runs out of work
+    std::thread([ctx] { ctx->run(); }).detach();
+    return ctx;
+  }();
+  return io->get_executor();
+}
+
+// Bound on the distinct skipped entries and loops logged per route.
+constexpr std::size_t kMaxNoted = 256;
+
+std::string isoTime(std::chrono::system_clock::time_point t) {
+  if (t.time_since_epoch().count() == 0) return "never";
+  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool loopbackName(const std::string& h) {
+  return h == "localhost" || h == "127.0.0.1" || h == "::1" || h == "0.0.0.0" || h == "::";
+}
+
+// "http://host:port/path" → scheme, host (no brackets), port, path.
+bool splitUrl(const std::string& url, std::string* scheme, std::string* host, uint16_t* port,
+              std::string* path) {
+  const std::size_t sep = url.find("://");
+  if (sep == std::string::npos || sep == 0) return false;
+  *scheme = url.substr(0, sep);
+  const std::size_t start = sep + 3;
+  const std::size_t end = std::min(url.find_first_of("/?#", start), url.size());
+  std::string authority = url.substr(start, end - start);
+  *path = end < url.size() ? url.substr(end) : "/";
+  if (!path->empty() && path->front() != '/') *path = "/" + *path;
+  *port = 0;
+  std::size_t colon = authority.rfind(':');
+  if (!authority.empty() && authority.front() == '[') {
+    const std::size_t close = authority.find(']');
+    if (close == std::string::npos) return false;
+    if (colon < close) colon = std::string::npos;
+  }
+  if (colon != std::string::npos) {
+    const std::string p = authority.substr(colon + 1);
+    unsigned v = 0;
+    auto [e, ec] = std::from_chars(p.data(), p.data() + p.size(), v);
+    if (ec != std::errc() || e != p.data() + p.size() || v == 0 || v > 65535) return false;
+    *port = static_cast<uint16_t>(v);
+    authority.resize(colon);
+  }
+  if (authority.size() >= 2 && authority.front() == '[')
+    authority = authority.substr(1, authority.size() - 2);
+  if (authority.empty()) return false;
+  *host = authority;
+  return true;
+}
+
+pac::PacQuery queryFor(const RequestHead& head) {
+  if (head.is_connect) return pac::PacQuery::forRequest("https", head.host, head.port, "");
+  std::string scheme = "http";
+  if (const std::size_t sep = head.target.find("://"); sep != std::string::npos && sep > 0)
+    scheme = head.target.substr(0, sep);
+  return pac::PacQuery::forRequest(scheme, head.host, head.port, head.path);
+}
+
+}  // namespace
+
+PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses)
+    : config_(std::move(config)), own_addresses_(std::move(own_addresses)) {
+  auto t = std::make_shared<upstream::ProxyTemplate>();
+  t->cluster = config_.proxies.cluster;
+  t->max_proxies = config_.proxies.max_proxies;
+  t->idle_timeout = config_.proxies.idle_timeout;
+  proxies_ = std::move(t);
+}
+
+PacRoute::~PacRoute() {
+  // The source first: it may still hand the evaluator a script.
+  source_.reset();
+  evaluator_.reset();
+}
+
+std::string PacRoute::start() {
+  std::call_once(started_, [this] {
+    // TLS for the HTTPS proxies the PAC names: one context for all of them.
+    if (proxies_->cluster.tls) {
+      std::string error;
+      proxies_->tls = net::TlsContext::create(*proxies_->cluster.tls, name(), &error);
+      if (!proxies_->tls) {
+        proxies_->tls_error = error;
+        H2G_LOG(
+            Warn, 0, 0,
+            "pac " << name() << ": HTTPS proxies named by the PAC file cannot be used: " << error);
+      }
+    }
+    pac::PacEnvironment env;
+    env.resolver = std::make_shared<pac::SystemResolver>();
+    env.dns_timeout = config_.dns_timeout;
+    env.heap_limit = config_.memory_limit;
+    const std::string route = name();
+    env.alert = [route](std::string_view msg) {
+      H2G_LOG(Info, 0, 0, "pac " << route << ": alert(): " << msg.substr(0, 500));
+    };
+    evaluator_ = std::make_unique<pac::PacEvaluator>(config_.evaluation, std::move(env));
+    std::weak_ptr<PacRoute> weak = weak_from_this();
+    source_ = std::make_unique<pac::PacSource>(config_.source, controlExecutor(),
+                                               [weak](std::shared_ptr<pac::PacScript> script) {
+                                                 if (auto self = weak.lock())
+                                                   self->onScript(std::move(script));
+                                               });
+    source_->start();
+  });
+  return {};
+}
+
+void PacRoute::onScript(std::shared_ptr<pac::PacScript> script) {
+  const std::string origin = script->origin;
+  const std::string sha = script->sha256.substr(0, 16);
+  const std::string route = name();
+  evaluator_->setScript(
+      std::move(script), controlExecutor(), [route, origin, sha](pac::PacError e) {
+        if (e)
+          H2G_LOG(Warn, 0, 0,
+                  "pac " << route << ": the PAC file from " << origin << " does not load ("
+                         << pac::kindName(e.kind) << ": " << e.message
+                         << "); the previous one, if any, stays in use");
+        else
+          H2G_LOG(Info, 0, 0,
+                  "pac " << route << ": using the PAC file from " << origin << " (sha256 " << sha
+                         << "…)");
+      });
+}
+
+void PacRoute::networkChanged() {
+  if (!evaluator_) return;
+  evaluator_->networkChanged();
+  if (source_ && config_.source.kind != pac::PacSourceConfig::Kind::File) source_->refreshNow();
+}
+
+upstream::RouteDecider::Decision PacRoute::fallback() const {
+  ++fallbacks_;
+  Decision d;
+  switch (config_.fallback.kind) {
+    case PacRouteConfig::Fallback::Kind::Direct:
+      d.routes.emplace_back();
+      break;
+    case PacRouteConfig::Fallback::Kind::Cluster:
+      d.routes.push_back(config_.fallback.cluster);
+      break;
+    case PacRouteConfig::Fallback::Kind::Reject:
+      d.status = config_.fallback.status;
+      d.reason = "the PAC file of route " + name() + " gave no usable answer";
+      break;
+  }
+  return d;
+}
+
+static std::string fallbackName(const PacRouteConfig::Fallback& f) {
+  switch (f.kind) {
+    case PacRouteConfig::Fallback::Kind::Direct:
+      return "DIRECT";
+    case PacRouteConfig::Fallback::Kind::Cluster:
+      return "cluster '" + f.cluster + "'";
+    case PacRouteConfig::Fallback::Kind::Reject:
+      return "reject " + std::to_string(f.status);
+  }
+  return {};
+}
+
+void PacRoute::noteProblem(const pac::PacError& error, uint64_t conn_id, uint64_t stream_id) const {
+  std::lock_guard lock(log_mutex_);
+  const std::string kind = pac::kindName(error.kind);
+  if (problem_ == kind) return;
+  problem_ = kind;
+  H2G_LOG(Warn, conn_id, stream_id,
+          "pac " << name() << ": no usable answer (" << kind << ": " << error.message
+                 << "); requests take the fallback, " << fallbackName(config_.fallback)
+                 << ", until it answers again (logged once)");
+}
+
+void PacRoute::noteGood() const {
+  std::lock_guard lock(log_mutex_);
+  if (problem_.empty()) return;
+  H2G_LOG(Info, 0, 0,
+          "pac " << name() << ": answers again (after " << problem_ << "); requests follow it");
+  problem_.clear();
+}
+
+bool PacRoute::isOwnAddress(const pac::ProxyEntry& e) const {
+  for (const std::string& own : own_addresses_) {
+    const std::size_t colon = own.rfind(':');
+    if (colon == std::string::npos) continue;
+    if (own.substr(colon + 1) != std::to_string(e.port)) continue;
+    std::string host = own.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    if (host == e.host || (loopbackName(host) && loopbackName(e.host))) return true;
+  }
+  return false;
+}
+
+upstream::RouteDecider::Decision PacRoute::toDecision(const pac::PacResult& r, uint64_t conn_id,
+                                                      uint64_t stream_id) const {
+  if (r.error) {
+    noteProblem(r.error, conn_id, stream_id);
+    return fallback();
+  }
+  for (std::size_t i = 0; i < r.proxies.skipped.size(); ++i) {
+    const pac::SkippedEntry& s = r.proxies.skipped[i];
+    std::lock_guard lock(log_mutex_);
+    if (noted_.size() < kMaxNoted && noted_.insert("skip " + s.text).second)
+      H2G_LOG(Warn, conn_id, stream_id,
+              "pac " << name() << ": entry '" << s.text << "' skipped: " << s.reason
+                     << " (logged once)");
+  }
+  Decision d;
+  for (const pac::ProxyEntry& e : r.proxies.entries) {
+    if (e.kind == pac::ProxyEntry::Kind::Direct) {
+      d.routes.emplace_back();
+      continue;
+    }
+    if (isOwnAddress(e)) {
+      {
+        std::lock_guard lock(log_mutex_);
+        if (noted_.size() < kMaxNoted && noted_.insert("loop " + e.str()).second)
+          H2G_LOG(Warn, conn_id, stream_id,
+                  "pac " << name() << ": the PAC file names h2gate's own listener (" << e.str()
+                         << "); that would be a loop: "
+                         << (config_.on_loop == PacRouteConfig::OnLoop::Direct ? "DIRECT instead"
+                                                                               : "refused (503)")
+                         << " (logged once)");
+      }
+      if (config_.on_loop == PacRouteConfig::OnLoop::Direct) {
+        d.routes.emplace_back();
+        continue;
+      }
+      if (d.routes.empty()) {
+        d.status = 503;
+        d.reason = "the PAC file of route " + name() + " names h2gate itself (" + e.str() + ")";
+        return d;
+      }
+      continue;
+    }
+    d.routes.push_back(e.str());
+  }
+  // Duplicates (two loop entries turned DIRECT) add nothing.
+  for (std::size_t i = 1; i < d.routes.size();)
+    if (std::find(d.routes.begin(), d.routes.begin() + i, d.routes[i]) != d.routes.begin() + i)
+      d.routes.erase(d.routes.begin() + i);
+    else
+      ++i;
+  if (d.routes.empty()) {
+    noteProblem(pac::PacError{pac::PacError::Kind::UnusableAnswer,
+                              "no usable entry in '" + r.answer.substr(0, 200) + "'"},
+                conn_id, stream_id);
+    return fallback();
+  }
+  noteGood();
+  return d;
+}
+
+void PacRoute::decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
+                      std::function<void(Decision)> done) const {
+  if (!evaluator_) {
+    // Not started (a config check): the fallback, as with no PAC yet.
+    asio::post(ex, [d = fallback(), done = std::move(done)]() mutable { done(std::move(d)); });
+    return;
+  }
+  pac::PacQuery q = queryFor(head);
+  q.conn_id = info.connection_id;
+  q.stream_id = info.stream_id;
+  const uint64_t conn = info.connection_id, stream = info.stream_id;
+  if (std::optional<pac::PacResult> hit = evaluator_->cached(q)) {
+    asio::post(ex, [d = toDecision(*hit, conn, stream), done = std::move(done)]() mutable {
+      done(std::move(d));
+    });
+    return;
+  }
+  std::weak_ptr<const PacRoute> weak = weak_from_this();
+  evaluator_->evaluate(std::move(q), ex,
+                       [weak, conn, stream, done = std::move(done)](pac::PacResult r) {
+                         auto self = weak.lock();
+                         if (!self) {
+                           Decision d;
+                           d.reason = "the PAC route was replaced by a reload";
+                           return done(std::move(d));
+                         }
+                         done(self->toDecision(r, conn, stream));
+                       });
+}
+
+void PacRoute::explain(const std::string& url, asio::any_io_executor ex,
+                       std::function<void(int, std::string)> done) const {
+  std::string scheme, host, path;
+  uint16_t port = 0;
+  if (!splitUrl(url, &scheme, &host, &port, &path)) {
+    asio::post(ex, [done = std::move(done), url] {
+      done(400, "expected ?url=scheme://host[:port][/path], got '" + url + "'\n");
+    });
+    return;
+  }
+  if (!evaluator_) {
+    asio::post(ex, [done = std::move(done)] { done(503, "the PAC route is not running\n"); });
+    return;
+  }
+  pac::PacQuery q = pac::PacQuery::forRequest(scheme, host, port, path);
+  std::weak_ptr<const PacRoute> weak = weak_from_this();
+  const std::string asked = q.url, asked_host = q.host;
+  evaluator_->evaluate(
+      std::move(q), ex, [weak, asked, asked_host, done = std::move(done)](pac::PacResult r) {
+        auto self = weak.lock();
+        if (!self) return done(503, "the PAC route was replaced by a reload\n");
+        std::string out = "route: " + self->name() + "\nFindProxyForURL(\"" + asked + "\", \"" +
+                          asked_host + "\")\n";
+        if (r.error) {
+          out += "error: " + std::string(pac::kindName(r.error.kind)) + ": " + r.error.message +
+                 "\nh2gate uses the fallback: " + fallbackName(self->config_.fallback) + "\n";
+        } else {
+          out += "answer: " + r.answer + "\nentries used: " + r.proxies.str() + "\n";
+          for (const pac::SkippedEntry& s : r.proxies.skipped)
+            out += "skipped: " + s.text + " (" + s.reason + ")\n";
+        }
+        out += std::string("from cache: ") + (r.from_cache ? "yes" : "no") + "\n";
+        done(200, std::move(out));
+      });
+}
+
+std::string PacRoute::describe(bool with_text) const {
+  std::string out = "route: " + name() + "\nsource: " + pac::kindName(config_.source.kind);
+  if (!config_.source.location.empty()) out += " " + config_.source.location;
+  out += "\nfallback: " + fallbackName(config_.fallback) + "\n";
+  if (!source_) return out + "state: not running\n";
+  const pac::PacSourceStatus st = source_->status();
+  std::shared_ptr<const pac::PacScript> script = evaluator_->script();
+  if (script) {
+    out += "in use: " + script->origin + "\nsha256: " + script->sha256 +
+           "\nloaded: " + isoTime(script->loaded_at) +
+           "\nsize: " + std::to_string(script->text.size()) + " bytes\n";
+  } else {
+    out += "in use: none (requests take the fallback)\n";
+  }
+  out += "last fetch: " + isoTime(st.fetched_at) + "\nlast attempt: " + isoTime(st.attempted_at);
+  out += st.last_error.empty() ? std::string(" (ok)\n") : " (failed: " + st.last_error + ")\n";
+  out += "attempts: " + std::to_string(st.attempts) + ", failures: " + std::to_string(st.failures) +
+         "\n";
+  if (with_text && script) out += "\n" + script->text + (script->text.ends_with('\n') ? "" : "\n");
+  return out;
+}
+
+std::string PacRoute::degraded() const {
+  if (!source_) return {};
+  const pac::PacSourceStatus st = source_->status();
+  const bool have = evaluator_ && evaluator_->script();
+  if (!have) {
+    if (st.attempts == 0) return {};  // the first attempt is on its way
+    return "pac " + name() + ": no PAC file loaded (" +
+           (st.last_error.empty() ? std::string("it does not load") : st.last_error) +
+           "); requests take the fallback, " + fallbackName(config_.fallback);
+  }
+  if (!st.last_error.empty())
+    return "pac " + name() + ": the last fetch failed (" + st.last_error +
+           "); keeping the PAC file fetched at " + isoTime(st.fetched_at);
+  return {};
+}
+
+PacRoute::Counters PacRoute::counters() const {
+  Counters c;
+  c.fallbacks = fallbacks_.load();
+  if (evaluator_) {
+    const pac::PacStats s = evaluator_->stats();
+    c.evaluations = s.evaluations;
+    c.cache_hits = s.cache_hits;
+    c.timeouts = s.timeouts;
+    c.errors = s.errors + s.overloaded;
+    c.loads = s.loads;
+    c.have_script = evaluator_->script() != nullptr;
+  }
+  if (source_) c.download_failures = source_->status().failures;
+  return c;
+}
+
+}  // namespace h2gate::filters

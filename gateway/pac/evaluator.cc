@@ -1,0 +1,534 @@
+#include "gateway/pac/evaluator.h"
+
+#include <openssl/evp.h>
+
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "gateway/log.h"
+
+namespace h2gate::pac {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long after its deadline the caller's timer answers for a worker that
+// has not (the worker's own cut-off comes first in every normal case).
+constexpr auto kTimerGrace = std::chrono::milliseconds(20);
+// Alerts logged at info per script version; the rest at debug.
+constexpr int kAlertBudget = 20;
+// Distinct problems logged at warn per script version.
+constexpr std::size_t kProblemBudget = 64;
+
+std::string sha256Hex(std::string_view data) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(data.data(), data.size(), md, &len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+
+uint16_t defaultPort(std::string_view scheme) {
+  if (scheme == "https" || scheme == "wss") return 443;
+  if (scheme == "ftp") return 21;
+  return 80;
+}
+
+std::string lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
+bool cacheableError(PacError::Kind k) {
+  return k == PacError::Kind::Exception || k == PacError::Kind::Timeout ||
+         k == PacError::Kind::Memory || k == PacError::Kind::BadReturn ||
+         k == PacError::Kind::UnusableAnswer;
+}
+
+}  // namespace
+
+std::shared_ptr<PacScript> makeScript(std::string text, std::string origin) {
+  auto s = std::make_shared<PacScript>();
+  s->sha256 = sha256Hex(text);
+  s->text = std::move(text);
+  s->origin = std::move(origin);
+  s->loaded_at = std::chrono::system_clock::now();
+  return s;
+}
+
+PacQuery PacQuery::forRequest(std::string_view scheme_in, std::string_view host_in, uint16_t port,
+                              std::string_view path) {
+  PacQuery q;
+  const std::string scheme = lowered(scheme_in);
+  q.host = lowered(host_in);
+  if (q.host.size() >= 2 && q.host.front() == '[' && q.host.back() == ']')
+    q.host = q.host.substr(1, q.host.size() - 2);
+  const std::string in_url = q.host.find(':') != std::string::npos ? "[" + q.host + "]" : q.host;
+  const bool secure = scheme == "https" || scheme == "wss";
+  q.url = scheme + "://" + in_url;
+  if (port != 0 && port != defaultPort(scheme)) q.url += ":" + std::to_string(port);
+  if (secure || path.empty())
+    q.url += "/";
+  else
+    q.url += (path.front() == '/' ? std::string(path) : "/" + std::string(path));
+  q.cache_key = scheme + "://" + in_url + ":" + std::to_string(port ? port : defaultPort(scheme));
+  return q;
+}
+
+// ---------------------------------------------------------------------------
+
+struct Waiter {
+  asio::any_io_executor ex;
+  std::function<void(PacResult)> done;
+  std::unique_ptr<asio::steady_timer> timer;  // touched on `ex` only
+  std::atomic<bool> delivered{false};
+};
+
+// One run of FindProxyForURL, shared by the queries with its cache key.
+struct Flight {
+  PacQuery query;
+  Clock::time_point deadline;
+  std::vector<std::shared_ptr<Waiter>> waiters;  // guarded by Impl::mutex
+};
+
+struct Job {
+  std::shared_ptr<Flight> flight;     // an evaluation, or:
+  std::shared_ptr<PacScript> script;  // a load
+  asio::any_io_executor ex;
+  std::function<void(PacError)> load_done;
+};
+
+struct WorkerSlot {
+  std::thread thread;
+  PacContext* active = nullptr;  // guarded by Impl::mutex; for cancel()
+};
+
+struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
+  Options options;
+  PacEnvironment env;
+
+  mutable std::mutex mutex;
+  std::condition_variable cv;
+  bool stop = false;
+  std::deque<Job> queue;
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flights;
+  std::shared_ptr<PacScript> current;
+  uint64_t next_version = 0;
+  std::vector<std::unique_ptr<WorkerSlot>> workers;
+
+  // LRU cache, most recent first.
+  struct Entry {
+    std::string key;
+    PacResult result;
+    Clock::time_point expires;
+  };
+  std::list<Entry> lru;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index;
+
+  // Problems already logged for the current version.
+  std::set<std::string> logged;
+  uint64_t logged_version = 0;
+  std::atomic<int> alerts{0};
+
+  std::atomic<uint64_t> evaluations{0}, cache_hits{0}, coalesced{0}, timeouts{0}, errors{0},
+      overloaded{0}, loads{0}, load_failures{0};
+
+  void workerMain(WorkerSlot& slot);
+  void runLoad(Job& job, std::unique_ptr<PacContext>& ctx, uint64_t& ctx_version, WorkerSlot& slot);
+  PacResult runEval(Flight& flight, PacContext* ctx, bool& discard);
+  void complete(const std::shared_ptr<Flight>& flight, const PacResult& result);
+  void setActive(WorkerSlot& slot, PacContext* ctx) {
+    std::lock_guard lock(mutex);
+    slot.active = ctx;
+  }
+  // Logs `what` at warn once per script version (then at debug).
+  void logOnce(uint64_t conn, uint64_t stream, uint64_t version, const std::string& what);
+  void onAlert(std::string_view message);
+
+  // Cache, under `mutex`.
+  std::optional<PacResult> cacheGet(const std::string& key);
+  void cachePut(const std::string& key, const PacResult& result);
+  void cacheClear() {
+    lru.clear();
+    index.clear();
+  }
+};
+
+void PacEvaluator::Impl::logOnce(uint64_t conn, uint64_t stream, uint64_t version,
+                                 const std::string& what) {
+  bool first = false;
+  {
+    std::lock_guard lock(mutex);
+    if (logged_version != version) {
+      logged.clear();
+      logged_version = version;
+    }
+    if (logged.size() < kProblemBudget) first = logged.insert(what).second;
+  }
+  if (first)
+    H2G_LOG(Warn, conn, stream,
+            "pac " << options.name << " (version " << version << "): " << what
+                   << " (said once per PAC version)");
+  else
+    H2G_LOG(Debug, conn, stream, "pac " << options.name << ": " << what);
+}
+
+void PacEvaluator::Impl::onAlert(std::string_view message) {
+  const int n = alerts.fetch_add(1, std::memory_order_relaxed);
+  if (n < kAlertBudget)
+    H2G_LOG(Info, 0, 0, "pac " << options.name << ": alert(): " << message);
+  else if (n == kAlertBudget)
+    H2G_LOG(Info, 0, 0,
+            "pac " << options.name << ": more alert() calls; they are logged at debug level");
+  else
+    H2G_LOG(Debug, 0, 0, "pac " << options.name << ": alert(): " << message);
+}
+
+std::optional<PacResult> PacEvaluator::Impl::cacheGet(const std::string& key) {
+  auto it = index.find(key);
+  if (it == index.end()) return std::nullopt;
+  if (Clock::now() >= it->second->expires) {
+    lru.erase(it->second);
+    index.erase(it);
+    return std::nullopt;
+  }
+  lru.splice(lru.begin(), lru, it->second);
+  PacResult r = it->second->result;
+  r.from_cache = true;
+  return r;
+}
+
+void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& result) {
+  if (options.cache_entries == 0 || !current || result.script_version != current->version) return;
+  const auto ttl =
+      result.error ? std::min(options.error_ttl, options.cache_ttl) : options.cache_ttl;
+  if (ttl.count() <= 0) return;
+  if (auto it = index.find(key); it != index.end()) {
+    lru.erase(it->second);
+    index.erase(it);
+  }
+  lru.push_front({key, result, Clock::now() + ttl});
+  index[key] = lru.begin();
+  while (lru.size() > options.cache_entries) {
+    index.erase(lru.back().key);
+    lru.pop_back();
+  }
+}
+
+void PacEvaluator::Impl::complete(const std::shared_ptr<Flight>& flight, const PacResult& result) {
+  std::vector<std::shared_ptr<Waiter>> waiters;
+  {
+    std::lock_guard lock(mutex);
+    if (!result.error || cacheableError(result.error.kind))
+      cachePut(flight->query.cache_key, result);
+    auto it = flights.find(flight->query.cache_key);
+    if (it != flights.end() && it->second == flight) flights.erase(it);
+    waiters.swap(flight->waiters);
+  }
+  // The handlers take the only references this thread had: a Waiter (and
+  // its timer) must be destroyed on its executor's thread, never here.
+  for (auto& waiter : waiters) {
+    asio::any_io_executor ex = waiter->ex;
+    asio::post(ex, [w = std::move(waiter), result] {
+      if (w->delivered.exchange(true)) return;
+      if (w->timer) w->timer->cancel();
+      w->done(result);
+    });
+  }
+}
+
+PacResult PacEvaluator::Impl::runEval(Flight& flight, PacContext* ctx, bool& discard) {
+  PacResult r;
+  const uint64_t conn = flight.query.conn_id, stream = flight.query.stream_id;
+  {
+    std::lock_guard lock(mutex);
+    r.script_version = current ? current->version : 0;
+  }
+  if (Clock::now() >= flight.deadline) {
+    r.error = {PacError::Kind::Timeout, "waited for a free PAC thread past the deadline"};
+    ++timeouts;
+    return r;
+  }
+  if (ctx == nullptr) {
+    r.error = {PacError::Kind::NoScript, r.script_version == 0
+                                             ? "no PAC file has loaded"
+                                             : "the PAC file could not be compiled on this thread"};
+    ++errors;
+    return r;
+  }
+  ++evaluations;
+  RawAnswer raw = ctx->findProxy(flight.query.url, flight.query.host, flight.deadline);
+  if (raw.error) {
+    r.error = raw.error;
+    discard = raw.error.kind == PacError::Kind::Timeout || raw.error.kind == PacError::Kind::Memory;
+    if (raw.error.kind == PacError::Kind::Timeout) {
+      ++timeouts;
+      r.error.message = "FindProxyForURL " + r.error.message + " (" +
+                        std::to_string(options.timeout.count()) + " ms)";
+    } else {
+      ++errors;
+    }
+    logOnce(conn, stream, r.script_version,
+            std::string(kindName(r.error.kind)) + ": " + r.error.message);
+    return r;
+  }
+  r.answer = std::move(raw.text);
+  r.proxies = parseProxyList(r.answer);
+  for (const SkippedEntry& s : r.proxies.skipped)
+    logOnce(conn, stream, r.script_version, "answer entry '" + s.text + "' skipped: " + s.reason);
+  if (r.proxies.entries.empty()) {
+    ++errors;
+    std::string why =
+        r.proxies.skipped.empty() ? std::string("it is empty") : r.proxies.skipped.front().reason;
+    std::string shown = r.answer.substr(0, 200);
+    for (char& c : shown)
+      if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+    r.error = {PacError::Kind::UnusableAnswer,
+               "FindProxyForURL returned \"" + shown + "\": no usable entry (" + why + ")"};
+  }
+  return r;
+}
+
+void PacEvaluator::Impl::runLoad(Job& job, std::unique_ptr<PacContext>& ctx, uint64_t& ctx_version,
+                                 WorkerSlot& slot) {
+  auto fresh = std::make_unique<PacContext>(env);
+  setActive(slot, fresh.get());
+  PacError err =
+      fresh->load(job.script->text, job.script->origin, Clock::now() + options.load_timeout);
+  setActive(slot, nullptr);
+  if (err) {
+    ++load_failures;
+    if (err.kind == PacError::Kind::Timeout)
+      err.message = "its top-level code " + err.message + " (" +
+                    std::to_string(options.load_timeout.count()) + " ms)";
+  } else {
+    ++loads;
+    {
+      std::lock_guard lock(mutex);
+      if (!current || job.script->version > current->version) {
+        current = job.script;
+        cacheClear();
+        alerts = 0;
+      }
+    }
+    cv.notify_all();
+    ctx = std::move(fresh);
+    ctx_version = job.script->version;
+  }
+  if (job.load_done) asio::post(job.ex, [done = std::move(job.load_done), err] { done(err); });
+}
+
+void PacEvaluator::Impl::workerMain(WorkerSlot& slot) {
+  std::unique_ptr<PacContext> ctx;
+  uint64_t ctx_version = 0;
+  while (true) {
+    std::shared_ptr<PacScript> recompile;
+    Job job;
+    {
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] {
+        return stop || !queue.empty() || (current && current->version != ctx_version);
+      });
+      if (stop) break;
+      if (current && current->version != ctx_version) {
+        recompile = current;
+      } else {
+        job = std::move(queue.front());
+        queue.pop_front();
+      }
+    }
+    if (recompile) {
+      // The script every other thread already runs: compile it here too.
+      ctx.reset();
+      auto fresh = std::make_unique<PacContext>(env);
+      setActive(slot, fresh.get());
+      const PacError err =
+          fresh->load(recompile->text, recompile->origin, Clock::now() + options.load_timeout);
+      setActive(slot, nullptr);
+      ctx_version = recompile->version;
+      if (err)
+        logOnce(0, 0, recompile->version,
+                std::string("compiling on a PAC thread failed: ") + err.message);
+      else
+        ctx = std::move(fresh);
+      continue;
+    }
+    if (job.script) {
+      runLoad(job, ctx, ctx_version, slot);
+      continue;
+    }
+    bool discard = false;
+    setActive(slot, ctx.get());
+    const PacResult result = runEval(*job.flight, ctx.get(), discard);
+    setActive(slot, nullptr);
+    if (discard) {
+      // Cut off mid-run: rebuild from the script rather than trust its state.
+      ctx.reset();
+      ctx_version = 0;
+    }
+    complete(job.flight, result);
+  }
+  setActive(slot, nullptr);
+}
+
+// ---------------------------------------------------------------------------
+
+PacEvaluator::PacEvaluator(Options options, PacEnvironment env)
+    : impl_(std::make_shared<Impl>()), options_(options) {
+  impl_->options = options;
+  impl_->env = std::move(env);
+  std::function<void(std::string_view)> user_alert = impl_->env.alert;
+  Impl* raw = impl_.get();
+  impl_->env.alert = [raw, user_alert](std::string_view m) {
+    raw->onAlert(m);
+    if (user_alert) user_alert(m);
+  };
+  const unsigned n = options.threads == 0 ? 1 : options.threads;
+  for (unsigned i = 0; i < n; ++i) impl_->workers.push_back(std::make_unique<WorkerSlot>());
+  for (auto& w : impl_->workers) {
+    WorkerSlot* slot = w.get();
+    slot->thread = std::thread([raw, slot] { raw->workerMain(*slot); });
+  }
+}
+
+PacEvaluator::~PacEvaluator() {
+  std::deque<Job> left;
+  std::unordered_map<std::string, std::shared_ptr<Flight>> flying;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stop = true;
+    for (auto& w : impl_->workers)
+      if (w->active) w->active->cancel();
+  }
+  impl_->cv.notify_all();
+  for (auto& w : impl_->workers)
+    if (w->thread.joinable()) w->thread.join();
+  {
+    std::lock_guard lock(impl_->mutex);
+    left.swap(impl_->queue);
+    flying.swap(impl_->flights);
+  }
+  PacResult shutdown;
+  shutdown.error = {PacError::Kind::Shutdown, "the PAC evaluator was shut down"};
+  for (auto& [key, flight] : flying) impl_->complete(flight, shutdown);
+  for (Job& job : left) {
+    if (job.script && job.load_done)
+      asio::post(job.ex, [done = std::move(job.load_done), e = shutdown.error] { done(e); });
+  }
+}
+
+void PacEvaluator::setScript(std::shared_ptr<PacScript> script, asio::any_io_executor ex,
+                             std::function<void(PacError)> done) {
+  {
+    std::lock_guard lock(impl_->mutex);
+    script->version = ++impl_->next_version;
+    Job job;
+    job.script = std::move(script);
+    job.ex = std::move(ex);
+    job.load_done = std::move(done);
+    // Loads jump the queue: evaluations behind them should use the new file.
+    impl_->queue.push_front(std::move(job));
+  }
+  impl_->cv.notify_one();
+}
+
+std::optional<PacResult> PacEvaluator::cached(const PacQuery& query) {
+  std::lock_guard lock(impl_->mutex);
+  if (options_.cache_entries == 0) return std::nullopt;
+  std::optional<PacResult> r = impl_->cacheGet(query.cache_key);
+  if (r) ++impl_->cache_hits;
+  return r;
+}
+
+void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
+                            std::function<void(PacResult)> done) {
+  auto waiter = std::make_shared<Waiter>();
+  waiter->ex = ex;
+  waiter->done = std::move(done);
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  std::optional<PacResult> immediate;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (options_.cache_entries != 0) immediate = impl_->cacheGet(query.cache_key);
+    if (immediate) {
+      ++impl_->cache_hits;
+    } else if (auto it = impl_->flights.find(query.cache_key); it != impl_->flights.end()) {
+      ++impl_->coalesced;
+      it->second->waiters.push_back(waiter);
+    } else if (impl_->queue.size() >= options_.max_queue) {
+      ++impl_->overloaded;
+      immediate.emplace();
+      immediate->error = {
+          PacError::Kind::Overloaded,
+          std::to_string(impl_->queue.size()) + " PAC evaluations are already waiting (max_queue)"};
+    } else {
+      auto flight = std::make_shared<Flight>();
+      flight->query = std::move(query);
+      flight->deadline = deadline;
+      flight->waiters.push_back(waiter);
+      impl_->flights.emplace(flight->query.cache_key, flight);
+      Job job;
+      job.flight = std::move(flight);
+      impl_->queue.push_back(std::move(job));
+    }
+  }
+  if (immediate) {
+    asio::post(ex, [waiter, r = std::move(*immediate)] {
+      waiter->delivered = true;
+      waiter->done(r);
+    });
+    return;
+  }
+  impl_->cv.notify_one();
+  // The caller's own bound, for a worker that cannot answer in time.
+  asio::post(ex, [waiter, deadline, impl = impl_, timeout = options_.timeout] {
+    if (waiter->delivered) return;
+    waiter->timer = std::make_unique<asio::steady_timer>(waiter->ex, deadline + kTimerGrace);
+    waiter->timer->async_wait([waiter, impl, timeout](const asio::error_code& ec) {
+      if (ec == asio::error::operation_aborted || waiter->delivered.exchange(true)) return;
+      ++impl->timeouts;
+      PacResult r;
+      r.error = {PacError::Kind::Timeout, "no answer from the PAC threads within " +
+                                              std::to_string(timeout.count()) + " ms"};
+      waiter->done(r);
+    });
+  });
+}
+
+void PacEvaluator::networkChanged() {
+  std::lock_guard lock(impl_->mutex);
+  impl_->cacheClear();
+}
+
+std::shared_ptr<const PacScript> PacEvaluator::script() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->current;
+}
+
+PacStats PacEvaluator::stats() const {
+  PacStats s;
+  s.evaluations = impl_->evaluations;
+  s.cache_hits = impl_->cache_hits;
+  s.coalesced = impl_->coalesced;
+  s.timeouts = impl_->timeouts;
+  s.errors = impl_->errors;
+  s.overloaded = impl_->overloaded;
+  s.loads = impl_->loads;
+  s.load_failures = impl_->load_failures;
+  return s;
+}
+
+}  // namespace h2gate::pac

@@ -1,0 +1,149 @@
+// Evaluates a PAC file off the event loop.
+//
+//   PacEvaluator pac(options, env);
+//   pac.setScript(makeScript(text, "http://wpad.corp/wpad.dat"), ex, [](PacError e) {...});
+//   pac.evaluate(PacQuery::forRequest("https", "www.example.com", 443, "/x", true), ex,
+//                [](const PacResult& r) { ... r.proxies / r.error ... });
+//
+// Threads: `options.threads` worker threads, each with its own JavaScript
+// heap (Duktape heaps are single-threaded) into which the current script is
+// compiled once per version: when a new script loads, every idle worker
+// recompiles it before taking more work. Evaluations wait in one FIFO queue
+// (at most `max_queue`; beyond it they fail at once with Overloaded).
+//
+// Bounds. Every evaluation answers by its deadline (`timeout` after the
+// call): the worker's JavaScript is cut off there (JsHeap), its DNS calls
+// end there at the latest, and a timer on the caller's executor answers
+// Timeout if the worker still has not (a worker stuck in one huge regular
+// expression match, or all of them busy). A heap that timed out or ran out
+// of memory is thrown away and rebuilt, so no half-run state survives.
+//
+// Cache. Answers (and, for `error_ttl`, errors) are kept per
+// PacQuery::cache_key (scheme, host and port: what browsers pass for https
+// URLs anyway) in a bounded LRU map for `cache_ttl` (time-dependent PAC
+// files change their answers; the TTL bounds how stale one can be). It is
+// emptied when a new script loads and by networkChanged() (dnsResolve and
+// myIpAddress answers may have changed). Concurrent evaluations of one key
+// share one run.
+//
+// Callbacks are posted to the executor passed with each call, never run
+// inside the call; what the evaluator keeps per caller (its timer) is only
+// ever touched and destroyed on that executor, which must therefore be
+// single-threaded (an io_context run by one thread, or a strand). Callbacks
+// still pending when the evaluator is destroyed get a Shutdown error: the
+// executors' io_contexts must outlive the evaluator (one destroyed later
+// destroys such handlers unrun, which is fine).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <asio.hpp>
+
+#include "gateway/pac/answer.h"
+#include "gateway/pac/pac_context.h"
+#include "gateway/pac/pac_error.h"
+
+namespace h2gate::pac {
+
+// A PAC file as loaded: its text and where it came from.
+struct PacScript {
+  std::string text;
+  std::string origin;  // "/etc/h2gate/proxy.pac", "http://wpad.corp/wpad.dat (WPAD)", "system: ..."
+  std::string sha256;  // hex, of text
+  std::chrono::system_clock::time_point loaded_at;
+  uint64_t version = 0;  // set by the evaluator: 1, 2, ... per setScript()
+};
+
+std::shared_ptr<PacScript> makeScript(std::string text, std::string origin);
+
+// One question to the PAC file.
+struct PacQuery {
+  std::string url;        // FindProxyForURL's first argument
+  std::string host;       // its second: the host, no brackets, no port
+  std::string cache_key;  // answers are shared between queries with equal keys
+  uint64_t conn_id = 0;   // for log lines
+  uint64_t stream_id = 0;
+
+  // The query browsers make for a request: `scheme` "http", "https", "ws",
+  // "wss"...; `path` the path and query of an http:// request ("" for a
+  // tunnel). https and wss URLs are passed as "https://host[:port]/" (path
+  // and query stripped, as Chromium and Firefox do since 2016, so the PAC
+  // file never sees them); http ones whole. The port appears only when it
+  // is not the scheme's default. IPv6 hosts get brackets in the URL only.
+  static PacQuery forRequest(std::string_view scheme, std::string_view host, uint16_t port,
+                             std::string_view path);
+};
+
+struct PacResult {
+  std::string answer;  // what FindProxyForURL returned ("" on error)
+  ProxyList proxies;   // parsed; at least one entry unless error
+  PacError error;      // kind None on success
+  bool from_cache = false;
+  uint64_t script_version = 0;  // 0: no script
+};
+
+struct PacStats {
+  uint64_t evaluations = 0;  // runs of FindProxyForURL (cache misses that reached a worker)
+  uint64_t cache_hits = 0;
+  uint64_t coalesced = 0;  // queries answered by another query's run
+  uint64_t timeouts = 0;
+  uint64_t errors = 0;  // every other failed run (exception, bad return, memory...)
+  uint64_t overloaded = 0;
+  uint64_t loads = 0;  // scripts that loaded
+  uint64_t load_failures = 0;
+};
+
+class PacEvaluator {
+ public:
+  struct Options {
+    std::string name = "pac";  // for logs: the route using it
+    unsigned threads = 2;
+    std::chrono::milliseconds timeout{2000};        // per evaluation, from the call
+    std::chrono::milliseconds load_timeout{10000};  // compile + top-level code
+    std::size_t max_queue = 1024;
+    std::size_t cache_entries = 10000;  // 0: no cache
+    std::chrono::milliseconds cache_ttl{60000};
+    std::chrono::milliseconds error_ttl{5000};  // failed evaluations are cached this long
+  };
+
+  PacEvaluator(Options options, PacEnvironment env);
+  ~PacEvaluator();
+  PacEvaluator(const PacEvaluator&) = delete;
+  PacEvaluator& operator=(const PacEvaluator&) = delete;
+
+  // Loads `script` on a worker. When it loads, it becomes the script every
+  // later evaluation uses and the cache is emptied; when it fails (syntax
+  // error, no FindProxyForURL, its top-level code throws or loops), the
+  // previous script stays. `done` is posted to `ex` with the outcome.
+  void setScript(std::shared_ptr<PacScript> script, asio::any_io_executor ex,
+                 std::function<void(PacError)> done);
+
+  // Answers from the cache, or nullopt (then call evaluate()). Never blocks
+  // on JavaScript; for callers that can use an answer at once.
+  std::optional<PacResult> cached(const PacQuery& query);
+
+  // Answers `query`; `done` is posted to `ex` exactly once, at the latest
+  // `timeout` (plus a few milliseconds) after this call.
+  void evaluate(PacQuery query, asio::any_io_executor ex, std::function<void(PacResult)> done);
+
+  // The network changed: forget cached answers.
+  void networkChanged();
+
+  // The script evaluations use now (null before the first load).
+  std::shared_ptr<const PacScript> script() const;
+  PacStats stats() const;
+  const Options& options() const { return options_; }
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // shared with the workers and the pending timers
+  Options options_;
+};
+
+}  // namespace h2gate::pac

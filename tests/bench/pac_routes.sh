@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# What routing by a PAC file costs against the same rules as native routes
+# (issue 19): two h2gates side by side, (n) with 50 forward_proxy routes and
+# the nghttpx cluster as the default, (p) with one pac route whose 50-rule
+# PAC file (file source, per-host cache on) answers "HTTPS 127.0.0.1:NGHTTPX"
+# for the benchmark's destination, after falling through every rule, as the
+# native routes do. W3 (wrk, absolute-form GET /1k) and W2 (curl 8, one
+# tunnel per request) run for both in the same rounds, the order rotating.
+# Prints req/s, tunnels/s, p99 and the per-round ratio p/n (target: p at
+# most 5 % slower).
+#
+#   tests/bench/pac_routes.sh          # ROUNDS=3 W3_SECS=10 W2_TUNNELS=1000
+#   QUICK=1 tests/bench/pac_routes.sh  # 1 round, 3 s, 200 tunnels
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+BENCH_NAME=pac_routes
+# shellcheck source=tests/bench/lib.sh
+source "$here/lib.sh"
+
+if [[ -n ${QUICK:-} ]]; then
+  ROUNDS=${ROUNDS:-1} W3_SECS=${W3_SECS:-3} W2_TUNNELS=${W2_TUNNELS:-200}
+fi
+ROUNDS=${ROUNDS:-3}
+W3_SECS=${W3_SECS:-10}
+W3_CONNS=${W3_CONNS:-50}
+W2_TUNNELS=${W2_TUNNELS:-1000}
+W2_PARALLEL=${W2_PARALLEL:-50}
+
+require_tools nginx nghttpx squid openssl wrk
+require_curl8
+bench_init
+make_certs
+start_nginx
+start_squid_backend
+start_nghttpx
+head -c 1024 /dev/urandom >"$work/www/1k"
+
+# The 50 rules, as YAML routes and as PAC lines: 20 internal domains and 10
+# address ranges DIRECT, 20 partner patterns through the cluster. The
+# benchmark's destination (127.0.0.1) matches none of them.
+routes=""
+pac_rules=""
+for i in $(seq 1 20); do
+  routes+="          - match: {host_suffixes: [dept$i.corp.example]}
+            direct: true
+"
+  pac_rules+="  if (dnsDomainIs(host, \".dept$i.corp.example\") || host == \"dept$i.corp.example\") return \"DIRECT\";
+"
+done
+for i in $(seq 1 20); do
+  routes+="          - match: {hosts: [\"*.partner$i.example\"]}
+            cluster: nghttpx
+"
+  pac_rules+="  if (shExpMatch(host, \"*.partner$i.example\")) return \"HTTPS 127.0.0.1:$nghttpx_port\";
+"
+done
+for i in $(seq 1 10); do
+  routes+="          - match: {cidrs: [10.$i.0.0/16]}
+            direct: true
+"
+  pac_rules+="  if (isInNet(host, \"10.$i.0.0\", \"255.255.0.0\")) return \"DIRECT\";
+"
+done
+cat >"$work/rules.pac" <<EOF
+function FindProxyForURL(url, host) {
+$pac_rules  return "HTTPS 127.0.0.1:$nghttpx_port";
+}
+EOF
+
+write_conf() { # file listen-port admin-port routing-yaml
+  cat >"$1" <<EOF
+admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: $3}}
+static_resources:
+  listeners:
+  - name: bench
+    address: {socket_address: {address: 127.0.0.1, port_value: $2}}
+    max_connections: 20000
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.forward_proxy
+        typed_config:
+$4
+  clusters:
+  - name: nghttpx
+    circuit_breakers: {thresholds: [{max_requests: 20000}]}
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: $nghttpx_port}}}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        common_tls_context:
+          validation_context:
+            trusted_ca: {filename: $work/ca.pem}
+EOF
+}
+spawn() { # name routing-yaml -> last_port, last_pid
+  last_port=$(free_port)
+  last_admin=$(free_port)
+  write_conf "$work/$1.yaml" "$last_port" "$last_admin" "$2"
+  "$H2GATE_BIN" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  last_pid=$!
+  pids+=("$last_pid")
+  wait_port "$last_port" "h2gate $1"
+}
+spawn native "          routes:
+$routes          cluster: nghttpx"
+n_port=$last_port n_pid=$last_pid
+spawn pac "          routes:
+          - match: {}
+            pac:
+              file: $work/rules.pac
+              fallback: {cluster: nghttpx}
+              proxies: {trusted_ca: $work/ca.pem}"
+p_port=$last_port p_pid=$last_pid p_admin=$last_admin
+sleep 1 # the PAC file loads on its own threads
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
+log "rounds: $ROUNDS, work dir $work, load average $load0"
+
+declare -A R
+add() { R[$1]+="$2 "; }
+# shellcheck disable=SC2086
+cell() { summary "$2" ${R[$1]:-}; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN {if (b == 0) print "nan"; else printf "%.3f", a / b}'; }
+port_of() { case $1 in n) echo "$n_port" ;; p) echo "$p_port" ;; esac }
+pid_of() { case $1 in n) echo "$n_pid" ;; p) echo "$p_pid" ;; esac }
+
+printf 'wrk.path = "http://127.0.0.1:%s/1k"\nwrk.headers["Host"] = "127.0.0.1:%s"\n' \
+  "$plain_port" "$plain_port" >"$work/abs.lua"
+for i in $(seq "$W2_TUNNELS"); do
+  printf 'url = "http://127.0.0.1:%s/1k?t=%s"\noutput = "/dev/null"\n' "$plain_port" "$i"
+done >"$work/w2.urls"
+
+w3() { # workload
+  local w=$1 out rps errs n cpu0 cpu1
+  cpu0=$(cpu_ticks "$(pid_of "$w")")
+  out=$(wrk -t 1 -c "$W3_CONNS" -d "${W3_SECS}s" --timeout 10s --latency -s "$work/abs.lua" \
+    "http://127.0.0.1:$(port_of "$w")/" 2>&1) || log "w3 $w: wrk failed: $out"
+  cpu1=$(cpu_ticks "$(pid_of "$w")")
+  echo "$out" >"$work/w3-$w.out"
+  n=$(awk '/requests in/ {print $1}' <<<"$out")
+  add "w3 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="${n:-0}" \
+    'BEGIN {printf "%.1f", (n > 0 ? t / hz * 1e6 / n : 0)}')"
+  rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' <<<"$out")
+  errs=$(awk '/Socket errors:/ {gsub(/,/, ""); s += $4 + $6 + $8 + $10}
+    /Non-2xx or 3xx responses:/ {s += $5} END {print s + 0}' <<<"$out")
+  add "w3 $w rps" "${rps:-0}"
+  add "w3 $w errs" "$errs"
+  log "w3 $w: ${rps:-?} req/s, $errs errors"
+  last=${rps:-0}
+}
+w2() { # workload
+  local w=$1 t0 t1 n secs p99 cpu0 cpu1
+  cpu0=$(cpu_ticks "$(pid_of "$w")")
+  t0=$EPOCHREALTIME
+  env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u no_proxy -u NO_PROXY \
+    LD_LIBRARY_PATH="$CURL8_LIB" "$CURL8" -q -s -S -p -x "http://127.0.0.1:$(port_of "$w")" \
+    --parallel --parallel-max "$W2_PARALLEL" --max-time 60 -H 'Connection: close' \
+    -w '%{http_code} %{size_download} %{time_total}\n' -K "$work/w2.urls" \
+    >"$work/w2-$w.out" 2>"$work/w2-$w.err" || log "w2 $w: curl failed: $(tail -3 "$work/w2-$w.err")"
+  t1=$EPOCHREALTIME
+  cpu1=$(cpu_ticks "$(pid_of "$w")")
+  n=$(awk '$1 == 200 && $2 == 1024' "$work/w2-$w.out" | wc -l)
+  add "w2 $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$W2_TUNNELS" \
+    'BEGIN {printf "%.4f", t / hz * 1000 / n}')"
+  ((n == W2_TUNNELS)) || log "w2 $w: $n of $W2_TUNNELS tunnels answered 200 with 1 KiB"
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a}')
+  p99=$(awk '{print $3 * 1000}' "$work/w2-$w.out" | sort -g |
+    awk '{v[NR] = $1} END {j = int(NR * 0.99 + 0.999); printf "%.2f", v[j < 1 ? 1 : j]}')
+  add "w2 $w tps" "$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')"
+  add "w2 $w p99" "$p99"
+  log "w2 $w: $n tunnels in ${secs}s, p99 $p99 ms"
+  last=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
+}
+
+for r in $(seq "$ROUNDS"); do
+  order=(n p)
+  ((r % 2 == 0)) && order=(p n)
+  for w in "${order[@]}"; do
+    check_alive "$(pid_of "$w")" "h2gate $w"
+    w3 "$w"
+    eval "w3_$w=$last"
+  done
+  add "w3 ratio" "$(div "$w3_p" "$w3_n")"
+  for w in "${order[@]}"; do
+    w2 "$w"
+    eval "w2_$w=$last"
+  done
+  add "w2 ratio" "$(div "$w2_p" "$w2_n")"
+done
+
+pac_metrics=$(curl -s "http://127.0.0.1:$p_admin/metrics" |
+  grep -E '^h2gate_pac_(evaluations|cache_hits|fallbacks)_total' | tr '\n' ' ' || true)
+
+cat <<EOF
+
+PAC routing vs the same 50 rules as native routes ($ROUNDS rounds; load average at start $load0)
+| figure | (n) native routes | (p) PAC file | p / n (per round) |
+|---|---|---|---|
+| W3 absolute-form req/s ($W3_CONNS conns, ${W3_SECS}s) | $(cell "w3 n rps" %.0f) | $(cell "w3 p rps" %.0f) | $(cell "w3 ratio" %.3f) |
+| W3 errors | $(cell "w3 n errs" %.0f) | $(cell "w3 p errs" %.0f) | |
+| W3 h2gate CPU µs per request | $(cell "w3 n cpu" %.1f) | $(cell "w3 p cpu" %.1f) | |
+| W2 tunnels/s ($W2_TUNNELS, $W2_PARALLEL at a time) | $(cell "w2 n tps" %.0f) | $(cell "w2 p tps" %.0f) | $(cell "w2 ratio" %.3f) |
+| W2 p99 ms | $(cell "w2 n p99" %.2f) | $(cell "w2 p p99" %.2f) | |
+| W2 h2gate CPU ms per tunnel | $(cell "w2 n cpu" %.3f) | $(cell "w2 p cpu" %.3f) | |
+
+target: p / n >= 0.95 for req/s and tunnels/s (median of the rounds)
+(p) metrics at the end: ${pac_metrics:-unavailable}
+EOF

@@ -1,0 +1,559 @@
+// The PAC evaluator: answers off the caller's thread, by a deadline, from a
+// cache; and what hostile PAC files (endless loops, exceptions, garbage
+// answers, huge allocations, huge files) get: a bounded wait and a
+// structured error the route's fallback can act on.
+#include "gateway/pac/evaluator.h"
+
+#include <atomic>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "tests/unit/pac/pac_test_util.h"
+
+using namespace h2gate::pac;
+using namespace h2gate::pac::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kByDomain = R"JS(
+function FindProxyForURL(url, host) {
+  if (isPlainHostName(host) || dnsDomainIs(host, ".corp.example")) return "DIRECT";
+  if (shExpMatch(host, "*.partner.example")) return "HTTPS partner-proxy.corp.example:8443";
+  return "PROXY proxy1.corp.example:8080; PROXY proxy2.corp.example:8080; DIRECT";
+}
+)JS";
+
+struct Harness {
+  explicit Harness(PacEvaluator::Options o = {}, std::shared_ptr<TableResolver> r = nullptr)
+      : resolver(r ? r : std::make_shared<TableResolver>()) {
+    PacEnvironment env;
+    env.resolver = resolver;
+    env.heap_limit = 16u << 20;
+    env.dns_timeout = 300ms;
+    eval = std::make_unique<PacEvaluator>(o, env);
+  }
+
+  PacError load(const std::string& text, std::chrono::milliseconds wait = 20s) {
+    std::optional<PacError> out;
+    eval->setScript(makeScript(text, "test.pac"), io.get_executor(),
+                    [&](PacError e) { out = std::move(e); });
+    runUntil([&] { return out.has_value(); }, wait);
+    REQUIRE(out.has_value());
+    return *out;
+  }
+
+  PacResult ask(const std::string& url, const std::string& host,
+                std::chrono::milliseconds wait = 20s) {
+    PacQuery q;
+    q.url = url;
+    q.host = host;
+    q.cache_key = url;
+    std::optional<PacResult> out;
+    eval->evaluate(q, io.get_executor(), [&](PacResult r) { out = std::move(r); });
+    runUntil([&] { return out.has_value(); }, wait);
+    REQUIRE(out.has_value());
+    return *out;
+  }
+
+  template <typename Pred>
+  void runUntil(Pred done, std::chrono::milliseconds wait) {
+    const auto until = Clock::now() + wait;
+    while (!done() && Clock::now() < until) {
+      if (io.stopped()) io.restart();  // it stops whenever it runs out of work
+      io.run_for(5ms);
+    }
+  }
+
+  std::shared_ptr<TableResolver> resolver;
+  asio::io_context io;
+  std::unique_ptr<PacEvaluator> eval;
+};
+
+}  // namespace
+
+TEST_CASE("pac evaluator: answers through the worker threads, then from the cache",
+          "[pac][evaluator]") {
+  Harness h;
+  REQUIRE(h.load(kByDomain).ok());
+  REQUIRE(h.eval->script());
+  CHECK(h.eval->script()->version == 1);
+  CHECK(h.eval->script()->sha256.size() == 64);
+
+  PacResult r = h.ask("https://www.example.com/", "www.example.com");
+  CHECK(r.error.ok());
+  CHECK_FALSE(r.from_cache);
+  CHECK(r.answer == "PROXY proxy1.corp.example:8080; PROXY proxy2.corp.example:8080; DIRECT");
+  CHECK(r.proxies.str() == r.answer);
+  CHECK(r.script_version == 1);
+
+  r = h.ask("https://www.example.com/", "www.example.com");
+  CHECK(r.from_cache);
+  CHECK(r.proxies.entries.size() == 3);
+  CHECK(h.eval->cached(PacQuery{"x", "y", "https://www.example.com/"}));
+
+  r = h.ask("https://intranet.corp.example/", "intranet.corp.example");
+  CHECK(r.answer == "DIRECT");
+  r = h.ask("https://api.partner.example/", "api.partner.example");
+  REQUIRE(r.proxies.entries.size() == 1);
+  CHECK(r.proxies.entries[0].kind == ProxyEntry::Kind::Https);
+  CHECK(r.proxies.entries[0].port == 8443);
+
+  const PacStats s = h.eval->stats();
+  CHECK(s.evaluations == 3);
+  CHECK(s.cache_hits == 2);
+  CHECK(s.loads == 1);
+}
+
+TEST_CASE("pac evaluator: no script yet, then a bad script keeps none", "[pac][evaluator]") {
+  Harness h;
+  PacResult r = h.ask("http://a.example/", "a.example");
+  CHECK(r.error.kind == PacError::Kind::NoScript);
+
+  PacError e = h.load("function FindProxyForURL(url, host) { return \"DIRECT\" ");
+  CHECK(e.kind == PacError::Kind::Syntax);
+  CHECK_THAT(e.message, Catch::Contains("SyntaxError"));
+  CHECK_THAT(e.message, Catch::Contains("line 1"));
+  e = h.load("var x = 1;");
+  CHECK(e.kind == PacError::Kind::NoFunction);
+  e = h.load("throw new Error('nope');\nfunction FindProxyForURL() { return 'DIRECT'; }");
+  CHECK(e.kind == PacError::Kind::Exception);
+  CHECK(e.message == "Error: nope (line 1)");
+  CHECK(h.eval->script() == nullptr);
+  CHECK(h.ask("http://b.example/", "b.example").error.kind == PacError::Kind::NoScript);
+  CHECK(h.eval->stats().load_failures == 3);
+}
+
+TEST_CASE("pac evaluator: a new script replaces the old one and empties the cache",
+          "[pac][evaluator]") {
+  PacEvaluator::Options o;
+  o.threads = 3;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, h) { return 'PROXY old:1'; }").ok());
+  CHECK(h.ask("http://a.example/", "a.example").answer == "PROXY old:1");
+  CHECK(h.ask("http://a.example/", "a.example").from_cache);
+
+  REQUIRE(h.load("function FindProxyForURL(u, h) { return 'PROXY new:2'; }").ok());
+  PacResult r = h.ask("http://a.example/", "a.example");
+  CHECK_FALSE(r.from_cache);
+  CHECK(r.answer == "PROXY new:2");
+  CHECK(r.script_version == 2);
+  // Every worker runs the new file (each compiled it once).
+  for (int i = 0; i < 12; ++i)
+    CHECK(h.ask("http://n" + std::to_string(i) + ".example/", "x").answer == "PROXY new:2");
+
+  // A broken update leaves the good script in place.
+  CHECK(h.load("function FindProxyForURL(u, h) {").kind == PacError::Kind::Syntax);
+  CHECK(h.ask("http://c.example/", "c.example").answer == "PROXY new:2");
+  CHECK(h.eval->script()->version == 2);
+}
+
+TEST_CASE("pac evaluator: FindProxyForURLEx is preferred when defined", "[pac][evaluator]") {
+  Harness h;
+  REQUIRE(h.load("function FindProxyForURL(u, h) { return 'PROXY plain:1'; }\n"
+                 "function FindProxyForURLEx(u, h) { return 'PROXY ex:1'; }")
+              .ok());
+  CHECK(h.ask("http://a.example/", "a.example").answer == "PROXY ex:1");
+  REQUIRE(h.load("function FindProxyForURLEx(u, h) { return 'HTTPS only-ex:1'; }").ok());
+  CHECK(h.ask("http://a.example/", "a.example").answer == "HTTPS only-ex:1");
+}
+
+TEST_CASE("pac evaluator: an endless loop is cut off at the deadline",
+          "[pac][evaluator][hostile]") {
+  PacEvaluator::Options o;
+  o.timeout = 300ms;
+  o.threads = 1;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, host) {\n"
+                 "  if (host == 'ok.example') return 'DIRECT';\n"
+                 "  while (true) { try { for (;;) {} } catch (e) {} }\n"
+                 "}")
+              .ok());
+  const auto start = Clock::now();
+  PacResult r = h.ask("http://loop.example/", "loop.example");
+  const auto took = Clock::now() - start;
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK_THAT(r.error.message, Catch::Contains("300 ms"));
+  CHECK(took >= 250ms);
+  CHECK(took < 1500ms);
+  // The thread is free again and the heap rebuilt: the next answer comes.
+  r = h.ask("http://ok.example/", "ok.example");
+  CHECK(r.error.ok());
+  CHECK(r.answer == "DIRECT");
+  // The failure is remembered briefly (error_ttl): no second 300 ms run.
+  const auto again = Clock::now();
+  r = h.ask("http://loop.example/", "loop.example");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK(r.from_cache);
+  CHECK(Clock::now() - again < 200ms);
+  CHECK(h.eval->stats().timeouts == 1);
+}
+
+TEST_CASE("pac evaluator: a top-level endless loop fails the load", "[pac][evaluator][hostile]") {
+  PacEvaluator::Options o;
+  o.load_timeout = 400ms;
+  Harness h(o);
+  const auto start = Clock::now();
+  PacError e = h.load("while (1) {}\nfunction FindProxyForURL() { return 'DIRECT'; }");
+  CHECK(e.kind == PacError::Kind::Timeout);
+  CHECK(Clock::now() - start < 2s);
+  CHECK(h.eval->script() == nullptr);
+}
+
+TEST_CASE("pac evaluator: exceptions and garbage answers are structured errors",
+          "[pac][evaluator][hostile]") {
+  Harness h;
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  if (host == "throw") throw new TypeError("bad host " + host);
+  if (host == "throwstr") throw "plain string";
+  if (host == "undef") return undefined;
+  if (host == "num") return 42;
+  if (host == "obj") return { proxy: "x" };
+  if (host == "empty") return "";
+  if (host == "words") return "go away";
+  if (host == "socks") return "SOCKS5 socks.corp:1080";
+  if (host == "mixed") return "SOCKS5 socks.corp:1080; bogus; PROXY p.corp:3128";
+  if (host == "big") { var s = "DIRECT;"; while (s.length < 100000) s += s; return s; }
+  if (host == "ref") return noSuchFunction(host);
+  if (host == "recurse") { var f = function (n) { return f(n + 1) + 1; }; return f(0); }
+  if (host == "duktape") return typeof Duktape;
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  auto kind = [&](const char* host) { return h.ask(std::string("http://") + host + "/", host); };
+
+  PacResult r = kind("throw");
+  CHECK(r.error.kind == PacError::Kind::Exception);
+  CHECK(r.error.message == "TypeError: bad host throw (line 3)");
+  CHECK(kind("throwstr").error.message == "uncaught value: plain string");
+  CHECK(kind("ref").error.kind == PacError::Kind::Exception);
+  CHECK_THAT(kind("ref").error.message, Catch::Contains("ReferenceError"));
+
+  r = kind("recurse");
+  CHECK(r.error.kind == PacError::Kind::Exception);
+  CHECK_THAT(r.error.message, Catch::StartsWith("RangeError"));
+  CHECK(kind("duktape").error.kind == PacError::Kind::UnusableAnswer);  // "undefined"
+  CHECK(kind("duktape").answer == "undefined");
+
+  r = kind("undef");
+  CHECK(r.error.kind == PacError::Kind::BadReturn);
+  CHECK(r.error.message == "FindProxyForURL returned undefined, not a string");
+  CHECK(kind("num").error.message == "FindProxyForURL returned a number, not a string");
+  CHECK(kind("obj").error.message == "FindProxyForURL returned an object, not a string");
+  CHECK(kind("big").error.kind == PacError::Kind::BadReturn);
+
+  r = kind("empty");
+  CHECK(r.error.kind == PacError::Kind::UnusableAnswer);
+  CHECK(r.error.message == "FindProxyForURL returned \"\": no usable entry (it is empty)");
+  r = kind("words");
+  CHECK(r.error.kind == PacError::Kind::UnusableAnswer);
+  CHECK_THAT(r.error.message, Catch::Contains("unknown keyword 'go'"));
+  r = kind("socks");
+  CHECK(r.error.kind == PacError::Kind::UnusableAnswer);
+  CHECK_THAT(r.error.message, Catch::Contains("SOCKS5 proxies are not supported"));
+  r = kind("mixed");
+  CHECK(r.error.ok());
+  CHECK(r.proxies.str() == "PROXY p.corp:3128");
+  CHECK(r.proxies.skipped_count == 2);
+}
+
+TEST_CASE("pac evaluator: a script that eats memory hits the heap limit",
+          "[pac][evaluator][hostile]") {
+  // A long time limit: here only the memory limit may stop the script (a
+  // busy machine makes filling 16 MiB slow).
+  PacEvaluator::Options o;
+  o.timeout = 30s;
+  Harness h(o);  // 16 MiB per heap
+  REQUIRE(h.load(R"JS(
+var hoard = [];
+function FindProxyForURL(url, host) {
+  if (host == "grow") { var a = []; for (;;) a.push("x" + a.length + Math.random()); }
+  if (host == "string") { var s = "x"; for (;;) s = s + s; }
+  if (host == "repeat") { return "x".repeat(1e9); }
+  if (host == "leak") { for (var i = 0; i < 2000; i++) hoard.push(new Array(64).join(url) + i); }
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  for (const char* host : {"grow", "string", "repeat"}) {
+    INFO(host);
+    const auto start = Clock::now();
+    PacResult r = h.ask(std::string("http://") + host + "/", host);
+    CHECK(r.error.kind == PacError::Kind::Memory);
+    CHECK(r.error.message == "reached its memory limit of 16384 KiB");
+    CHECK(Clock::now() - start < 20s);
+  }
+  // A script that keeps state between calls hits the limit after a few calls;
+  // the rebuilt heap starts empty again, so later answers still come.
+  int memory_errors = 0;
+  for (int i = 0; i < 30; ++i) {
+    PacResult r = h.ask("http://leak/" + std::to_string(i), "leak");
+    if (r.error.kind == PacError::Kind::Memory) ++memory_errors;
+  }
+  CHECK(memory_errors >= 1);
+  CHECK(h.ask("http://fine.example/", "fine.example").answer == "DIRECT");
+}
+
+TEST_CASE("pac evaluator: 10 MB PAC files are bounded in time and memory",
+          "[pac][evaluator][hostile]") {
+  // The shape of the big lists in the wild: one long string of names, made
+  // into a table on first use. 10 MB of names need about 85 MiB of heap.
+  std::string big = "var hosts = \"";
+  for (int n = 0; big.size() < 10'000'000; ++n) big += "host" + std::to_string(n) + ".example ";
+  big +=
+      "\";\nvar table = null;\n"
+      "function FindProxyForURL(u, h) {\n"
+      "  if (table == null) {\n"
+      "    table = {};\n"
+      "    var l = hosts.split(' ');\n"
+      "    for (var i = 0; i < l.length; i++) table[l[i]] = 1;\n"
+      "  }\n"
+      "  return table[h] ? 'PROXY listed.corp:3128' : 'DIRECT';\n"
+      "}\n";
+  PacEvaluator::Options o;
+  o.threads = 1;
+  o.timeout = 10s;
+
+  SECTION("with the default 32 MiB heap it fails, every time, within the limit") {
+    PacEnvironment env;
+    env.resolver = std::make_shared<TableResolver>();
+    asio::io_context io;
+    PacEvaluator eval(o, env);
+    std::optional<PacError> loaded;
+    eval.setScript(makeScript(big, "big.pac"), io.get_executor(), [&](PacError e) { loaded = e; });
+    while (!loaded) {
+      io.restart();
+      io.run_for(10ms);
+    }
+    REQUIRE(loaded->ok());  // the text itself fits
+    for (const char* host : {"host77.example", "nothost.example"}) {
+      INFO(host);
+      std::optional<PacResult> r;
+      const auto start = Clock::now();
+      eval.evaluate(PacQuery{std::string("http://") + host + "/", host, host}, io.get_executor(),
+                    [&](PacResult x) { r = x; });
+      while (!r) {
+        io.restart();
+        io.run_for(5ms);
+      }
+      // Not "DIRECT" for the second host: its heap, left with half a table
+      // by the first run, was thrown away and rebuilt.
+      CHECK(r->error.kind == PacError::Kind::Memory);
+      CHECK(Clock::now() - start < 20s);
+    }
+  }
+  SECTION("with a 256 MiB heap it works") {
+    PacEnvironment env;
+    env.resolver = std::make_shared<TableResolver>();
+    env.heap_limit = 256u << 20;
+    PacContext ctx(env);
+    REQUIRE(ctx.load(big, "big.pac", in(30s)).ok());
+    CHECK(ctx.findProxy("http://host77.example/", "host77.example", in(30s)).text ==
+          "PROXY listed.corp:3128");
+    CHECK(ctx.findProxy("http://other/", "other.example", in(30s)).text == "DIRECT");
+    CHECK(ctx.peakHeapBytes() < env.heap_limit);
+  }
+  SECTION("10 MB of separate literals exceed Duktape's constants per function") {
+    std::string rules = "var rules = {};\n";
+    for (int n = 0; rules.size() < 10'000'000; ++n)
+      rules += "rules['host" + std::to_string(n) + ".example'] = 'PROXY p.corp:3128';\n";
+    rules += "function FindProxyForURL(u, h) { return rules[h] || 'DIRECT'; }\n";
+    PacEnvironment env;
+    env.resolver = std::make_shared<TableResolver>();
+    PacContext ctx(env);
+    const auto start = Clock::now();
+    PacError e = ctx.load(rules, "rules.pac", in(30s));
+    CHECK(e.kind == PacError::Kind::Syntax);
+    CHECK_THAT(e.message, Catch::StartsWith("RangeError: const limit (line "));
+    CHECK(Clock::now() - start < 20s);
+  }
+}
+
+TEST_CASE("pac evaluator: slow DNS is bounded by dns_timeout and the deadline",
+          "[pac][evaluator][hostile]") {
+  auto resolver = std::make_shared<TableResolver>();
+  resolver->table["slow.example"] = {"10.0.0.1"};
+  resolver->delay = 5s;  // a DNS server that does not answer
+  PacEvaluator::Options o;
+  o.timeout = 2s;
+  Harness h(o, resolver);  // dns_timeout 300 ms
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  if (isInNet(host, "10.0.0.0", "255.0.0.0")) return "PROXY inside:1";
+  if (host == "twice") { dnsResolve("a.slow"); dnsResolve("b.slow"); return "PROXY after:2"; }
+  return "PROXY outside:1";
+}
+)JS")
+              .ok());
+  auto start = Clock::now();
+  PacResult r = h.ask("http://slow.example/", "slow.example");
+  CHECK(r.answer == "PROXY outside:1");  // the lookup gave up: not in the net
+  CHECK(Clock::now() - start >= 250ms);
+  CHECK(Clock::now() - start < 1500ms);
+
+  start = Clock::now();
+  r = h.ask("http://twice/", "twice");
+  CHECK(r.answer == "PROXY after:2");
+  CHECK(Clock::now() - start >= 550ms);
+  CHECK(Clock::now() - start < 2000ms);
+
+  // A run deadline shorter than the DNS timeout wins.
+  PacEvaluator::Options quick;
+  quick.timeout = 150ms;
+  Harness h2(quick, resolver);
+  REQUIRE(h2.load("function FindProxyForURL(u, host) { dnsResolve(host); return 'DIRECT'; }").ok());
+  start = Clock::now();
+  r = h2.ask("http://slow.example/", "slow.example");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK(Clock::now() - start < 700ms);
+}
+
+TEST_CASE("pac evaluator: the caller's timer answers when every worker is stuck",
+          "[pac][evaluator][hostile]") {
+  // A regular expression with catastrophic backtracking runs inside one
+  // Duktape call that the interrupt cannot cut (24 characters: about two
+  // seconds here; Duktape stops any match at 1e9 steps); the caller still
+  // gets its Timeout at the deadline.
+  PacEvaluator::Options o;
+  o.threads = 1;
+  o.timeout = 300ms;
+  Harness h(o);
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  if (host == "regex") /^(a+)+b$/.test("aaaaaaaaaaaaaaaaaaaaaaaa");
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  auto start = Clock::now();
+  PacResult r = h.ask("http://regex/", "regex");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK(Clock::now() - start < 1500ms);
+  // Meanwhile the only worker is busy: a second query times out too, by its
+  // own deadline.
+  start = Clock::now();
+  r = h.ask("http://other/", "other");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK(Clock::now() - start < 1500ms);
+}
+
+TEST_CASE("pac evaluator: queries for one key share one run; the queue is bounded",
+          "[pac][evaluator]") {
+  auto resolver = std::make_shared<TableResolver>();
+  resolver->delay = 200ms;
+  PacEvaluator::Options o;
+  o.threads = 1;
+  o.max_queue = 3;
+  Harness h(o, resolver);
+  REQUIRE(h.load("function FindProxyForURL(u, host) { dnsResolve(host); return 'PROXY p:' + "
+                 "host.length; }")
+              .ok());
+  std::vector<std::optional<PacResult>> same(5), other(6);
+  for (auto& slot : same)
+    h.eval->evaluate(PacQuery{"http://same/", "same", "same"}, h.io.get_executor(),
+                     [&slot](PacResult r) { slot = r; });
+  for (std::size_t i = 0; i < other.size(); ++i) {
+    const std::string host = "o" + std::to_string(i);
+    h.eval->evaluate(PacQuery{"http://" + host + "/", host, host}, h.io.get_executor(),
+                     [&other, i](PacResult r) { other[i] = r; });
+  }
+  h.runUntil(
+      [&] {
+        for (auto& s : same)
+          if (!s) return false;
+        for (auto& s : other)
+          if (!s) return false;
+        return true;
+      },
+      10s);
+  for (auto& s : same) {
+    REQUIRE(s);
+    CHECK(s->answer == "PROXY p:4");
+  }
+  int overloaded = 0;
+  for (auto& s : other) {
+    REQUIRE(s);
+    if (s->error.kind == PacError::Kind::Overloaded) ++overloaded;
+  }
+  CHECK(overloaded >= 3);  // 1 + 3 fit (running + queue), the rest do not
+  const PacStats st = h.eval->stats();
+  CHECK(st.coalesced == 4);
+  CHECK(st.overloaded == static_cast<uint64_t>(overloaded));
+  CHECK(resolver->names().size() == static_cast<std::size_t>(1 + 6 - overloaded));
+}
+
+TEST_CASE("pac evaluator: cache bounds, TTL and network changes", "[pac][evaluator]") {
+  PacEvaluator::Options o;
+  o.threads = 1;  // one heap: its counter numbers the runs
+  o.cache_entries = 2;
+  o.cache_ttl = 300ms;
+  Harness h(o);
+  REQUIRE(
+      h.load("var n = 0; function FindProxyForURL(u, h) { n++; return 'PROXY run:' + n; }").ok());
+  CHECK(h.ask("http://a/", "a").answer == "PROXY run:1");
+  CHECK(h.ask("http://b/", "b").answer == "PROXY run:2");
+  CHECK(h.ask("http://a/", "a").from_cache);
+  CHECK(h.ask("http://c/", "c").answer == "PROXY run:3");  // evicts b, the least recent
+  CHECK(h.ask("http://a/", "a").from_cache);
+  CHECK_FALSE(h.ask("http://b/", "b").from_cache);
+
+  h.eval->networkChanged();
+  CHECK_FALSE(h.ask("http://a/", "a").from_cache);
+  CHECK(h.ask("http://a/", "a").from_cache);
+  std::this_thread::sleep_for(350ms);
+  CHECK_FALSE(h.ask("http://a/", "a").from_cache);
+
+  PacEvaluator::Options off;
+  off.cache_entries = 0;
+  Harness h2(off);
+  REQUIRE(h2.load("function FindProxyForURL(u, h) { return 'DIRECT'; }").ok());
+  CHECK_FALSE(h2.ask("http://a/", "a").from_cache);
+  CHECK_FALSE(h2.ask("http://a/", "a").from_cache);
+  CHECK_FALSE(h2.eval->cached(PacQuery{"http://a/", "a", "http://a/"}));
+}
+
+TEST_CASE("pac evaluator: destroying it answers what is pending with Shutdown",
+          "[pac][evaluator]") {
+  auto resolver = std::make_shared<TableResolver>();
+  resolver->delay = 300ms;
+  PacEvaluator::Options o;
+  o.threads = 1;
+  Harness h(o, resolver);
+  REQUIRE(h.load("function FindProxyForURL(u, host) { dnsResolve(host); return 'DIRECT'; }").ok());
+  std::vector<std::optional<PacResult>> out(3);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    h.eval->evaluate(PacQuery{"u", "h" + std::to_string(i), "h" + std::to_string(i)},
+                     h.io.get_executor(), [&out, i](PacResult r) { out[i] = r; });
+  std::this_thread::sleep_for(50ms);
+  const auto start = Clock::now();
+  h.eval.reset();
+  CHECK(Clock::now() - start < 1s);
+  h.runUntil([&] { return out[0] && out[1] && out[2]; }, 5s);
+  for (auto& r : out) REQUIRE(r);
+  CHECK(out[1]->error.kind == PacError::Kind::Shutdown);
+  CHECK(out[2]->error.kind == PacError::Kind::Shutdown);
+}
+
+TEST_CASE("pac query: the URL browsers pass for a request", "[pac][evaluator]") {
+  PacQuery q = PacQuery::forRequest("https", "WWW.Example.com", 443, "/secret/path?token=1");
+  CHECK(q.url == "https://www.example.com/");
+  CHECK(q.host == "www.example.com");
+  CHECK(q.cache_key == "https://www.example.com:443");
+  q = PacQuery::forRequest("https", "a.example", 8443, "");
+  CHECK(q.url == "https://a.example:8443/");
+  q = PacQuery::forRequest("http", "a.example", 80, "/index.html?q=1");
+  CHECK(q.url == "http://a.example/index.html?q=1");
+  CHECK(q.cache_key == "http://a.example:80");
+  q = PacQuery::forRequest("http", "2001:db8::1", 8080, "/x");
+  CHECK(q.url == "http://[2001:db8::1]:8080/x");
+  CHECK(q.host == "2001:db8::1");
+  q = PacQuery::forRequest("wss", "[2001:db8::1]", 443, "/chat");
+  CHECK(q.url == "wss://[2001:db8::1]/");
+  CHECK(q.host == "2001:db8::1");
+  q = PacQuery::forRequest("http", "a.example", 80, "");
+  CHECK(q.url == "http://a.example/");
+}
