@@ -1,10 +1,8 @@
 #include "gateway/server.h"
 
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstring>
 
 #include "config/dump.h"
@@ -20,11 +18,8 @@ Server::Server(config::Bootstrap bootstrap, Reloader reloader)
     : reloader_(std::move(reloader)),
       started_(std::chrono::steady_clock::now()),
       started_wall_(std::chrono::system_clock::now()),
-      signals_(main_io_, SIGTERM, SIGINT),
+      signals_(main_io_),
       drain_timer_(main_io_) {
-#ifdef SIGHUP
-  signals_.add(SIGHUP);
-#endif
   config::LoadResult loaded;
   loaded.bootstrap = std::move(bootstrap);
   start_ = prepare(std::move(loaded));
@@ -294,9 +289,11 @@ std::string Server::start() {
       w->addCluster(clusters_[name], tls_[name], health_[c], cluster_requests_[name]);
     }
     for (Bound& b : bound_) {
-      const int fd = ::dup(b.acceptor.native_handle());
-      if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);
-      w->addListener(listeners_[b.listener], b.id, b.acceptor.local_endpoint().protocol(), fd);
+      std::string dup_error;
+      net::OwnedSocket dup = net::duplicateListener(b.acceptor, &dup_error);
+      if (!dup) return dup_error;
+      w->addListener(listeners_[b.listener], b.id, b.acceptor.local_endpoint().protocol(),
+                     std::move(dup));
     }
     workers_.push_back(std::move(w));
   }
@@ -311,16 +308,13 @@ std::string Server::start() {
 }
 
 void Server::waitForSignal() {
-  signals_.async_wait([this](const asio::error_code& ec, int sig) {
-    if (ec) return;
-#ifdef SIGHUP
-    if (sig == SIGHUP) {
-      requestReload("SIGHUP", nullptr);
+  signals_.asyncWait([this](ServerSignals::Kind kind, const std::string& name) {
+    if (kind == ServerSignals::Kind::Reload) {
+      requestReload(name, nullptr);
       waitForSignal();
       return;
     }
-#endif
-    beginShutdown(sig);
+    beginShutdown(name);
   });
 }
 
@@ -538,9 +532,9 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
       asio::error_code ec;
       s.protocol = b.acceptor.local_endpoint(ec).protocol();
       if (!e.reuse) {
-        s.fd = OwnedFd(::dup(b.acceptor.native_handle()));
-        if (!s.fd)
-          return reject({std::string("dup() of a listening socket failed: ") + strerror(errno)});
+        std::string dup_error;
+        s.fd = net::duplicateListener(b.acceptor, &dup_error);
+        if (!s.fd) return reject({dup_error});
       }
       u.sockets.push_back(std::move(s));
     }
@@ -600,8 +594,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
   return {200, "reloaded " + source + ": " + summary + "\n"};
 }
 
-void Server::beginShutdown(int sig) {
-  const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+void Server::beginShutdown(const std::string& name) {
   if (draining_) {
     H2G_LOG(Warn, 0, 0, name << " again: closing all connections now");
     for (auto& w : workers_) w->forceClose();
@@ -624,7 +617,7 @@ void Server::beginShutdown(int sig) {
     H2G_LOG(Warn, 0, 0, "drain timeout reached: closing the remaining connections");
     for (auto& w : workers_) w->forceClose();
   });
-  waitForSignal();  // a second SIGTERM cuts; a SIGHUP is answered "draining"
+  waitForSignal();  // a second stop cuts; a reload is answered "draining"
 }
 
 void Server::onWorkerIdle() {

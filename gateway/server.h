@@ -44,6 +44,7 @@
 #include "gateway/net/network_monitor.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/own_addresses.h"
+#include "gateway/server_signals.h"
 #include "gateway/upstream/health.h"
 #include "gateway/worker.h"
 
@@ -129,7 +130,9 @@ class Server {
   void retire(std::shared_ptr<const void> p);
   void sweepRetired();
   void waitForSignal();
-  void beginShutdown(int signal_number);
+  // Stop accepting and drain (`name`: what asked, for the log). Again while
+  // draining: close every connection now.
+  void beginShutdown(const std::string& name);
   void onWorkerIdle();
   // Network changes and resumes (server_network.cc): started by start()
   // unless h2gate.network_change_timeout is 0s; each change makes every
@@ -160,7 +163,7 @@ class Server {
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point started_wall_;
   asio::io_context main_io_;
-  asio::signal_set signals_;
+  ServerSignals signals_;
   asio::steady_timer drain_timer_;
   std::unique_ptr<Admin> admin_;
   // The current listener contexts (index as in bootstrap_->listeners).

@@ -1,7 +1,5 @@
 #include "gateway/worker.h"
 
-#include <unistd.h>
-
 #include "gateway/connection_id.h"
 #include "gateway/log.h"
 
@@ -15,11 +13,6 @@ Worker::~Worker() {
   stop();
 }
 
-void OwnedFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 downstream::ListenerStats& Worker::statsFor(const std::string& listener) {
   auto& stats = listener_stats_[listener];
   if (!stats) stats = std::make_unique<downstream::ListenerStats>(shard_, listener);
@@ -27,11 +20,18 @@ downstream::ListenerStats& Worker::statsFor(const std::string& listener) {
 }
 
 void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
-                         const asio::ip::tcp& protocol, int fd) {
+                         const asio::ip::tcp& protocol, net::OwnedSocket socket) {
   downstream::ListenerStats& stats = statsFor(ctx->name);
   auto a = std::shared_ptr<Acceptor>(new Acceptor{
       socket_id, std::move(ctx), &stats, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
-  a->acceptor.assign(protocol, fd);
+  asio::error_code ec;
+  a->acceptor.assign(protocol, socket.get(), ec);
+  if (ec) {
+    H2G_LOG(Error, 0, 0,
+            "worker " << index_ << ": cannot accept on a listening socket: " << ec.message());
+    return;  // `socket` closes it
+  }
+  socket.release();
   acceptors_.push_back(std::move(a));
 }
 
