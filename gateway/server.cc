@@ -9,6 +9,7 @@
 #include "filters/pac.h"
 #include "filters/registry.h"
 #include "gateway/log.h"
+#include "gateway/net/accept_backoff.h"
 #include "gateway/net/address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/reload_plan.h"
@@ -289,6 +290,7 @@ std::string Server::start() {
       w->addCluster(clusters_[name], tls_[name], health_[c], cluster_requests_[name]);
     }
     for (Bound& b : bound_) {
+      if (!net::listenerPerWorker()) break;  // acceptFor() hands connections over
       std::string dup_error;
       net::OwnedSocket dup = net::duplicateListener(b.acceptor, &dup_error);
       if (!dup) return dup_error;
@@ -300,6 +302,8 @@ std::string Server::start() {
   // The workers own duplicates; the originals stay open so nothing else can
   // take the port, and so a reload can hand them to the workers again.
   for (auto& w : workers_) w->start();
+  if (!net::listenerPerWorker())
+    for (Bound& b : bound_) acceptFor(b.id);
   config_guard_.emplace(config_io_.get_executor());
   config_thread_ = std::thread([this] { config_io_.run(); });
   startNetworkMonitor();
@@ -526,6 +530,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
     if (!e.reuse && !fresh[i]) continue;  // an optional address that cannot be bound
     Bound& b = e.reuse ? bound_[*e.reuse] : *fresh[i];
     for (auto& u : updates) {
+      if (!net::listenerPerWorker()) break;  // the Server accepts (acceptFor)
       Worker::Reconfigure::Socket s;
       s.socket_id = b.id;
       s.ctx = contexts[e.listener];
@@ -548,6 +553,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
 
   // Commit. From here on nothing fails.
   std::vector<Bound> bound;
+  std::vector<uint64_t> fresh_ids;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const auto& e = plan.entries[i];
     if (e.reuse) {
@@ -555,6 +561,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
       bound.back().listener = e.listener;
     } else if (fresh[i]) {
       bound.push_back(std::move(*fresh[i]));
+      fresh_ids.push_back(bound.back().id);
       logListening(bound.back(), next->listeners[e.listener]);
     }
   }
@@ -588,6 +595,8 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
   retire(std::exchange(bootstrap_, next));
   prepared.bootstrap = nullptr;
   for (size_t i = 0; i < workers_.size(); ++i) workers_[i]->reconfigure(std::move(updates[i]));
+  if (!net::listenerPerWorker())
+    for (uint64_t id : fresh_ids) acceptFor(id);
 
   ++reloads_ok_;
   H2G_LOG(Info, 0, 0, "configuration reloaded from " << source << ": " << summary);
@@ -618,6 +627,40 @@ void Server::beginShutdown(const std::string& name) {
     for (auto& w : workers_) w->forceClose();
   });
   waitForSignal();  // a second stop cuts; a reload is answered "draining"
+}
+
+Server::Bound* Server::findBound(uint64_t id) {
+  for (Bound& b : bound_)
+    if (b.id == id) return &b;
+  return nullptr;
+}
+
+void Server::acceptFor(uint64_t id) {
+  Bound* b = findBound(id);
+  if (!b || !b->acceptor.is_open() || draining_ || workers_.empty()) return;
+  Worker* w = workers_[next_worker_++ % workers_.size()].get();
+  // Straight into the worker's event loop: the socket joins its I/O
+  // completion port, and only adopt() crosses threads.
+  b->acceptor.async_accept(w->io(), [this, id, w](const asio::error_code& ec,
+                                                  asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || draining_) return;
+    Bound* b = findBound(id);
+    if (!b || !b->acceptor.is_open()) return;  // closed by a reload meanwhile
+    if (ec) {
+      // Out of sockets or memory: back off instead of spinning.
+      H2G_LOG(Warn, 0, 0,
+              "accept on listener " << listeners_[b->listener]->name << " failed: " << ec.message()
+                                    << "; retrying in " << net::AcceptBackoff::kRetryDelay.count()
+                                    << " ms");
+      auto retry = std::make_shared<asio::steady_timer>(main_io_, net::AcceptBackoff::kRetryDelay);
+      retry->async_wait([this, id, retry](const asio::error_code& e) {
+        if (!e) acceptFor(id);
+      });
+      return;
+    }
+    w->adopt(std::move(socket), listeners_[b->listener]);
+    acceptFor(id);
+  });
 }
 
 void Server::onWorkerIdle() {

@@ -130,6 +130,11 @@ class Server {
   void retire(std::shared_ptr<const void> p);
   void sweepRetired();
   void waitForSignal();
+  // When net::listenerPerWorker() is false (Windows): accept on bound_'s
+  // socket `id` on the main loop, each connection into the next worker's
+  // loop (round robin), until the socket is closed or the server drains.
+  void acceptFor(uint64_t id);
+  Bound* findBound(uint64_t id);
   // Stop accepting and drain (`name`: what asked, for the log). Again while
   // draining: close every connection now.
   void beginShutdown(const std::string& name);
@@ -191,6 +196,7 @@ class Server {
   uint64_t next_socket_id_ = 1;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
+  size_t next_worker_ = 0;             // acceptFor()'s round robin
   std::atomic<bool> draining_{false};  // read by scrapes
   // The cluster each worker's pool of that name was given (by name).
   std::unordered_map<std::string, std::shared_ptr<const config::Cluster>> clusters_;

@@ -173,19 +173,36 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
       });
       return;
     }
-    const uint64_t id = nextConnectionId();
-    // The connection refers to its listener context by reference; the
-    // deleter keeps the context (filters, limits) alive exactly as long as
-    // the connection, whatever reloads happen meanwhile.
-    auto conn = std::shared_ptr<downstream::DownstreamConnection>(
-        new downstream::DownstreamConnection(
-            std::move(socket), *a->ctx, *a->stats, router_, id,
-            [this](uint64_t closed) { onConnectionClosed(closed); }),
-        [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
-    conns_.emplace(id, conn);
-    active_.store(conns_.size());
-    conn->start();
+    startConnection(std::move(socket), a->ctx, *a->stats);
     if (a->acceptor.is_open()) accept(a);
+  });
+}
+
+void Worker::startConnection(asio::ip::tcp::socket socket,
+                             const std::shared_ptr<const downstream::ListenerContext>& ctx,
+                             downstream::ListenerStats& stats) {
+  const uint64_t id = nextConnectionId();
+  // The connection refers to its listener context by reference; the
+  // deleter keeps the context (filters, limits) alive exactly as long as
+  // the connection, whatever reloads happen meanwhile.
+  auto conn = std::shared_ptr<downstream::DownstreamConnection>(
+      new downstream::DownstreamConnection(std::move(socket), *ctx, stats, router_, id,
+                                           [this](uint64_t closed) { onConnectionClosed(closed); }),
+      [ctx](downstream::DownstreamConnection* c) { delete c; });
+  conns_.emplace(id, conn);
+  active_.store(conns_.size());
+  conn->start();
+}
+
+void Worker::adopt(asio::ip::tcp::socket socket,
+                   std::shared_ptr<const downstream::ListenerContext> ctx) {
+  asio::post(io_, [this, s = std::move(socket), ctx = std::move(ctx)]() mutable {
+    if (draining_) {
+      asio::error_code ec;
+      s.close(ec);
+      return;
+    }
+    startConnection(std::move(s), ctx, statsFor(ctx->name));
   });
 }
 

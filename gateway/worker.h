@@ -49,6 +49,12 @@ class Worker {
   void addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
                    const asio::ip::tcp& protocol, net::OwnedSocket socket);
 
+  // When net::listenerPerWorker() is false (Windows): a connection the
+  // Server accepted into this worker's event loop (io()) for listener
+  // `ctx`. Any thread. Closed at once if the worker is draining.
+  void adopt(asio::ip::tcp::socket socket, std::shared_ptr<const downstream::ListenerContext> ctx);
+  asio::io_context& io() { return io_; }
+
   // A configuration reload, as one worker applies it.
   struct Reconfigure {
     // The complete set of sockets to accept on from now. With an fd: a new
@@ -119,6 +125,10 @@ class Worker {
   // Pending accepts hold the Acceptor: one closed by a reload may still
   // complete with a connection.
   void accept(const std::shared_ptr<Acceptor>& a);
+  // An accepted app connection, on the worker's thread.
+  void startConnection(asio::ip::tcp::socket socket,
+                       const std::shared_ptr<const downstream::ListenerContext>& ctx,
+                       downstream::ListenerStats& stats);
   void onConnectionClosed(uint64_t id);
   void checkIdle();
 

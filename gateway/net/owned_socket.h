@@ -1,9 +1,12 @@
-// A listening socket handed from the Server to a worker: each worker's
-// acceptor owns a duplicate of the listener's socket, so the workers accept
-// on the same port in their own event loops. POSIX: dup()
-// (owned_socket_posix.cc); Windows: WSADuplicateSocket into this process,
-// which gives a handle of its own that the worker's I/O completion port can
-// take (a SOCKET joins only one port) (owned_socket_win.cc).
+// A listening socket handed from the Server to a worker. POSIX: each
+// worker's acceptor owns a dup() of the listener's socket, so the workers
+// accept on the same port in their own event loops (owned_socket_posix.cc).
+// Windows: a socket (and every duplicate of it: they share one file
+// object) joins exactly one I/O completion port, the one of the event loop
+// that opened it, so no worker can take a duplicate; there the Server's
+// loop accepts, each connection straight into a worker's event loop
+// (listenerPerWorker() false, owned_socket_win.cc; gateway/README.md,
+// Platform seams).
 #pragma once
 
 #include <string>
@@ -46,6 +49,10 @@ class OwnedSocket {
   NativeListener s_{};
   bool valid_ = false;
 };
+
+// true: workers accept on duplicates (duplicateListener); false: the
+// Server accepts for them (Worker::adopt).
+bool listenerPerWorker();
 
 // A duplicate of `acceptor`'s socket for another event loop; empty with
 // `*error` set when the system refuses.

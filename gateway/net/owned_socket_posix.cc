@@ -12,6 +12,10 @@ void OwnedSocket::reset() {
   valid_ = false;
 }
 
+bool listenerPerWorker() {
+  return true;
+}
+
 OwnedSocket duplicateListener(asio::ip::tcp::acceptor& acceptor, std::string* error) {
   const int fd = ::dup(acceptor.native_handle());
   if (fd < 0) {

@@ -9,6 +9,12 @@ void OwnedSocket::reset() {
   valid_ = false;
 }
 
+bool listenerPerWorker() {
+  return false;
+}
+
+// Not used by the Server on Windows (see the header); kept so the
+// interface is whole and a duplicate can be handed to another process.
 OwnedSocket duplicateListener(asio::ip::tcp::acceptor& acceptor, std::string* error) {
   WSAPROTOCOL_INFOW info{};
   if (::WSADuplicateSocketW(acceptor.native_handle(), ::GetCurrentProcessId(), &info) != 0) {
