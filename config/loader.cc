@@ -3,6 +3,7 @@
 // spans several places (names, references, filter chains) for YAML and
 // flag-made configs alike.
 #include "config/loader.h"
+#include "config/ip_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -302,7 +303,7 @@ std::string checkReadableFile(const std::string& path) {
 }
 
 bool isIpLiteral(std::string_view text) {
-  if (text.empty()) return false;
+  if (text.empty() || !ipTextIsStrict(text.substr(0, text.find('%')))) return false;
   asio::error_code ec;
   asio::ip::make_address(std::string(text), ec);
   return !ec;

@@ -19,10 +19,12 @@ std::optional<std::string> idnToAscii(const std::string& utf8, std::string* erro
   std::wstring wide(static_cast<size_t>(wide_len), L'\0');
   ::MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, utf8.data(), static_cast<int>(utf8.size()),
                         wide.data(), wide_len);
-  // Windows' IDNA (nameprep: case folding, NFKC) with the STD3 host name
-  // rules; unassigned code points are refused.
+  // Windows' IDNA (nameprep: case folding, NFKC); unassigned code points
+  // are refused. Not IDN_USE_STD3_ASCII_RULES: wine 8 refuses every name
+  // with it (ERROR_INVALID_NAME); normalizeHostName() checks the
+  // characters of the result itself.
   wchar_t out[512];
-  const int n = ::IdnToAscii(IDN_USE_STD3_ASCII_RULES, wide.data(), wide_len, out, 512);
+  const int n = ::IdnToAscii(0, wide.data(), wide_len, out, 512);
   if (n <= 0) return fail(("IdnToAscii error " + std::to_string(::GetLastError())).c_str());
   std::string ascii;
   ascii.reserve(static_cast<size_t>(n));
