@@ -35,7 +35,7 @@ inline void unsetEnv(const char* name) {
 #ifdef _WIN32
   ::_putenv_s(name, "");
 #else
-  unsetEnv(name);
+  ::unsetenv(name);
 #endif
 }
 
