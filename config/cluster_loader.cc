@@ -1,5 +1,6 @@
 // clusters[]: an upstream proxy, its endpoints, TLS and HTTP/2 options, in
 // Envoy's v3 shapes (plus proxy_credentials, which Envoy has no field for).
+#include <algorithm>
 #include <string>
 
 #include "config/loader.h"
@@ -146,6 +147,101 @@ void parseHttp2(NodeReader& h2, Http2ProtocolOptions& out) {
   }
 }
 
+// {username, password | password_file: {filename}}: proxy_credentials and
+// proxy_authentication.credentials.
+std::optional<ProxyCredentials> parseCredentials(NodeReader& creds) {
+  if (creds.isNull() || !creds.expectMap()) return std::nullopt;
+  creds.allowOnly({"username", "password", "password_file"});
+  auto user = creds.string("username", true);
+  if (user && user->empty()) creds.errorAt("username", "must not be empty");
+  std::optional<std::string> pass;
+  std::string file;
+  const bool from_file = creds.has("password_file");
+  if (from_file && creds.has("password")) {
+    creds.errorAt("password_file", "give either password or password_file, not both");
+  } else if (from_file) {
+    NodeReader source = creds.child("password_file");
+    if (auto path = readableFile(source)) {
+      std::string why;
+      pass = readSecretFile(*path, &why);
+      if (!pass) source.errorAt("filename", why);
+      file = *path;
+    }
+  } else {
+    pass = creds.string("password", true);  // missing: "missing required field"
+  }
+  if (!user || !pass) {
+    if (pass) wipe(*pass);
+    return std::nullopt;
+  }
+  ProxyCredentials out{*user, std::move(*pass), std::move(file)};
+  wipe(*pass);
+  return out;
+}
+
+std::optional<ProxyAuthentication> parseAuthentication(NodeReader& r, Cluster& c) {
+  if (r.isNull() || !r.expectMap()) return std::nullopt;
+  r.allowOnly({"scheme", "spn", "client_keytab", "principal", "credentials"});
+  ProxyAuthentication a;
+  using Scheme = ProxyAuthentication::Scheme;
+  if (auto v = r.choice("scheme", {"auto", "negotiate", "ntlm", "basic"})) {
+    a.scheme = *v == "negotiate" ? Scheme::Negotiate
+               : *v == "ntlm"    ? Scheme::Ntlm
+               : *v == "basic"   ? Scheme::Basic
+                                 : Scheme::Auto;
+  }
+  const bool kerberos = a.scheme == Scheme::Auto || a.scheme == Scheme::Negotiate;
+  const std::string not_kerberos = "is for Negotiate (Kerberos): scheme " +
+                                   std::string(schemeName(a.scheme)) + " has no use for it";
+  if (auto spn = r.string("spn")) {
+    // GSSAPI's host-based service name: service@host.
+    const size_t at = spn->find('@');
+    if (!kerberos)
+      r.errorAt("spn", not_kerberos);
+    else if (spn->find('/') != std::string::npos)
+      r.errorAt("spn",
+                "expected GSSAPI's SERVICE@HOST form, e.g. HTTP@proxy.example.com (not a "
+                "Kerberos principal name like HTTP/proxy.example.com@REALM)");
+    else if (at == std::string::npos || at == 0 || at + 1 == spn->size() ||
+             spn->find_first_of(" \t") != std::string::npos)
+      r.errorAt("spn", "expected SERVICE@HOST, e.g. HTTP@proxy.example.com");
+    else
+      a.spn = *spn;
+  }
+  if (r.has("client_keytab")) {
+    NodeReader kt = r.child("client_keytab");
+    if (!kerberos)
+      r.errorAt("client_keytab", not_kerberos);
+    else if (auto path = readableFile(kt))
+      a.client_keytab = *path;
+  }
+  if (auto p = r.string("principal")) {
+    if (!kerberos)
+      r.errorAt("principal", not_kerberos);
+    else if (p->empty())
+      r.errorAt("principal", "must not be empty");
+    else
+      a.principal = *p;
+  }
+  if (r.has("credentials")) {
+    if (c.credentials) {
+      r.errorAt("credentials",
+                "the cluster has proxy_credentials already: give the credentials once");
+    } else {
+      NodeReader creds = r.child("credentials");
+      c.credentials = parseCredentials(creds);
+    }
+  }
+  if (a.scheme == Scheme::Basic && !c.credentials && !r.has("credentials"))
+    r.error("scheme basic needs credentials (a username and a password)");
+  // A ':' in the user name cannot be sent in Basic auth (RFC 7617).
+  if (c.credentials && c.credentials->username.find(':') != std::string::npos &&
+      (a.scheme == Scheme::Basic || a.scheme == Scheme::Auto))
+    r.error("the user name contains ':', which Basic cannot carry (scheme " +
+            std::string(schemeName(a.scheme)) + ")");
+  return a;
+}
+
 void parseProtocolOptions(NodeReader& options, Cluster& c) {
   if (!options.expectMap()) return;
   options.allowOnly({kHttpProtocolOptionsKey});
@@ -176,8 +272,8 @@ Cluster parseCluster(NodeReader& r) {
   c.mark = r.mark();
   if (!r.expectMap()) return c;
   r.allowOnly({"name", "connect_timeout", "load_assignment", "transport_socket",
-               "typed_extension_protocol_options", "proxy_credentials", "circuit_breakers",
-               "send_buffer", "tcp_notsent_lowat"});
+               "typed_extension_protocol_options", "proxy_credentials", "proxy_authentication",
+               "circuit_breakers", "send_buffer", "tcp_notsent_lowat"});
   if (auto name = r.string("name", true)) {
     if (name->empty()) r.errorAt("name", "must not be empty");
     c.name = *name;
@@ -225,15 +321,22 @@ Cluster parseCluster(NodeReader& r) {
   parseProtocolOptions(options, c);
 
   NodeReader creds = r.child("proxy_credentials");
-  if (!creds.isNull() && creds.expectMap()) {
-    creds.allowOnly({"username", "password"});
-    auto user = creds.string("username", true);
-    auto pass = creds.string("password", true);
-    if (user && user->empty()) creds.errorAt("username", "must not be empty");
-    // A ':' in the user name cannot be sent in Basic auth (RFC 7617).
-    if (user && user->find(':') != std::string::npos)
-      creds.errorAt("username", "must not contain ':'");
-    if (user && pass) c.credentials = ProxyCredentials{*user, *pass};
+  c.credentials = parseCredentials(creds);
+  // A ':' in the user name cannot be sent in Basic auth (RFC 7617).
+  if (c.credentials && c.credentials->username.find(':') != std::string::npos) {
+    creds.errorAt("username", "must not contain ':'");
+  }
+  NodeReader auth = r.child("proxy_authentication");
+  c.authentication = parseAuthentication(auth, c);
+  // NTLM authenticates a connection, which HTTP/2 cannot carry (its streams
+  // are independent requests): such a cluster offers only http/1.1.
+  if (c.authentication && c.authentication->scheme == ProxyAuthentication::Scheme::Ntlm && c.tls) {
+    auto& alpn = c.tls->alpn_protocols;
+    if (std::find(alpn.begin(), alpn.end(), "http/1.1") == alpn.end())
+      auth.errorAt("scheme",
+                   "NTLM needs HTTP/1.1 connections, but alpn_protocols does not offer http/1.1");
+    else
+      alpn = {"http/1.1"};
   }
 
   parseSocketTuning(r, c.send_buffer, c.tcp_notsent_lowat);

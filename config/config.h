@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -131,10 +132,53 @@ struct TlsContext {
   bool insecure_skip_verify = false;                     // only from --insecure or explicit YAML
 };
 
+// A user name and password for an upstream proxy: Basic, or NTLM's
+// explicit identity. The password is a secret: never logged, redacted in
+// /config_dump, and wiped (OPENSSL_cleanse) when the struct is destroyed.
 struct ProxyCredentials {
   std::string username;
-  std::string password;  // secret: never log
+  std::string password;
+  // Where the password was read from (password_file), for /config_dump and
+  // reload; empty when it was given inline (possibly as ${ENV}).
+  std::string password_file;
+
+  ProxyCredentials() = default;
+  ProxyCredentials(std::string user, std::string pass, std::string file = {})
+      : username(std::move(user)), password(std::move(pass)), password_file(std::move(file)) {}
+  ProxyCredentials(const ProxyCredentials&) = default;
+  ProxyCredentials(ProxyCredentials&&) noexcept = default;
+  ProxyCredentials& operator=(const ProxyCredentials& other);
+  ProxyCredentials& operator=(ProxyCredentials&& other) noexcept;
+  ~ProxyCredentials();
 };
+
+// Overwrites the bytes of `s` (its whole capacity) with OPENSSL_cleanse.
+void wipe(std::string& s);
+
+// How h2gate authenticates to a cluster's proxies (the cluster's
+// proxy_authentication; see gateway/upstream/auth/proxy_auth.h). The user
+// name and password, when given, live in Cluster::credentials.
+struct ProxyAuthentication {
+  enum class Scheme {
+    Auto,       // the strongest scheme the proxy offers: Negotiate > NTLM > Basic
+    Negotiate,  // Kerberos through SPNEGO (GSSAPI / SSPI), a token per request
+    Ntlm,       // NTLMv2 (gss-ntlmssp / SSPI), per HTTP/1.1 connection
+    Basic,      // the credentials, on every request
+  };
+  Scheme scheme = Scheme::Auto;
+  // Negotiate's service principal, GSSAPI style "HTTP@proxy.example.com";
+  // empty: HTTP@<the endpoint's address>.
+  std::string spn;
+  // Negotiate for service accounts: a client keytab to get tickets from
+  // (kept in memory, never in the user's cache); empty: the user's
+  // credential cache (KRB5CCNAME, as after kinit).
+  std::string client_keytab;
+  // The Kerberos client principal to use (from the keytab or the cache
+  // collection); empty: the keytab's first / the cache's default.
+  std::string principal;
+};
+
+std::string_view schemeName(ProxyAuthentication::Scheme s);
 
 struct Cluster {
   std::string name;
@@ -142,7 +186,10 @@ struct Cluster {
   std::vector<SocketAddress> endpoints;  // flattened load_assignment.endpoints[].lb_endpoints[]
   std::optional<TlsContext> tls;         // transport_socket; absent: plain TCP to the proxy
   Http2ProtocolOptions http2;
+  // proxy_credentials, or proxy_authentication.credentials. Alone (no
+  // `authentication`): Basic on every request.
   std::optional<ProxyCredentials> credentials;
+  std::optional<ProxyAuthentication> authentication;  // proxy_authentication
   uint32_t max_connections = 8;  // circuit_breakers.thresholds[0].max_connections
   // Requests and tunnels in progress on the cluster (waiting for a
   // connection or on one), across all workers; beyond it a new one gets 503

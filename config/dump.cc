@@ -201,11 +201,19 @@ class Writer {
     if (c.tls) tls(*c.tls);
     protocolOptions(c);
 
-    if (c.credentials) {
-      out_ << YAML::Key << "proxy_credentials" << YAML::Value << YAML::BeginMap;
-      field("username", c.credentials->username);
-      field("password", kRedacted);
+    // The credentials go where the loader reads them back from: inside
+    // proxy_authentication when there is one, else proxy_credentials.
+    if (c.authentication) {
+      const ProxyAuthentication& a = *c.authentication;
+      out_ << YAML::Key << "proxy_authentication" << YAML::Value << YAML::BeginMap;
+      field("scheme", std::string(schemeName(a.scheme)));
+      if (!a.spn.empty()) field("spn", a.spn);
+      if (!a.client_keytab.empty()) file("client_keytab", a.client_keytab);
+      if (!a.principal.empty()) field("principal", a.principal);
+      if (c.credentials) credentials("credentials", *c.credentials);
       out_ << YAML::EndMap;
+    } else if (c.credentials) {
+      credentials("proxy_credentials", *c.credentials);
     }
 
     out_ << YAML::Key << "circuit_breakers" << YAML::Value << YAML::BeginMap;
@@ -226,6 +234,17 @@ class Writer {
     if (sb.mode == SendBuffer::Mode::Fixed) field("bytes", sb.bytes);
     out_ << YAML::EndMap;
     field("tcp_notsent_lowat", notsent_lowat);
+  }
+
+  // {username, password: [redacted]} or {username, password_file: {filename}}.
+  void credentials(const char* key, const ProxyCredentials& c) {
+    out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
+    field("username", c.username);
+    if (c.password_file.empty())
+      field("password", kRedacted);
+    else
+      file("password_file", c.password_file);
+    out_ << YAML::EndMap;
   }
 
   // A DataSource: {filename: PATH}.

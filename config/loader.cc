@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include <openssl/crypto.h>
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/eventhandler.h>
 #include <asio/ip/address.hpp>
@@ -300,6 +301,32 @@ std::string checkReadableFile(const std::string& path) {
   if (f == nullptr) return "cannot read '" + path + "': " + std::strerror(errno);
   std::fclose(f);
   return {};
+}
+
+std::optional<std::string> readSecretFile(const std::string& path, std::string* why) {
+  constexpr size_t kMax = 64 * 1024;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    *why = "cannot read '" + path + "': " + std::strerror(errno);
+    return std::nullopt;
+  }
+  std::string out;
+  out.reserve(kMax + 1);  // no reallocation: no stray copies of the secret
+  char buf[4096];
+  size_t n = 0;
+  while (out.size() <= kMax && (n = std::fread(buf, 1, sizeof buf, f)) > 0)
+    out.append(buf, std::min(n, kMax + 1 - out.size()));
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  OPENSSL_cleanse(buf, sizeof buf);
+  if (failed || out.size() > kMax) {
+    *why = failed ? "cannot read '" + path + "'" : "'" + path + "' is larger than 64 KiB";
+    wipe(out);
+    return std::nullopt;
+  }
+  if (!out.empty() && out.back() == '\n') out.pop_back();
+  if (!out.empty() && out.back() == '\r') out.pop_back();
+  return out;
 }
 
 bool isIpLiteral(std::string_view text) {

@@ -45,6 +45,10 @@ std::vector<Problem> validateAndBuild(Bootstrap& bootstrap);
 // Small checks shared with the flag parser (gateway/cli.h).
 // "" when `path` names a readable regular file, else "cannot read 'PATH': why".
 std::string checkReadableFile(const std::string& path);
+// A secret kept in a file of its own (a password_file): its content without
+// one trailing line break. nullopt, with *why set, when it cannot be read or
+// is larger than 64 KiB. The caller wipes what it gets.
+std::optional<std::string> readSecretFile(const std::string& path, std::string* why);
 // An IPv4 or IPv6 literal, without brackets ("::1", "fe80::1%eth0").
 bool isIpLiteral(std::string_view text);
 // A DNS name as a proxy endpoint may use (letters, digits, '-', '_', '.').

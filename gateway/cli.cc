@@ -254,8 +254,8 @@ ParseResult parse(int argc, const char* const* argv) {
     }
 
     static constexpr const char* kValued[] = {
-        "-c",       "--config",      "--listen",    "--admin",          "--upstream",
-        "--cacert", "--concurrency", "--log-level", "--max-config-size"};
+        "-c",       "--config",      "--listen",    "--admin",           "--upstream",
+        "--cacert", "--concurrency", "--log-level", "--max-config-size", "--proxy-auth"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -294,6 +294,10 @@ ParseResult parse(int argc, const char* const* argv) {
       } else {
         o.concurrency = static_cast<uint32_t>(std::stoul(value));
       }
+    } else if (name == "--proxy-auth") {
+      if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
+        addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
+      o.proxy_auth = value;
     } else if (name == "--max-config-size") {
       if (auto bytes = parseSize(value); bytes && *bytes >= 1024 && *bytes <= kMaxConfigSizeLimit)
         o.max_config_bytes = *bytes;
@@ -336,6 +340,10 @@ Options:
       --cacert FILE        CA bundle to verify --upstream proxies (default: the
                            system bundle)
       --insecure           do not verify the --upstream proxy's certificate
+      --proxy-auth SCHEME  authenticate to the --upstream proxy: negotiate
+                           (Kerberos: your kinit ticket), ntlm, basic (both
+                           with user:pass@ in the URL) or auto (the strongest
+                           the proxy asks for)
       --concurrency N      worker threads (default 1)
       --max-config-size SIZE
                            refuse a config file larger than SIZE (bytes, or
@@ -465,6 +473,28 @@ config::LoadResult buildBootstrap(const Options& options,
         }
       }
       if (options.insecure) flag_cluster->tls->insecure_skip_verify = true;
+    }
+  }
+
+  if (options.proxy_auth) {
+    using Scheme = config::ProxyAuthentication::Scheme;
+    const std::string& v = *options.proxy_auth;
+    const Scheme scheme = v == "negotiate" ? Scheme::Negotiate
+                          : v == "ntlm"    ? Scheme::Ntlm
+                          : v == "basic"   ? Scheme::Basic
+                                           : Scheme::Auto;
+    if (flag_cluster == nullptr) {
+      fail(
+          "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+          "config file set proxy_authentication instead");
+    } else if (scheme == Scheme::Basic && !flag_cluster->credentials) {
+      fail("--proxy-auth basic needs user:pass@ in the --upstream URL");
+    } else {
+      flag_cluster->authentication.emplace();
+      flag_cluster->authentication->scheme = scheme;
+      // NTLM authenticates connections, which HTTP/2 cannot carry.
+      if (scheme == Scheme::Ntlm && flag_cluster->tls)
+        flag_cluster->tls->alpn_protocols = {"http/1.1"};
     }
   }
 

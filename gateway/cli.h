@@ -14,13 +14,16 @@ namespace h2gate::cli {
 struct Options {
   bool help = false;
   bool version = false;
-  bool validate = false;                 // --validate: check config, print every problem, exit 0/1
-  std::string config_path;               // -c / --config FILE
-  std::optional<std::string> listen;     // --listen HOST:PORT
-  std::optional<std::string> admin;      // --admin HOST:PORT
-  std::vector<std::string> upstreams;    // --upstream https://[user:pass@]HOST:PORT (repeatable)
-  std::string cacert;                    // --cacert FILE
-  bool insecure = false;                 // --insecure (explicit only)
+  bool validate = false;               // --validate: check config, print every problem, exit 0/1
+  std::string config_path;             // -c / --config FILE
+  std::optional<std::string> listen;   // --listen HOST:PORT
+  std::optional<std::string> admin;    // --admin HOST:PORT
+  std::vector<std::string> upstreams;  // --upstream https://[user:pass@]HOST:PORT (repeatable)
+  std::string cacert;                  // --cacert FILE
+  bool insecure = false;               // --insecure (explicit only)
+  // --proxy-auth SCHEME: auto, negotiate, ntlm or basic for the --upstream
+  // cluster (its proxy_authentication).
+  std::optional<std::string> proxy_auth;
   std::optional<uint32_t> concurrency;   // --concurrency N
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).
@@ -40,7 +43,8 @@ std::string usage();  // --help text
 // Then flags are applied on top (--listen replaces the first listener's
 // address, --admin the admin address, --upstream adds a cluster per URL and
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
-// of flag-made clusters). `upstream_env` is $H2GATE_UPSTREAM, used only
+// of flag-made clusters, --proxy-auth their proxy_authentication).
+// `upstream_env` is $H2GATE_UPSTREAM, used only
 // when neither --upstream nor -c was given. The result is validated.
 config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env);

@@ -14,6 +14,7 @@
 #include "gateway/net/fd_limit.h"
 #include "gateway/server.h"
 #include "gateway/server_signals.h"
+#include "gateway/upstream/auth/mechanism.h"
 
 int main(int argc, char** argv) {
   using namespace h2gate;
@@ -70,6 +71,9 @@ int main(int argc, char** argv) {
     H2G_LOG(Warn, 0, 0,
             "built with H2GATE_METRICS=OFF (a benchmark build): every metric reads zero");
   net::raiseFdLimitAndLog(loaded.bootstrap);
+  // Before any other thread starts (it may set an environment variable).
+  if (const std::string note = upstream::auth::initPlatformAuth(); !note.empty())
+    H2G_LOG(Warn, 0, 0, note);
   // A reload builds the configuration exactly as now: the same file, with
   // the same flags applied on top. Without -c there is nothing to re-read.
   Server::Reloader reloader;

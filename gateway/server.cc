@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "config/dump.h"
+#include "config/loader.h"
 #include "filters/pac.h"
 #include "filters/registry.h"
 #include "gateway/log.h"
@@ -181,9 +182,33 @@ void Server::logCluster(const config::Cluster& c) {
   std::string eps;
   for (const auto& e : c.endpoints)
     eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
+  std::string auth;
+  if (c.authentication)
+    auth = ", proxy authentication " + std::string(config::schemeName(c.authentication->scheme)) +
+           (c.authentication->client_keytab.empty()
+                ? ""
+                : " (Kerberos keytab " + c.authentication->client_keytab + ")");
+  else if (c.credentials)
+    auth = ", with credentials (Basic)";
   H2G_LOG(Info, 0, 0,
-          "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "")
-                     << (c.credentials ? ", with credentials" : ""));
+          "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "") << auth);
+  if (c.authentication && c.authentication->scheme == config::ProxyAuthentication::Scheme::Ntlm)
+    H2G_LOG(Info, 0, 0,
+            "cluster " << c.name
+                       << ": NTLM authenticates a connection, which HTTP/2 cannot carry (its "
+                          "streams are independent requests): its proxies are reached over "
+                          "HTTP/1.1 connections, one per tunnel; absolute-form requests reuse "
+                          "authenticated keep-alive connections");
+  const bool kerberos =
+      c.authentication && c.authentication->spn.empty() &&
+      (c.authentication->scheme == config::ProxyAuthentication::Scheme::Negotiate ||
+       c.authentication->scheme == config::ProxyAuthentication::Scheme::Auto);
+  for (const auto& e : c.endpoints)
+    if (kerberos && config::isIpLiteral(e.address))
+      H2G_LOG(Warn, 0, 0,
+              "cluster " << c.name << ": endpoint " << e.address
+                         << " is an IP address, but Kerberos names services by host name "
+                            "(HTTP@<host>): give the endpoint's host name or set spn");
 }
 
 namespace {

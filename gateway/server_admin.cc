@@ -21,7 +21,8 @@ constexpr std::string_view kIndex =
     "  /metrics            Prometheus text format 0.0.4 (also /stats/prometheus)\n"
     "  /ready              200 when listeners are up and every cluster has a usable proxy\n"
     "  /healthz            200 while the process is alive and not draining\n"
-    "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams\n"
+    "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams,\n"
+    "                      proxy authentication scheme\n"
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
     "  /proxy.pac          PAC file of the first listener (?listener=NAME for another)\n"
     "  /server_info        version, state, uptime (JSON)\n"
@@ -162,7 +163,7 @@ std::string Server::clustersText() const {
       };
       out += h->name() + " " + e.name + " state=" + upstream::stateName(e.state) +
              " alpn=" + (e.alpn.empty() ? "-" : e.alpn) + " connections=" + get(conns) +
-             " streams=" + get(streams);
+             " streams=" + get(streams) + " auth=" + (e.auth.empty() ? "-" : e.auth);
       out +=
           " last_error=" + (e.last_error.empty() ? std::string("-") : "\"" + e.last_error + "\"");
       out += "\n";

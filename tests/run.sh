@@ -4,7 +4,8 @@
 #   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
 #            the README's systemd and Windows proxy settings: clients_systemd,
-#            clients_wininet; a test that cannot run here is listed as skipped)
+#            clients_wininet; the SSPI backend under wine: clients_sspi; a test
+#            that cannot run here is listed as skipped)
 #   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
 #            about a minute) with build/h2gate: every workload runs and the table
 #            has a figure in every row; the figures and their targets are not judged
@@ -14,8 +15,8 @@
 #   windows  tests/windows/run.sh: the Windows builds of OpenSSL, nghttp2, yaml-cpp and
 #            prometheus-cpp from Debian's sources (deploy/windows/build-deps.sh, cached
 #            outside the tree), then the mingw-w64 cross build in build-windows/ of the
-#            send-buffer tuner, network monitor and a program using every library, run
-#            under wine against nginx and nghttpx
+#            send-buffer tuner, network monitor, the SSPI backend and a program
+#            using every library, run under wine against nginx and nghttpx
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
 #            skipped, with the reason, where podman cannot run containers

@@ -393,6 +393,16 @@ def build_panels():
         [target("sum by (cluster, fallback) (%s)" % rate("h2gate_route_fallbacks_total", IC),
                 "{{cluster}} -> {{fallback}}")],
         "reqps"), 24, 8)
+    g.add(timeseries(
+        "Proxy authentication",
+        "Authentications to upstream proxies per second by scheme (basic, negotiate, ntlm) "
+        "and result (h2gate_upstream_auth_total): success; rejected, the proxy answered 407 to "
+        "the credentials; failed, h2gate could not make them (no Kerberos ticket, an expired "
+        "one, an unknown service principal: h2gate's log says which); mutual_failed, the "
+        "proxy's Kerberos answer did not verify.",
+        [target("sum by (cluster, scheme, result) (%s)" % rate("h2gate_upstream_auth_total", IC),
+                "{{cluster}} {{scheme}} {{result}}")],
+        "ops"), 24, 8)
 
     # ----------------------------------------------------------------- process
     g.row("Process")

@@ -114,6 +114,13 @@ const std::array<FamilyDef, kFamilyCount> kDefs{{
      "Socket send buffer (SO_SNDBUF) of each open upstream connection.",
      Type::Gauge,
      {"cluster", "endpoint", "connection"}},
+    {"h2gate_upstream_auth_total",
+     "Authentications to upstream proxies, by scheme (basic, negotiate, ntlm) and result: "
+     "success (the proxy accepted), rejected (it answered 407 to our credentials), failed "
+     "(h2gate could not make credentials: no Kerberos ticket, an expired one, an unknown "
+     "service principal...), mutual_failed (the proxy's Kerberos answer did not verify).",
+     Type::Counter,
+     {"cluster", "scheme", "result"}},
 }};
 
 }  // namespace

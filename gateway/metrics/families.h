@@ -41,6 +41,7 @@ enum class Family {
   UpstreamPingRtt,               // histogram {cluster, endpoint}
   UpstreamConnectionPingRtt,     // gauge (ns, exported as seconds) {cluster, endpoint, connection}
   UpstreamConnectionSendBuffer,  // gauge {cluster, endpoint, connection}
+  UpstreamAuth,                  // counter {cluster, scheme, result}
   Count_,
 };
 

@@ -96,6 +96,10 @@ void Connector::handshake() {
           ssl, endpoint_.address, endpoint_.address + ":" + std::to_string(endpoint_.port_value));
       !err.empty())
     return failWith(502, Result::ConnectFailed, "TLS setup: " + err);
+  if (http1_only_) {
+    static constexpr unsigned char kHttp1[] = "\x08http/1.1";
+    SSL_set_alpn_protos(ssl, kHttp1, sizeof kHttp1 - 1);
+  }
   transport_->asyncHandshake([self = shared_from_this()](const asio::error_code& e) {
     if (!self->done_) return;
     SSL* ssl = self->transport_->ssl();

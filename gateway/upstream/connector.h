@@ -47,6 +47,9 @@ class Connector : public std::enable_shared_from_this<Connector> {
   // Which of its cluster's endpoints this connects to (the pool's index).
   void setEndpointIndex(size_t index) { endpoint_index_ = index; }
   size_t endpointIndex() const { return endpoint_index_; }
+  // Offer only http/1.1 in ALPN (a proxy that wants NTLM, which HTTP/2
+  // cannot carry), whatever the cluster's TLS context offers.
+  void setHttp1Only() { http1_only_ = true; }
 
  private:
   void connectNext();
@@ -57,6 +60,7 @@ class Connector : public std::enable_shared_from_this<Connector> {
   asio::io_context& io_;
   config::SocketAddress endpoint_;
   size_t endpoint_index_ = 0;
+  bool http1_only_ = false;
   std::shared_ptr<net::TlsContext> tls_;
   config::Duration timeout_;
   uint64_t conn_id_;

@@ -568,8 +568,10 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
     if (head.framing == BodyFraming::ContentLength)
       fields.emplace_back("content-length", std::to_string(head.content_length));
   }
-  for (Header& h : forwardedHeaders(head, info, conn_->cluster(), /*lowercase=*/true))
+  for (Header& h :
+       forwardedHeaders(head, info, conn_->cluster(), /*lowercase=*/true, authorization_))
     fields.emplace_back(std::move(h.name), std::move(h.value));
+  config::wipe(authorization_);
   std::vector<nghttp2_nv> nva;
   nva.reserve(fields.size());
   for (const auto& [n, v] : fields)
@@ -579,6 +581,9 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
   const bool with_body = head.is_connect || head.framing != BodyFraming::None;
   end_pending_ = !with_body;
   id_ = conn_->submit(this, nva, with_body);
+  // nghttp2 has its copies (sent never-indexed): ours of the secrets go.
+  for (auto& [n, v] : fields)
+    if (isSensitiveHeader(n, info, conn_->cluster())) config::wipe(v);
   if (id_ <= 0) {
     TunnelCallbacks* cb = callbacks_;
     callbacks_ = nullptr;
@@ -688,6 +693,26 @@ void H2Stream::onHeadersDone(bool end_stream) {
                        << conn_->cluster().name);
       retry_ = nullptr;
       abort();  // RST_STREAM; the request queues again (posted by the hook)
+      return;
+    }
+  }
+  if (auth_) {
+    // Before anything reaches the app: a 407 may be answered with
+    // credentials, a Kerberos mutual-authentication token must verify.
+    AuthHook hook = std::move(auth_);
+    auth_ = nullptr;
+    const auth::Verdict v = hook(response_, sent_ == 0);
+    if (v.kind == auth::Verdict::Kind::Retry) {
+      H2G_LOG(Debug, conn_id_, app_stream_id_,
+              "h2 stream " << id_ << ": proxy wants authentication; queued again with it");
+      retry_ = nullptr;
+      abort();  // RST_STREAM; the request queues again (posted by the hook)
+      return;
+    }
+    if (v.kind == auth::Verdict::Kind::Fail) {
+      TunnelCallbacks* cb = callbacks_;
+      abort();
+      cb->onFailed(502, Result::ConnectFailed, v.reason);
       return;
     }
   }

@@ -27,6 +27,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
+#include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/transport.h"
 #include "gateway/upstream/tunnel.h"
 #include "gateway/upstream/upstream_stats.h"
@@ -186,6 +187,16 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   // this stream resets itself without telling the app.
   using AnswerRetryHook = std::function<bool()>;
   void setAnswerRetryHook(AnswerRetryHook hook) { answer_retry_ = std::move(hook); }
+  // The cluster's Proxy-Authorization for this stream (auth::RequestAuth);
+  // set before open(). Wiped once submitted.
+  void setAuthorization(std::string value) { authorization_ = std::move(value); }
+  // Asked with the proxy's final response head before the app sees it;
+  // `can_retry`: nothing of the request beyond its head has left.
+  // Deliver: as usual. Retry: the stream resets itself without telling the
+  // app (the hook queues the request again). Fail: the app gets 502 with
+  // the verdict's reason.
+  using AuthHook = std::function<auth::Verdict(const ResponseHead& head, bool can_retry)>;
+  void setAuthHook(AuthHook hook) { auth_ = std::move(hook); }
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void send(std::string_view data, Done done) override;
   void endOfRequest() override;
@@ -241,6 +252,8 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   bool has_held_head_ = false;
   RetryHook retry_;
   AnswerRetryHook answer_retry_;
+  AuthHook auth_;
+  std::string authorization_;
   ResponseHead response_;
   bool response_started_ = false;
   bool closed_ = false;         // nghttp2 closed the stream, or we let go of it

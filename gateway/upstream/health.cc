@@ -39,6 +39,11 @@ void ClusterHealth::lost(size_t i, const std::string& reason) {
   endpoints_.at(i).last_error = reason;
 }
 
+void ClusterHealth::setAuth(size_t i, std::string_view scheme) {
+  std::lock_guard lock(mu_);
+  endpoints_.at(i).auth = scheme;
+}
+
 std::vector<ClusterHealth::Endpoint> ClusterHealth::snapshot() const {
   std::lock_guard lock(mu_);
   return endpoints_;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace h2gate::upstream {
@@ -18,8 +19,12 @@ class ClusterHealth {
   struct Endpoint {
     std::string name;  // "host:port"
     State state = State::Unknown;
-    std::string alpn;                               // of the last connection that worked
-    std::string last_error;                         // empty until something failed
+    std::string alpn;        // of the last connection that worked
+    std::string last_error;  // empty until something failed
+    // The proxy authentication scheme in use towards it ("negotiate",
+    // "ntlm", "basic"; "auto" while a cluster set to auto has not learnt
+    // it yet); empty when the cluster does not authenticate.
+    std::string auth;
     std::chrono::system_clock::time_point since{};  // of the current state
   };
 
@@ -31,6 +36,8 @@ class ClusterHealth {
   // An established connection ended: remembered as the last error, but the
   // endpoint stays up until a new attempt fails.
   void lost(size_t endpoint, const std::string& reason);
+  // The authentication scheme used with `endpoint` (see Endpoint::auth).
+  void setAuth(size_t endpoint, std::string_view scheme);
 
   std::vector<Endpoint> snapshot() const;
   // At least one endpoint is up.

@@ -63,9 +63,18 @@ void Http1Exchange::flush() {
   const bool chunked = !head_->is_connect && head_->framing == BodyFraming::Chunked;
   bool with_data = false;
   bool with_end = false;
-  if (!head_bytes_.empty()) bufs.push_back(asio::buffer(head_bytes_));
-  // Tunnel bytes wait until the proxy said yes to the CONNECT.
-  const bool body_allowed = !head_->is_connect || tunnel_;
+  const bool with_head = !head_bytes_.empty();
+  if (with_head) {
+    // Set aside while it is written: a head for the next authentication leg
+    // may be queued in head_bytes_ before this write completes.
+    head_in_flight_ = std::move(head_bytes_);
+    head_bytes_.clear();
+    bufs.push_back(asio::buffer(head_in_flight_));
+  }
+  // Tunnel bytes wait until the proxy said yes to the CONNECT; a body waits
+  // while the proxy authenticates the connection (an NTLM negotiate leg, a
+  // 407 being read before the next leg).
+  const bool body_allowed = (!head_->is_connect || tunnel_) && !handshake_ && !draining_;
   if (pending_done_ && body_allowed) {
     with_data = true;
     if (chunked && !pending_.empty()) {
@@ -81,6 +90,7 @@ void Http1Exchange::flush() {
     with_end = true;
     if (chunked) bufs.push_back(asio::buffer("0\r\n\r\n", 5));
   }
+  if (with_data) body_started_ = true;
   if (bufs.empty()) {
     if (with_end) {
       end_sent_ = true;
@@ -96,7 +106,7 @@ void Http1Exchange::flush() {
     return;
   }
   writing_ = true;
-  transport_->asyncWrite(bufs, [self = shared_from_this(), with_data, with_end](
+  transport_->asyncWrite(bufs, [self = shared_from_this(), with_head, with_data, with_end](
                                    const asio::error_code& ec, size_t) {
     self->writing_ = false;
     if (!self->open_) return;
@@ -108,7 +118,7 @@ void Http1Exchange::flush() {
         self->reset(Result::UpstreamReset, reason);
       return;
     }
-    self->head_bytes_.clear();
+    if (with_head) config::wipe(self->head_in_flight_);  // it may hold credentials
     if (with_end) {
       self->end_sent_ = true;
       if (self->head_->is_connect) self->transport_->shutdownSend();
@@ -195,6 +205,29 @@ void Http1Exchange::onRead(size_t n) {
         skipping_interim_ = true;
         continue;
       }
+      if (auth_.on_response) {
+        auth::Verdict v = auth_.on_response(r, !body_started_, r.keep_alive);
+        if (v.kind == auth::Verdict::Kind::Retry) {
+          H2G_LOG(Debug, conn_id_, stream_id_,
+                  "proxy " << info_->upstream << " wants authentication: queued again with it");
+          abort();  // closes the connection; the hook queues the request again
+          return;
+        }
+        if (v.kind == auth::Verdict::Kind::Fail) {
+          fail(502, Result::ConnectFailed, v.reason);
+          return;
+        }
+        if (v.kind == auth::Verdict::Kind::Continue) {
+          // The 407's body is read and dropped, then the next leg goes out.
+          draining_ = true;
+          handshake_ = v.handshake;
+          next_head_ = auth_.head(v.authorization, v.handshake);
+          body_.clear();
+          continue;
+        }
+        if (v.connection_authenticated) transport_->markAuthenticated();
+        auth_.on_response = nullptr;
+      }
       response_started_ = true;
       if (kind_ == Kind::ProxyConnect && r.status / 100 == 2) {
         H2G_LOG(Debug, conn_id_, stream_id_,
@@ -213,6 +246,12 @@ void Http1Exchange::onRead(size_t n) {
         skipping_interim_ = false;
         continue;
       }
+      if (draining_) {
+        body_.clear();
+        nextLeg();
+        if (!open_) return;
+        continue;  // what else came is the start of the next answer
+      }
       message_done = true;
       break;
     } else if (ev == http1::Event::Error) {
@@ -227,7 +266,21 @@ void Http1Exchange::onRead(size_t n) {
       break;  // NeedMore / Body with everything consumed
     }
   }
+  if (draining_) {
+    body_.clear();
+    return readMore();
+  }
   deliverBody(message_done);
+}
+
+void Http1Exchange::nextLeg() {
+  draining_ = false;
+  parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Response, http1::Limits{});
+  parser_->expectNoBody(head_->method == "HEAD");
+  parser_->expectConnectResponse(kind_ == Kind::ProxyConnect);
+  head_bytes_ = std::move(next_head_);
+  config::wipe(next_head_);
+  flush();
 }
 
 void Http1Exchange::deliverBody(bool message_done) {
@@ -265,6 +318,11 @@ void Http1Exchange::onEof() {
     return;
   }
   body_.clear();
+  if (draining_)
+    return fail(502, Result::UpstreamReset,
+                info_->upstream +
+                    " closed the connection during the authentication handshake (NTLM needs it "
+                    "kept open)");
   const http1::Event ev = parser_->finish();
   if (ev == http1::Event::MessageComplete && response_started_) return deliverBody(true);
   const std::string reason =
@@ -307,6 +365,9 @@ void Http1Exchange::released(std::unique_ptr<Transport> transport) {
 }
 
 Http1Exchange::~Http1Exchange() {
+  config::wipe(head_bytes_);
+  config::wipe(head_in_flight_);
+  config::wipe(next_head_);
   released(nullptr);
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gateway/http1/parser.h"
+#include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/transport.h"
 #include "gateway/upstream/tunnel.h"
 
@@ -32,6 +33,27 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   Http1Exchange(std::unique_ptr<Transport> transport, Kind kind, std::string head_bytes,
                 uint64_t conn_id, uint64_t stream_id, Release release = nullptr);
   ~Http1Exchange() override;
+
+  // Authentication to the proxy (auth::RequestAuth), set before open().
+  struct AuthHooks {
+    // The proxy's final response head, before the app sees it;
+    // `can_retry`: no byte of the body (or tunnel) has left; `keep_alive`:
+    // the response leaves the connection open. See auth::Verdict: Retry
+    // ends this exchange without telling the app (the hook queues the
+    // request again); Continue reads the 407 to its end and sends head()
+    // of the verdict's authorization on this connection.
+    std::function<auth::Verdict(const ResponseHead& head, bool can_retry, bool keep_alive)>
+        on_response;
+    // The request head with this Proxy-Authorization ("" none);
+    // `handshake`: an NTLM negotiate leg (Content-Length: 0, body held).
+    std::function<std::string(const std::string& authorization, bool handshake)> head;
+    // The first head (head_bytes) is such a leg: the body waits.
+    bool handshake = false;
+  };
+  void setAuth(AuthHooks hooks) {
+    auth_ = std::move(hooks);
+    handshake_ = auth_.handshake;
+  }
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void send(std::string_view data, Done done) override;
@@ -68,7 +90,8 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   TunnelCallbacks* callbacks_ = nullptr;  // null after fail/reset/abort/end
 
   // App → upstream: at most one buffer in flight (see tunnel.h).
-  std::string head_bytes_;  // until written
+  std::string head_bytes_;      // until its write starts
+  std::string head_in_flight_;  // being written
   std::string_view pending_;
   Done pending_done_;
   std::array<char, 24> chunk_header_{};
@@ -88,6 +111,16 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   std::string body_;
   bool response_started_ = false;
   bool skipping_interim_ = false;
+
+  // Authentication (see AuthHooks).
+  AuthHooks auth_;
+  bool handshake_ = false;     // the head on the wire is an NTLM negotiate leg: body held
+  bool draining_ = false;      // reading a 407 to its end before next_head_ goes out
+  std::string next_head_;      // the request again, with the next credentials (a secret)
+  bool body_started_ = false;  // a byte of the body (or tunnel) was written
+  // Starts the next leg once the 407 being drained has ended: a fresh
+  // parser, next_head_ written.
+  void nextLeg();
 };
 
 }  // namespace h2gate::upstream

@@ -34,6 +34,10 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
 
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
     save(head, info, callbacks);
+    if (pool_->auth() && !carriesAuthorization(head, info, pool_->cluster()))
+      auth_ = std::make_shared<auth::RequestAuth>(
+          pool_->auth(), conn_id_, stream_id_,
+          !head.is_connect && head.framing != BodyFraming::None);
     slot_ = pool_->acquireRequest(conn_id_, stream_id_);
     if (!slot_) {
       auto self = shared_from_this();  // the app may drop its reference in onFailed
@@ -57,8 +61,31 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   void attachH2(const std::shared_ptr<H2Connection>& conn, size_t endpoint) {
     setWaiting(false);
     timer_.cancel();
+    if (!auth_) return openH2(conn, endpoint, {});
+    // The credentials first (a Kerberos token may take a moment, made off
+    // the event loop), then the stream.
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    auth_->prepare(endpoint, /*h2=*/true, /*connection_authenticated=*/false,
+                   [weak, conn, endpoint](auth::Prepared p) {
+                     if (auto self = weak.lock()) self->openH2(conn, endpoint, std::move(p));
+                   });
+  }
+
+  void openH2(const std::shared_ptr<H2Connection>& conn, size_t endpoint, auth::Prepared prepared) {
+    if (!callbacks_) return;  // aborted meanwhile
+    if (conn->closed()) return retry();
     auto stream = std::make_shared<H2Stream>(conn, conn_id_, stream_id_);
     std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    if (auth_) {
+      stream->setAuthorization(std::move(prepared.authorization));
+      stream->setAuthHook([weak](const ResponseHead& head, bool can_retry) {
+        auto self = weak.lock();
+        if (!self || !self->auth_) return auth::Verdict{};
+        auth::Verdict v = self->auth_->onResponse(head, can_retry, /*same_connection=*/false);
+        if (v.kind == auth::Verdict::Kind::Retry) self->retryPosted();
+        return v;
+      });
+    }
     if (retries_ < kMaxRetries) {
       stream->setRetryHook([weak] {
         if (auto self = weak.lock()) self->retry();
@@ -86,36 +113,20 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   std::optional<size_t> avoid() const { return avoid_; }
   void clearAvoid() { avoid_.reset(); }
 
-  void attachH1(std::unique_ptr<Transport> transport, std::string peer,
+  void attachH1(std::unique_ptr<Transport> transport, std::string peer, size_t endpoint,
                 Http1Exchange::Release release) {
     setWaiting(false);
     timer_.cancel();
-    info_->protocol = "http1";
-    if (peer.empty()) {
-      asio::error_code ec;
-      const auto ep = transport->socket().remote_endpoint(ec);
-      if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
-    }
-    info_->upstream = std::move(peer);
-    const RequestHead& h = *head_;
-    std::string bytes;
-    const Headers fwd = forwardedHeaders(h, *info_, pool_->cluster(), /*lowercase=*/false);
-    if (h.is_connect) {
-      bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
-    } else {
-      // Host from the target, not the app (RFC 9112 §3.2.2), as for h2's :authority.
-      bytes = h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
-      if (h.framing == BodyFraming::ContentLength)
-        bytes += "Content-Length: " + std::to_string(h.content_length) + "\r\n";
-      else if (h.framing == BodyFraming::Chunked)
-        bytes += "Transfer-Encoding: chunked\r\n";
-    }
-    for (const Header& x : fwd) bytes += x.name + ": " + x.value + "\r\n";
-    bytes += "\r\n";
-    attach(std::make_shared<Http1Exchange>(
-        std::move(transport),
-        h.is_connect ? Http1Exchange::Kind::ProxyConnect : Http1Exchange::Kind::Request,
-        std::move(bytes), conn_id_, stream_id_, std::move(release)));
+    auto held = std::make_shared<HeldConnection>();
+    held->transport = std::move(transport);
+    held->peer = std::move(peer);
+    held->release = std::move(release);
+    if (!auth_) return openH1(held, {});
+    const bool authenticated = held->transport->authenticated();
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    auth_->prepare(endpoint, /*h2=*/false, authenticated, [weak, held](auth::Prepared p) {
+      if (auto self = weak.lock()) self->openH1(held, std::move(p));
+    });
   }
 
   void poolFailed(int status, Result result, const std::string& reason) {
@@ -126,6 +137,90 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
  private:
+  // An HTTP/1.1 connection handed to this request while its credentials
+  // are made: given back to the pool unused if the request goes away first.
+  struct HeldConnection {
+    std::unique_ptr<Transport> transport;
+    std::string peer;
+    Http1Exchange::Release release;
+    ~HeldConnection() {
+      if (release) release(std::move(transport));
+    }
+  };
+
+  // The request head for an HTTP/1.1 proxy, with `authorization` (the
+  // cluster's credentials, "" none); `handshake`: an NTLM negotiate leg,
+  // which announces no body (it follows with the next leg).
+  std::string h1Head(const std::string& authorization, bool handshake) const {
+    const RequestHead& h = *head_;
+    std::string bytes;
+    Headers fwd = forwardedHeaders(h, *info_, pool_->cluster(), /*lowercase=*/false, authorization);
+    if (h.is_connect) {
+      bytes = "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n";
+    } else {
+      // Host from the target, not the app (RFC 9112 §3.2.2), as for h2's :authority.
+      bytes = h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
+      if (handshake && h.framing != BodyFraming::None)
+        bytes += "Content-Length: 0\r\n";
+      else if (h.framing == BodyFraming::ContentLength)
+        bytes += "Content-Length: " + std::to_string(h.content_length) + "\r\n";
+      else if (h.framing == BodyFraming::Chunked)
+        bytes += "Transfer-Encoding: chunked\r\n";
+    }
+    for (Header& x : fwd) {
+      bytes += x.name + ": " + x.value + "\r\n";
+      config::wipe(x.value);  // credentials among them
+    }
+    bytes += "\r\n";
+    return bytes;
+  }
+
+  void openH1(const std::shared_ptr<HeldConnection>& held, auth::Prepared prepared) {
+    if (!callbacks_) return;  // aborted meanwhile: ~HeldConnection gives it back
+    std::string peer = std::move(held->peer);
+    info_->protocol = "http1";
+    if (peer.empty()) {
+      asio::error_code ec;
+      const auto ep = held->transport->socket().remote_endpoint(ec);
+      if (!ec) peer = ep.address().to_string() + ":" + std::to_string(ep.port());
+    }
+    info_->upstream = std::move(peer);
+    const RequestHead& h = *head_;
+    auto exchange = std::make_shared<Http1Exchange>(
+        std::move(held->transport),
+        h.is_connect ? Http1Exchange::Kind::ProxyConnect : Http1Exchange::Kind::Request,
+        h1Head(prepared.authorization, prepared.handshake), conn_id_, stream_id_,
+        std::move(held->release));
+    held->release = nullptr;
+    if (auth_) {
+      std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+      Http1Exchange::AuthHooks hooks;
+      hooks.handshake = prepared.handshake;
+      hooks.on_response = [weak](const ResponseHead& head, bool can_retry, bool keep_alive) {
+        auto self = weak.lock();
+        if (!self || !self->auth_) return auth::Verdict{};
+        auth::Verdict v = self->auth_->onResponse(head, can_retry, keep_alive);
+        if (v.kind == auth::Verdict::Kind::Retry) self->retryPosted();
+        return v;
+      };
+      hooks.head = [weak](const std::string& authorization, bool handshake) {
+        auto self = weak.lock();
+        return self ? self->h1Head(authorization, handshake) : std::string();
+      };
+      exchange->setAuth(std::move(hooks));
+    }
+    attach(std::move(exchange));
+  }
+
+  // Queues the request again, after the stream or exchange that asked for
+  // it has stopped (not from inside its callback).
+  void retryPosted() {
+    std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+    asio::post(timer_.get_executor(), [weak] {
+      if (auto s = weak.lock()) s->retry();
+    });
+  }
+
   // Gives the max_requests slot back; only the first call does.
   void releaseSlot() {
     if (!slot_) return;
@@ -184,6 +279,9 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   // must not be the endpoint that answered.
   bool answer_retried_ = false;
   std::optional<size_t> avoid_;
+  // The cluster's authentication for this request (null: none, or the
+  // request carries its own Proxy-Authorization).
+  std::shared_ptr<auth::RequestAuth> auth_;
 };
 
 UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
@@ -204,6 +302,24 @@ UpstreamPool::UpstreamPool(asio::io_context& io, const config::Cluster& cluster,
   for (const auto& ep : cluster.endpoints)
     endpoint_stats_.push_back(std::make_shared<EndpointStats>(
         shard, cluster_stats_, cluster.name, endpointLabel(ep.address, ep.port_value), worker));
+  if (auth::ProxyAuth::configured(cluster)) {
+    auth_ = std::make_shared<auth::ProxyAuth>(cluster, io, shard, health_);
+    // ProxyAuth lives in this pool and calls back on its thread.
+    // Posted: it may come from inside an h2 connection's callback.
+    auth_->onHttp1Required([this](size_t endpoint) {
+      asio::post(io_, [weak = weak_from_this(), endpoint] {
+        if (auto p = weak.lock()) p->requireHttp1(endpoint);
+      });
+    });
+    for (size_t i = 0; i < cluster.endpoints.size(); ++i)
+      if (auth_->http1Only(i)) endpoint_alpn_[i] = "http/1.1";
+  }
+}
+
+void UpstreamPool::requireHttp1(size_t endpoint) {
+  endpoint_alpn_[endpoint] = "http/1.1";
+  closeIdleH2();
+  dispatch();
 }
 
 bool UpstreamPool::knownHttp1() const {
@@ -246,8 +362,12 @@ void UpstreamPool::closeIdleH2() {
   // close() calls back into onConnectionClosed, which edits h2_.
   std::vector<std::shared_ptr<H2Connection>> idle;
   for (const auto& e : h2_)
-    if (e.conn->activeStreams() == 0) idle.push_back(e.conn);
-  for (auto& c : idle) c->close("no longer needed (shutting down or replaced by a reload)", false);
+    if (e.conn->activeStreams() == 0 && (shutting_down_ || (auth_ && auth_->http1Only(e.endpoint))))
+      idle.push_back(e.conn);
+  for (auto& c : idle)
+    c->close(shutting_down_ ? "no longer needed (shutting down or replaced by a reload)"
+                            : "its proxy wants NTLM: HTTP/1.1 connections from now on",
+             false);
 }
 
 void UpstreamPool::closeIdleH1(H1Idle& idle) {
@@ -355,6 +475,7 @@ std::shared_ptr<H2Connection> UpstreamPool::pickH2(std::optional<size_t> avoid, 
   const H2Entry* best = nullptr;
   for (const auto& e : h2_) {
     if (avoid && e.endpoint == *avoid) continue;
+    if (auth_ && auth_->http1Only(e.endpoint)) continue;  // wants NTLM (requireHttp1)
     if (!e.conn->acceptsStreams()) continue;
     if (e.conn->idleTooLong()) {
       e.conn->probe(cluster_.http2.connection_keepalive->timeout);
@@ -423,7 +544,7 @@ void UpstreamPool::attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endp
                             std::unique_ptr<Transport> transport, std::string peer) {
   ++h1_busy_;
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
-  t->attachH1(std::move(transport), std::move(peer),
+  t->attachH1(std::move(transport), std::move(peer), endpoint,
               [weak, endpoint](std::unique_ptr<Transport> tr) {
                 if (auto p = weak.lock()) p->onH1Released(endpoint, std::move(tr));
               });
@@ -539,6 +660,7 @@ bool UpstreamPool::openConnection(std::optional<size_t> endpoint, bool probe) {
                                   net::tuningOf(cluster_.send_buffer, cluster_.tcp_notsent_lowat),
                                   cluster_.http2.connection_keepalive);
   connector->setEndpointIndex(index);
+  if (auth_ && auth_->http1Only(index)) connector->setHttp1Only();
   connecting_.push_back(connector);
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
   connector->start([weak, connector, index](ConnectOutcome outcome) {
@@ -706,7 +828,7 @@ void UpstreamPool::onCapacityChanged(H2Connection&) {
     if (auto p = weak.lock()) {
       p->dispatch();
       p->ensureConnection();
-      if (p->shutting_down_) p->closeIdleH2();
+      if (p->shutting_down_ || p->auth_) p->closeIdleH2();
     }
   });
 }

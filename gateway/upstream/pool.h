@@ -8,6 +8,7 @@
 // max_connections exist (circuit breaker); beyond that requests wait in a
 // bounded queue, and get 503 when their wait times out. What ALPN gave is
 // remembered, so the next request does not guess; a reconnect re-learns it.
+// A proxy that wants NTLM (auth/proxy_auth.h) is reached over HTTP/1.1 only.
 //
 // max_requests (circuit breaker) bounds the requests and tunnels in progress
 // on the cluster, waiting or on a connection, across every worker's pool:
@@ -63,6 +64,7 @@
 #include "config/config.h"
 #include "gateway/net/connection_limit.h"
 #include "gateway/net/tls_context.h"
+#include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/connector.h"
 #include "gateway/upstream/h2_connection.h"
 #include "gateway/upstream/health.h"
@@ -124,6 +126,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   const config::Cluster& cluster() const { return cluster_; }
   asio::io_context& executorContext() { return io_; }
   const ClusterStats& stats() const { return *cluster_stats_; }
+  // The cluster's authentication to its proxies; null when it has none.
+  const std::shared_ptr<auth::ProxyAuth>& auth() const { return auth_; }
 
   // H2Connection::Owner
   void onCapacityChanged(H2Connection& conn) override;
@@ -180,7 +184,8 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void armIdleTimer();
   void onIdleTimer();
   void closeIdleH1(H1Idle& idle);
-  // Shutting down: closes the h2 connections that carry no stream.
+  // Closes the h2 connections that carry no stream and are not wanted:
+  // all of them when shutting down, else those to proxies that want NTLM.
   void closeIdleH2();
 
   size_t connectionCount() const;
@@ -199,6 +204,10 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   bool anyProbing() const;
   // The endpoint the next connection goes to is known to speak HTTP/1.1.
   bool knownHttp1() const;
+  // Its proxy wants NTLM, which HTTP/2 cannot carry: new connections to it
+  // offer only http/1.1, and its h2 connections take no new streams (an
+  // idle one is closed).
+  void requireHttp1(size_t endpoint);
   void failWaiting(int status, Result result, const std::string& reason);
 
   asio::io_context& io_;
@@ -236,6 +245,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // h2 connections confirming themselves after a network change (by
   // H2Connection::id()), until the PING's deadline; see onNetworkChange().
   std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> network_probes_;
+  std::shared_ptr<auth::ProxyAuth> auth_;
 };
 
 }  // namespace h2gate::upstream

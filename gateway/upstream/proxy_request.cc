@@ -12,8 +12,17 @@ bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
   return info.upstream_headers && findHeader(info.upstream_headers->forCluster(cluster.name), name);
 }
 
+bool carriesAuthorization(const RequestHead& head, const StreamInfo& info,
+                          const config::Cluster& cluster) {
+  if (info.upstream_headers &&
+      findHeader(info.upstream_headers->forCluster(cluster.name), "proxy-authorization"))
+    return true;
+  return info.forward_proxy_authorization && findHeader(head.headers, "proxy-authorization");
+}
+
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
-                         const config::Cluster& cluster, bool lowercase) {
+                         const config::Cluster& cluster, bool lowercase,
+                         const std::string& cluster_authorization) {
   const Headers* added =
       info.upstream_headers ? &info.upstream_headers->forCluster(cluster.name) : nullptr;
   auto named = [lowercase](Header h) {
@@ -47,9 +56,9 @@ Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
       out.push_back(named(h));
     }
   }
-  if (cluster.credentials && !authorization)
-    out.push_back({lowercase ? "proxy-authorization" : "Proxy-Authorization",
-                   basicCredentials(cluster.credentials->username, cluster.credentials->password)});
+  if (!cluster_authorization.empty() && !authorization)
+    out.push_back(
+        {lowercase ? "proxy-authorization" : "Proxy-Authorization", cluster_authorization});
   return out;
 }
 

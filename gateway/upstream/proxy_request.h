@@ -16,11 +16,19 @@ namespace h2gate::upstream {
 // Proxy-Authorization (unless info.forward_proxy_authorization), no framing
 // headers, none that info.upstream_headers replaces; then Via for
 // absolute-form requests, the headers of info.upstream_headers for this
-// cluster, and Proxy-Authorization for the cluster's credentials unless a
-// Proxy-Authorization is already there (one from upstream_headers wins over
-// the app's, which wins over the cluster's).
+// cluster, and `cluster_authorization` (the cluster's own credentials, made
+// by auth::RequestAuth; empty: none) as Proxy-Authorization unless one is
+// already there (one from upstream_headers wins over the app's, which wins
+// over the cluster's).
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
-                         const config::Cluster& cluster, bool lowercase);
+                         const config::Cluster& cluster, bool lowercase,
+                         const std::string& cluster_authorization = {});
+
+// Whether the request already carries a Proxy-Authorization of its own to
+// the proxy (from upstream_headers, or the app's with
+// forward_proxy_authorization): then the cluster's authentication stays out.
+bool carriesAuthorization(const RequestHead& head, const StreamInfo& info,
+                          const config::Cluster& cluster);
 
 // Headers whose values are secrets on the wire to the proxy: HTTP/2 sends
 // them never-indexed (HPACK), so apps sharing a connection cannot probe them

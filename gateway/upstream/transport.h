@@ -99,6 +99,11 @@ class Transport {
   // Cancels pending operations (their handlers get operation_aborted).
   void close();
 
+  // The proxy authenticated this connection (NTLM, see
+  // auth/proxy_auth.h): later requests on it need no credentials.
+  void markAuthenticated() { authenticated_ = true; }
+  bool authenticated() const { return authenticated_; }
+
  private:
   struct WriteOp;
   struct Bio;
@@ -138,6 +143,7 @@ class Transport {
   // or whole is buffered, so a new read starts with a readiness wait.
   bool read_blocked_ = false;
   std::unique_ptr<net::SendBufferTuner> tuner_;
+  bool authenticated_ = false;
   // Handlers hold a weak reference: they find out if the Transport is gone.
   std::shared_ptr<char> life_ = std::make_shared<char>();
 };

@@ -126,7 +126,18 @@ void Squid::start() {
     copyFile(cert.cert, d + "/proxy.pem");
     copyFile(cert.key, d + "/proxy.key");
   }
+  // Schemes in the order squid offers them (Proxy-Authenticate lines).
   std::string auth;
+  const bool negotiate = !options_.negotiate_keytab.empty();
+  if (negotiate) {
+    copyFile(options_.negotiate_keytab, d + "/http.keytab");
+    copyFile(options_.krb5_conf, d + "/krb5.conf");
+    auth += "auth_param negotiate program " + squidHelper("negotiate_kerberos_auth") + " -k " + d +
+            "/http.keytab -s " + options_.negotiate_principal +
+            "\n"
+            "auth_param negotiate children 4 startup=1 idle=1\n"
+            "auth_param negotiate keep_alive on\n";
+  }
   if (options_.auth) {
     CommandResult hash =
         runCommand({"openssl", "passwd", "-apr1", options_.password}, milliseconds(10000));
@@ -134,16 +145,18 @@ void Squid::start() {
       throw std::runtime_error("openssl passwd failed: " + hash.err);
     std::string h = hash.out.substr(0, hash.out.find('\n'));
     dir_.write("htpasswd", options_.username + ":" + h + "\n");
-    auth = "auth_param basic program " + squidHelper("basic_ncsa_auth") + " " + d +
-           "/htpasswd\n"
-           "auth_param basic children 2 startup=1 idle=1\n"
-           "auth_param basic realm " +
-           options_.realm +
-           "\n"
-           "auth_param basic credentialsttl 1 minute\n"
-           "acl authed proxy_auth REQUIRED\n"
-           "http_access deny !authed\n";
+    auth += "auth_param basic program " + squidHelper("basic_ncsa_auth") + " " + d +
+            "/htpasswd\n"
+            "auth_param basic children 2 startup=1 idle=1\n"
+            "auth_param basic realm " +
+            options_.realm +
+            "\n"
+            "auth_param basic credentialsttl 1 minute\n";
   }
+  if (negotiate || options_.auth)
+    auth +=
+        "acl authed proxy_auth REQUIRED\n"
+        "http_access deny !authed\n";
   std::string hosts = "127.0.0.1 localhost\n";
   for (const auto& h : options_.hosts) hosts += "127.0.0.1 " + h + "\n";
   dir_.write("hosts", hosts);
@@ -168,7 +181,7 @@ void Squid::start() {
          << "pinger_enable off\n"
          << "shutdown_lifetime 1 seconds\n"
          << "hosts_file " << d << "/hosts\n"
-         << "logformat h2gate %>a:%>p %rm %ru %>Hs %<st\n"
+         << "logformat h2gate %>a:%>p %rm %ru %>Hs %<st" << (negotiate ? " %un" : "") << "\n"
          << "access_log stdio:" << d << "/access.log h2gate\n"
          << "cache_log " << d << "/cache.log\n"
          << "pid_filename " << d << "/squid.pid\n"
@@ -182,6 +195,9 @@ void Squid::start() {
 
     Process::Options opts;
     opts.argv = {"squid", "-N", "-f", conf_path, "-n", name_};
+    // The Kerberos helper reads the realm's krb5.conf (squid passes its
+    // environment on to helpers).
+    if (negotiate) opts.env["KRB5_CONFIG"] = d + "/krb5.conf";
     opts.log_dir = d;
     opts.name = "squid";
     process_ = std::make_unique<Process>(std::move(opts));

@@ -40,6 +40,15 @@ class Squid {
     std::string username = "alice";
     std::string password = "s3cret";
     std::string realm = "h2gate-test";
+    // Negotiate (Kerberos) authentication with squid's negotiate_kerberos_auth:
+    // every request needs a ticket for `negotiate_principal` (e.g.
+    // HTTP/localhost@REALM), whose key is in `negotiate_keytab`; `krb5_conf`
+    // names the realm's KDC (see kerberos.h). Both files are copied into
+    // squid's directory: the helper runs as squid's user. The access log
+    // lines then end with the authenticated user (%un, "-" for none).
+    std::string negotiate_keytab;
+    std::string negotiate_principal;
+    std::string krb5_conf;
     // hosts_file entries "127.0.0.1 <name>" (e.g. origin.test).
     std::vector<std::string> hosts;
     std::string extra_config;  // appended to squid.conf
@@ -56,7 +65,7 @@ class Squid {
   Process& process() { return *process_; }
 
   // access.log, one line per request (a CONNECT when its tunnel ends):
-  //   "<client ip>:<client port> <method> <url> <status> <reply bytes>"
+  //   "<client ip>:<client port> <method> <url> <status> <reply bytes>[ <user>]"
   std::string accessLog() const;
   std::string cacheLog() const;
   // Lines of the access log whose method is `method` ("" = all).

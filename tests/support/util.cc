@@ -146,6 +146,12 @@ std::string curlBinary() {
 }
 
 CommandResult runCommand(const std::vector<std::string>& argv, milliseconds timeout) {
+  return runCommand(argv, {}, timeout);
+}
+
+CommandResult runCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::optional<std::string>>& env,
+                         milliseconds timeout) {
   TempDir dir("cmd");
   Process::Options opts;
   opts.argv = argv;
@@ -154,6 +160,7 @@ CommandResult runCommand(const std::vector<std::string>& argv, milliseconds time
   for (const char* v : {"http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
                         "ALL_PROXY", "no_proxy", "NO_PROXY", "H2GATE_UPSTREAM"})
     opts.env[v] = std::nullopt;
+  for (const auto& [k, v] : env) opts.env[k] = v;
   Process p(std::move(opts));
   CommandResult r;
   auto status = p.wait(timeout);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,6 +63,10 @@ CommandResult runCurl(const std::vector<std::string>& args,
 
 // Runs any program the same way (argv[0] from PATH).
 CommandResult runCommand(const std::vector<std::string>& argv,
+                         milliseconds timeout = milliseconds(60000));
+// The same with variables set (or, with nullopt, unset) on top.
+CommandResult runCommand(const std::vector<std::string>& argv,
+                         const std::map<std::string, std::optional<std::string>>& env,
                          milliseconds timeout = milliseconds(60000));
 
 // The curl binary runCurl uses.

@@ -4,7 +4,8 @@
 #     and prometheus-cpp from Debian's sources, into a sysroot cached outside the
 #     tree (minutes on a new machine, then well under a second);
 #  2. the top-level CMakeLists.txt configured with cmake/mingw-w64.cmake and that
-#     sysroot; builds the Windows tests (tests/windows/CMakeLists.txt);
+#     sysroot; builds the Windows tests (tests/windows/CMakeLists.txt), among
+#     them the SSPI backend of proxy authentication;
 #  3. runs them under wine with `ctest -L windows`.
 #
 #   tests/windows/run.sh [BUILD_DIR]   default: build-windows/ at the repo root
@@ -77,7 +78,7 @@ fi
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 TARGETS=(h2gate h2gate_unit_tests h2gate_windows_tests h2gate_windows_netmon_tests
-  h2gate_windows_deps_test)
+  h2gate_windows_auth_tests h2gate_windows_deps_test)
 t0=$SECONDS
 if ! cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" --toolchain "$ROOT/cmake/mingw-w64.cmake" \
   -DH2GATE_WIN_SYSROOT="$SYSROOT" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON \

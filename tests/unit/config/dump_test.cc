@@ -6,6 +6,7 @@
 
 #include "config/loader.h"
 #include "test_util.h"
+#include "tests/support/temp_dir.h"
 
 using namespace h2gate::config;
 using h2gate::testing::allProblems;
@@ -125,8 +126,20 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     REQUIRE(x.credentials.has_value() == y.credentials.has_value());
     if (x.credentials) {
       CHECK(x.credentials->username == y.credentials->username);
-      // y was loaded from a dump.
-      CHECK(y.credentials->password == kRedacted);
+      CHECK(x.credentials->password_file == y.credentials->password_file);
+      // y was loaded from a dump: an inline password is redacted, a
+      // password_file is read again.
+      if (x.credentials->password_file.empty())
+        CHECK(y.credentials->password == kRedacted);
+      else
+        CHECK(y.credentials->password == x.credentials->password);
+    }
+    REQUIRE(x.authentication.has_value() == y.authentication.has_value());
+    if (x.authentication) {
+      CHECK(x.authentication->scheme == y.authentication->scheme);
+      CHECK(x.authentication->spn == y.authentication->spn);
+      CHECK(x.authentication->client_keytab == y.authentication->client_keytab);
+      CHECK(x.authentication->principal == y.authentication->principal);
     }
     CHECK(x.max_connections == y.max_connections);
     CHECK(x.max_requests == y.max_requests);
@@ -225,6 +238,64 @@ TEST_CASE("the proxy password never appears in the dump", "[config][dump]") {
     CHECK_FALSE(contains(dump, kPassword));
     CHECK(contains(dump, kRedacted));
     CHECK(contains(dump, "username: bob"));
+  }
+}
+
+TEST_CASE("proxy_authentication: dumped in full, its password redacted", "[config][dump]") {
+  h2gate::test::TempDir dir("dump");
+  const std::string file = dir.write("pw", std::string(kPassword) + "\n");
+  const std::string keytab = dir.write("svc.keytab", "not parsed by the loader");
+  SECTION("negotiate with a keytab, NTLM credentials inline") {
+    const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
+  - name: c
+    proxy_authentication:
+      scheme: auto
+      spn: HTTP@proxy.corp.example
+      client_keytab: {filename: )" +
+                              keytab + R"(}
+      principal: svc@CORP.EXAMPLE
+      credentials: {username: 'CORP\alice', password: "s3cr3t-Pa55"}
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
+)");
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const std::string dump = roundTrip(r.bootstrap);
+    CHECK_FALSE(contains(dump, kPassword));
+    const YAML::Node a =
+        YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_authentication"];
+    CHECK(a["scheme"].as<std::string>() == "auto");
+    CHECK(a["spn"].as<std::string>() == "HTTP@proxy.corp.example");
+    CHECK(a["client_keytab"]["filename"].as<std::string>() == keytab);
+    CHECK(a["principal"].as<std::string>() == "svc@CORP.EXAMPLE");
+    CHECK(a["credentials"]["username"].as<std::string>() == "CORP\\alice");
+    CHECK(a["credentials"]["password"].as<std::string>() == kRedacted);
+    CHECK_FALSE(YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_credentials"]);
+  }
+  SECTION("a password_file is named, its content never shown") {
+    const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
+  - name: c
+    proxy_authentication:
+      scheme: ntlm
+      credentials: {username: alice@CORP, password_file: {filename: )" +
+                              file + R"(}}
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
+)");
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    REQUIRE(r.bootstrap.clusters[0].credentials->password == kPassword);
+    const std::string dump = roundTrip(r.bootstrap);
+    CHECK_FALSE(contains(dump, kPassword));
+    const YAML::Node a =
+        YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_authentication"];
+    CHECK(a["scheme"].as<std::string>() == "ntlm");
+    CHECK(a["credentials"]["password_file"]["filename"].as<std::string>() == file);
+    CHECK_FALSE(a["credentials"]["password"]);
   }
 }
 

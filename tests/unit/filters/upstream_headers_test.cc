@@ -33,9 +33,15 @@ RequestHead connect(Headers headers) {
 }
 
 // "name: value" lines of what goes to the proxy of `cluster`.
+// The cluster's own credentials go in as auth::RequestAuth makes them:
+// only when the request carries no Proxy-Authorization of its own.
 std::string sent(const RequestHead& head, const StreamInfo& info, const config::Cluster& cluster) {
+  const std::string own =
+      cluster.credentials && !upstream::carriesAuthorization(head, info, cluster)
+          ? basicCredentials(cluster.credentials->username, cluster.credentials->password)
+          : "";
   std::string out;
-  for (const Header& h : upstream::forwardedHeaders(head, info, cluster, false))
+  for (const Header& h : upstream::forwardedHeaders(head, info, cluster, false, own))
     out += h.name + ": " + h.value + "\n";
   return out;
 }

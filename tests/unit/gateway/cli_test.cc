@@ -410,11 +410,46 @@ TEST_CASE("--cacert and --insecure", "[cli]") {
         "--insecure needs an https:// upstream\n");
 }
 
+TEST_CASE("--proxy-auth sets the --upstream cluster's proxy_authentication", "[cli]") {
+  using Scheme = config::ProxyAuthentication::Scheme;
+  const ParseResult p =
+      run({"--upstream", "https://proxy.corp.example:8443", "--proxy-auth", "negotiate"});
+  INFO(errorsOf(p));
+  REQUIRE(p.ok());
+  config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const config::Cluster& c = r.bootstrap.clusters.at(0);
+  REQUIRE(c.authentication);
+  CHECK(c.authentication->scheme == Scheme::Negotiate);
+  CHECK(c.tls->alpn_protocols == std::vector<std::string>{"h2", "http/1.1"});
+
+  // NTLM: the URL's credentials, HTTP/1.1 only.
+  r = buildBootstrap(
+      run({"--upstream", "https://CORP%5Calice:pw@p.example", "--proxy-auth=ntlm"}).options,
+      std::nullopt);
+  REQUIRE(r.ok());
+  CHECK(r.bootstrap.clusters.at(0).authentication->scheme == Scheme::Ntlm);
+  CHECK(r.bootstrap.clusters.at(0).credentials->username == "CORP\\alice");
+  CHECK(r.bootstrap.clusters.at(0).tls->alpn_protocols == std::vector<std::string>{"http/1.1"});
+
+  CHECK(errorsOf(run({"--proxy-auth", "kerberos"})) ==
+        "--proxy-auth: expected one of auto, negotiate, ntlm, basic, got 'kerberos'\n");
+  CHECK(allProblems(buildBootstrap(run({"--proxy-auth", "auto"}).options, std::nullopt).problems) ==
+        "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+        "config file set proxy_authentication instead\n");
+  CHECK(allProblems(buildBootstrap(
+                        run({"--upstream", "https://p.example", "--proxy-auth", "basic"}).options,
+                        std::nullopt)
+                        .problems) ==
+        "--proxy-auth basic needs user:pass@ in the --upstream URL\n");
+}
+
 TEST_CASE("usage mentions every flag", "[cli]") {
   const std::string u = usage();
   for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
-                           "--upstream", "--cacert", "--insecure", "--concurrency", "--log-level",
-                           "--max-config-size", "H2GATE_UPSTREAM"}) {
+                           "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
+                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM"}) {
     INFO(flag);
     CHECK(u.find(flag) != std::string::npos);
   }

@@ -1,0 +1,61 @@
+// The authenticating HTTP/1.1 test proxy (tests/support/auth_proxy.py, run
+// with the test venv's Python: pyspnego and python-gssapi verify NTLMv2 and
+// Kerberos): offers the schemes it is given in its 407s, authenticates NTLM
+// per connection and Negotiate/Basic per request, tunnels CONNECTs and
+// forwards absolute-form requests. Its log has one JSON line per request.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/process.h"
+#include "tests/support/temp_dir.h"
+
+namespace h2gate::test {
+
+// The venv Python with pyspnego and gssapi (deploy/install-deps.sh --test).
+inline constexpr const char* kTestVenvPython = "/opt/h2gate-test/venv/bin/python";
+
+class AuthProxy {
+ public:
+  struct Options {
+    std::string schemes = "ntlm";  // offered in this order: negotiate, ntlm, basic
+    bool one_line = false;         // all challenges on one Proxy-Authenticate line
+    // NTLM users, "DOMAIN:user:password" lines (NTLM_USER_FILE).
+    std::vector<std::string> ntlm_users;
+    std::string basic;  // "user:password"
+    // Negotiate: the service keytab and the realm's krb5.conf.
+    std::string keytab;
+    std::string krb5_conf;
+    std::string mutual = "ok";  // ok | forged | none
+    // Who verifies NTLM: "pyspnego", or "gss-ntlmssp" (through python-gssapi).
+    std::string ntlm_acceptor = "pyspnego";
+    // TLS with this certificate (and ALPN list, e.g. "h2,http/1.1").
+    std::string tls_cert, tls_key, alpn;
+  };
+  explicit AuthProxy(Options options);
+  ~AuthProxy();
+  AuthProxy(const AuthProxy&) = delete;
+  AuthProxy& operator=(const AuthProxy&) = delete;
+
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Logged requests, parsed (field -> value, as strings).
+  std::vector<std::map<std::string, std::string>> requests() const;
+  std::string logText() const;
+
+ private:
+  Options options_;
+  TempDir dir_;
+  std::unique_ptr<Process> process_;
+  uint16_t port_ = 0;
+};
+
+// "" when the test proxy can run here, else what is missing.
+std::string authProxyMissing();
+
+}  // namespace h2gate::test

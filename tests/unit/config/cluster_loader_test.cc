@@ -1,0 +1,202 @@
+// proxy_authentication and proxy_credentials of a cluster
+// (config/cluster_loader.cc): what loads, and the errors, each with file,
+// line, column and field.
+#include <catch2/catch.hpp>
+
+#include "config/loader.h"
+#include "test_util.h"
+#include "tests/support/temp_dir.h"
+
+using namespace h2gate::config;
+using h2gate::testing::allProblems;
+using h2gate::testing::hasProblem;
+using h2gate::testing::ScopedEnv;
+
+namespace {
+
+// A cluster c with one TLS endpoint; `auth` (indented 4) is inserted at
+// line 10 of the file.
+std::string withAuth(const std::string& auth) {
+  return std::string(h2gate::testing::kMinimalConfig) +
+         "  clusters:\n"
+         "  - name: c\n" +
+         auth +
+         "    load_assignment:\n"
+         "      endpoints:\n"
+         "      - lb_endpoints:\n"
+         "        - endpoint: {address: {socket_address: {address: proxy.corp.example, "
+         "port_value: 8443}}}\n"
+         "    transport_socket:\n"
+         "      name: envoy.transport_sockets.tls\n"
+         "      typed_config: {common_tls_context: {alpn_protocols: [h2, http/1.1]}}\n";
+}
+
+LoadResult load(const std::string& yaml) {
+  return h2gate::testing::loadYaml(yaml);
+}
+
+}  // namespace
+
+TEST_CASE("proxy_authentication: each scheme loads", "[config][auth]") {
+  SECTION("negotiate: the user's credential cache, the endpoint's host") {
+    const LoadResult r = load(withAuth("    proxy_authentication: {scheme: negotiate}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters[0];
+    REQUIRE(c.authentication);
+    CHECK(c.authentication->scheme == ProxyAuthentication::Scheme::Negotiate);
+    CHECK(c.authentication->spn.empty());
+    CHECK(c.authentication->client_keytab.empty());
+    CHECK_FALSE(c.credentials);
+    CHECK(c.tls->alpn_protocols == std::vector<std::string>{"h2", "http/1.1"});
+  }
+  SECTION("the default scheme is auto; credentials from the environment") {
+    ScopedEnv pw("H2GATE_TEST_NTLM_PW", "pa55");
+    const LoadResult r = load(withAuth(
+        "    proxy_authentication:\n"
+        "      credentials: {username: 'CORP\\alice', password: '${H2GATE_TEST_NTLM_PW}'}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters[0];
+    CHECK(c.authentication->scheme == ProxyAuthentication::Scheme::Auto);
+    REQUIRE(c.credentials);
+    CHECK(c.credentials->username == "CORP\\alice");
+    CHECK(c.credentials->password == "pa55");
+  }
+  SECTION("ntlm: HTTP/1.1 only, the password from a file") {
+    h2gate::test::TempDir dir("auth");
+    const std::string file = dir.write("pw", "line one\r\n");
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: ntlm\n"
+                      "      credentials:\n"
+                      "        username: alice@CORP\n"
+                      "        password_file: {filename: " +
+                      file + "}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters[0];
+    CHECK(c.authentication->scheme == ProxyAuthentication::Scheme::Ntlm);
+    CHECK(c.credentials->password == "line one");  // one trailing line break dropped
+    CHECK(c.credentials->password_file == file);
+    // NTLM authenticates connections: h2 is not offered.
+    CHECK(c.tls->alpn_protocols == std::vector<std::string>{"http/1.1"});
+  }
+  SECTION("basic, with the cluster's proxy_credentials") {
+    const LoadResult r =
+        load(withAuth("    proxy_credentials: {username: bob, password: x}\n"
+                      "    proxy_authentication: {scheme: basic}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters[0].credentials->username == "bob");
+  }
+  SECTION("a keytab, a principal and an spn") {
+    h2gate::test::TempDir dir("auth");
+    const std::string kt = dir.write("svc.keytab", "x");
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: negotiate\n"
+                      "      spn: HTTP@proxy.corp.example\n"
+                      "      principal: svc@CORP.EXAMPLE\n"
+                      "      client_keytab: {filename: " +
+                      kt + "}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const ProxyAuthentication& a = *r.bootstrap.clusters[0].authentication;
+    CHECK(a.spn == "HTTP@proxy.corp.example");
+    CHECK(a.principal == "svc@CORP.EXAMPLE");
+    CHECK(a.client_keytab == kt);
+  }
+}
+
+TEST_CASE("proxy_authentication: errors name file, line, column and field",
+          "[config][auth][errors]") {
+  const std::string p = "static_resources.clusters[0].proxy_authentication";
+  SECTION("an unknown scheme") {
+    const LoadResult r = load(withAuth("    proxy_authentication: {scheme: kerberos}\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
+                                     ".scheme: expected one of auto, negotiate, ntlm, basic, "
+                                     "got 'kerberos'"));
+  }
+  SECTION("a Kerberos principal name where the spn goes") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      spn: HTTP/proxy.corp.example@CORP.EXAMPLE\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems,
+                     "cfg.yaml:11:12: " + p +
+                         ".spn: expected GSSAPI's SERVICE@HOST form, e.g. HTTP@proxy.example.com "
+                         "(not a Kerberos principal name like HTTP/proxy.example.com@REALM)"));
+  }
+  SECTION("Kerberos settings on a scheme without Kerberos") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: ntlm\n"
+                      "      spn: HTTP@x\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:12:12: " + p +
+                                     ".spn: is for Negotiate (Kerberos): scheme ntlm has no use "
+                                     "for it"));
+  }
+  SECTION("basic without credentials") {
+    const LoadResult r = load(withAuth("    proxy_authentication: {scheme: basic}\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:10:27: " + p +
+                                     ": scheme basic needs credentials (a username and a "
+                                     "password)"));
+  }
+  SECTION("credentials twice") {
+    const LoadResult r =
+        load(withAuth("    proxy_credentials: {username: a, password: b}\n"
+                      "    proxy_authentication:\n"
+                      "      credentials: {username: a, password: b}\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:12:20: " + p +
+                                     ".credentials: the cluster has proxy_credentials already: "
+                                     "give the credentials once"));
+  }
+  SECTION("password and password_file both, or neither") {
+    const LoadResult both = load(
+        withAuth("    proxy_authentication:\n"
+                 "      credentials: {username: a, password: b, password_file: {filename: /x}}\n"));
+    INFO(allProblems(both.problems));
+    CHECK(hasProblem(both.problems, "cfg.yaml:11:62: " + p +
+                                        ".credentials.password_file: give either password or "
+                                        "password_file, not both"));
+    const LoadResult none =
+        load(withAuth("    proxy_authentication:\n"
+                      "      credentials: {username: a}\n"));
+    INFO(allProblems(none.problems));
+    CHECK(hasProblem(none.problems,
+                     "cfg.yaml:11:20: " + p + ".credentials.password: missing required field"));
+  }
+  SECTION("an unreadable password_file") {
+    const LoadResult r = load(
+        withAuth("    proxy_authentication:\n"
+                 "      credentials: {username: a, password_file: {filename: /nonexistent/pw}}\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:11:60: " + p +
+                                     ".credentials.password_file.filename: cannot read "
+                                     "'/nonexistent/pw': No such file or directory"));
+  }
+  SECTION("ntlm where the TLS settings offer h2 only") {
+    std::string yaml = withAuth("    proxy_authentication: {scheme: ntlm}\n");
+    yaml.replace(yaml.find("[h2, http/1.1]"), 14, "[h2]");
+    const LoadResult r = load(yaml);
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
+                                     ".scheme: NTLM needs HTTP/1.1 connections, but "
+                                     "alpn_protocols does not offer http/1.1"));
+  }
+  SECTION("a ':' in a Basic user name") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: basic\n"
+                      "      credentials: {username: 'a:b', password: c}\n"));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, "cfg.yaml:11:7: " + p +
+                                     ": the user name contains ':', which Basic cannot carry "
+                                     "(scheme basic)"));
+  }
+}
