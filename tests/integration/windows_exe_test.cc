@@ -46,13 +46,14 @@ std::string unavailable(std::string& exe, std::string& wine) {
 // The wrapper: wine's exit status, output without "\r", line by line
 // (sed -u: unbuffered, so the fixture sees each log line at once).
 std::string writeWrapper(const TempDir& dir, const std::string& wine, const std::string& exe) {
-  const std::string path = dir.write("h2gate-wine.sh",
-                                     "#!/bin/bash\n"
-                                     "export WINEDEBUG=-all\n"
-                                     "\"" +
-                                         wine + "\" \"" + exe +
-                                         "\" \"$@\" 2> >(sed -u 's/\\r$//' >&2) | sed -u 's/\\r$//'\n"
-                                         "exit ${PIPESTATUS[0]}\n");
+  const std::string path =
+      dir.write("h2gate-wine.sh",
+                "#!/bin/bash\n"
+                "export WINEDEBUG=-all\n"
+                "\"" +
+                    wine + "\" \"" + exe +
+                    "\" \"$@\" 2> >(sed -u 's/\\r$//' >&2) | sed -u 's/\\r$//'\n"
+                    "exit ${PIPESTATUS[0]}\n");
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path;
 }
