@@ -27,14 +27,14 @@ RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
   libkrb5-dev gss-ntlmssp
-  node-llhttp catch2 ca-certificates
+  node-llhttp catch2 ca-certificates pandoc
 )
 TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
   g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev zip unzip
-  systemd
+  systemd lintian man-db
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf
   podman runc mmdebstrap python3-venv

@@ -234,6 +234,15 @@ ParseResult parse(int argc, const char* const* argv) {
       if (eq != std::string::npos) inline_value = arg.substr(eq + 1);
     } else if (arg == "-c" || arg == "-h" || arg == "-V") {
       name = arg;
+    } else if (arg == "check" && !o.check && i == 1) {
+      o.check = true;  // a subcommand: only as the first argument
+      continue;
+    } else if (o.check && o.check_url.empty() && arg.rfind("-", 0) != 0) {
+      if (arg.find("://") == std::string::npos)
+        r.errors.push_back("check: expected a URL such as https://example.com/, got '" +
+                           filters::redactUserinfo(arg) + "'");
+      o.check_url = arg;
+      continue;
     } else {
       // May be a mistyped URL with a password: never echo userinfo.
       r.errors.push_back("unexpected argument '" + filters::redactUserinfo(arg) + "' (see --help)");
@@ -311,6 +320,7 @@ ParseResult parse(int argc, const char* const* argv) {
       o.log_level = value;
     }
   }
+  if (o.check && o.validate) r.errors.push_back("check and --validate cannot be combined");
   if (o.validate && o.config_path.empty()) {
     r.errors.push_back("--validate needs -c FILE (the built-in default is always valid)");
   }
@@ -319,6 +329,7 @@ ParseResult parse(int argc, const char* const* argv) {
 
 std::string usage() {
   return R"(Usage: h2gate [options]
+       h2gate check [URL] [options]
 
 A local forward proxy: applications use it as their HTTP(S) proxy
 (127.0.0.1:3128 by default); it carries their traffic to upstream HTTPS
@@ -353,7 +364,18 @@ Options:
   -h, --help               this text
   -V, --version            print the version
 
+Commands:
+  check [URL]              walk the path a request for URL takes with this
+                           configuration (same flags and -c FILE as the daemon;
+                           no daemon needed): route, DNS, TCP, TLS, proxy
+                           authentication, CONNECT, a HEAD request through the
+                           tunnel. Prints each step with its time, then the
+                           first failure and what to do. Exit 0 when the path
+                           works, 1 when not. URL default: https://example.com/
+
 Flags accept --flag VALUE and --flag=VALUE.
+Exit status: 0 on a clean stop, 1 on a configuration or start error, 2 on a
+usage error.
 )";
 }
 

@@ -15,6 +15,8 @@ struct Options {
   bool help = false;
   bool version = false;
   bool validate = false;               // --validate: check config, print every problem, exit 0/1
+  bool check = false;                  // `h2gate check [URL]`: diagnose the path (gateway/check.h)
+  std::string check_url;               // its URL; empty: check::kDefaultUrl
   std::string config_path;             // -c / --config FILE
   std::optional<std::string> listen;   // --listen HOST:PORT
   std::optional<std::string> admin;    // --admin HOST:PORT

@@ -8,6 +8,7 @@
 #include <nghttp2/nghttp2ver.h>
 #include <openssl/opensslv.h>
 
+#include "gateway/check.h"
 #include "gateway/cli.h"
 #include "gateway/log.h"
 #include "gateway/metrics/cells.h"
@@ -59,6 +60,20 @@ int main(int argc, char** argv) {
     }
     std::cout << loaded.problems.size() << " problem(s) in " << loaded.bootstrap.source << "\n";
     return 1;
+  }
+  if (opts.check) {
+    if (!loaded.ok()) {
+      for (const auto& p : loaded.problems) std::cout << p.str() << "\n";
+      std::cout << "FAIL (config): " << loaded.problems.size() << " problem(s) in "
+                << loaded.bootstrap.source << " — fix them (h2gate --validate -c FILE)\n";
+      return 1;
+    }
+    // The gateway code it uses logs at debug level; only warnings and errors here
+    // unless --log-level says otherwise.
+    if (!opts.log_level) log::setLevel(log::Level::Warn);
+    check::Options o;
+    if (!opts.check_url.empty()) o.url = opts.check_url;
+    return check::run(loaded.bootstrap, o, std::cout);
   }
   if (!loaded.ok()) {
     for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";

@@ -3,7 +3,7 @@
 #
 #   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
-#            the README's systemd and Windows proxy settings: clients_systemd,
+#            the systemd and Windows proxy settings of tests/clients/README.md: clients_systemd,
 #            clients_wininet; the SSPI backend under wine: clients_sspi; a test
 #            that cannot run here is listed as skipped)
 #   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
@@ -19,7 +19,9 @@
 #            using every library, run under wine against nginx and nghttpx
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
-#            skipped, with the reason, where podman cannot run containers
+#            then the Debian package from build/ is installed with apt-get in a pristine
+#            bookworm container and run under systemd (tests/deploy/check_package.sh
+#            install); each skipped, with the reason, where podman cannot run containers
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -227,7 +229,7 @@ stage_windows() {
 # run a container here) is a skip: the stage passes with the reason as its note.
 stage_container() {
   mkdir -p build
-  local log=build/container.log rc=0
+  local log=build/container.log rc=0 failed=0
   timed tests/deploy/check_container.sh image 2>&1 | tee "$log" || rc=$?
   case $rc in
     0) note container "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ;;
@@ -237,9 +239,22 @@ stage_container() {
       ;;
     *)
       note container "$(sed -n 's/^check_container: FAIL: //p' "$log" | tail -n1)"
-      return 1
+      failed=1
       ;;
   esac
+  # The Debian package (from the release stage's build/) under systemd.
+  log=build/package.log
+  rc=0
+  timed tests/deploy/check_package.sh install build 2>&1 | tee "$log" || rc=$?
+  case $rc in
+    0) note container "package: $(grep -Eo 'systemctl stop h2gate took.*' "$log" | tail -n1)" ;;
+    77) note container "package SKIPPED: $(sed -n 's/^check_package: SKIP: //p' "$log" | tail -n1)" ;;
+    *)
+      note container "package: $(sed -n 's/^check_package: FAIL: //p' "$log" | tail -n1)"
+      failed=1
+      ;;
+  esac
+  return "$failed"
 }
 
 # ------------------------------------------------------------------ main ----

@@ -28,6 +28,8 @@
 #     root is overlayfs: "'overlay' is not supported over overlayfs"); found out first,
 #     in seconds, with a one-file image made from the host's /bin/true.
 #   check_container.sh mirror           prints the Debian mirror the image test would use
+#   check_container.sh base             makes the debian:bookworm base image (cached) or exits 77
+#                                        with the reason: for tests/deploy/check_package.sh
 #
 # Env: HADOLINT, KUBERNETES_VALIDATE (default: in PATH, else /opt/h2gate-test/venv/bin),
 # KUBECTL (none: do not use kubectl), PYTHON (default /usr/bin/python3: Debian's, with python3-yaml),
@@ -248,16 +250,22 @@ wait_http() {
   return 1
 }
 
-image_test() {
+# Exits 77 (skip) with the reason unless podman can store images and run
+# containers here; sets RUN_OPTS (runc, ulimits: see TESTBED notes).
+container_prereqs() {
   local x
   for x in podman runc mmdebstrap curl; do
     command -v "$x" >/dev/null 2>&1 || skip "$x not installed (deploy/install-deps.sh --test installs it)"
   done
   [[ $(id -u) -eq 0 ]] || skip "needs root (rootful podman: --network host, imports, runc)"
   podman info >/dev/null 2>&1 || skip "podman info fails here: $(podman info 2>&1 | tail -n1)"
-  # runc, ulimits: see TESTBED notes.
-  local RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
+  RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
   probe_podman
+}
+
+image_test() {
+  local RUN_OPTS=()
+  container_prereqs
 
   ensure_base debian:bookworm apt
   # Like Debian's official slim image (debuerreotype): no documentation, man pages or
@@ -447,6 +455,13 @@ case ${1:-} in
     static_checks "$@"
     ;;
   image) image_test ;;
+  base)
+    # For tests/deploy/check_package.sh: the pristine debian:bookworm image the
+    # image test builds on (made once, then cached), or exit 77 with the reason.
+    RUN_OPTS=()
+    container_prereqs
+    ensure_base debian:bookworm apt
+    ;;
   mirror) debian_mirror ;;
   *)
     sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//p;}' "$0"

@@ -59,8 +59,9 @@ HttpResponse rawRequest(uint16_t port, const std::string& request, bool head_onl
 
 }  // namespace
 
-TEST_CASE("admin: a web page's cross-site POST /reload is refused; the README's curl line works",
-          "[admin][reload]") {
+TEST_CASE(
+    "admin: a web page's cross-site POST /reload is refused; deploy/README.md's curl line works",
+    "[admin][reload]") {
   H2gate gate(options());
   const uint16_t admin = gate.adminPort();
 

@@ -125,7 +125,7 @@ TEST_CASE("clients: Go net/http with HTTPS_PROXY", "[clients]") {
         return env.run(vars, {bin, "put", url, file, env.ca.caCertPath()});
       });
   // Go never proxies loopback destinations: with the origin's IP address the
-  // request bypasses h2gate (documented in the README). Nothing new reaches
+  // request bypasses h2gate (documented in tests/clients/README.md). Nothing new reaches
   // the proxy for it.
   const size_t before = env.nghttpx.accessLines().size();
   auto direct =
@@ -313,7 +313,7 @@ TEST_CASE("clients: headless Chromium with --proxy-pac-url (h2gate's PAC) render
           "[clients][pac]") {
   if (!haveProgram("chromium")) FAIL("chromium not installed: run deploy/install-deps.sh --test");
   ClientsEnv env;
-  // The PAC file from the admin listener (the README's snippet): every
+  // The PAC file from the admin listener (tests/clients/README.md's snippet): every
   // request goes to PROXY 127.0.0.1:<listener>.
   const std::string pac = "http://127.0.0.1:" + str(env.gate->adminPort()) + "/proxy.pac";
   REQUIRE(adminGet(env.gate->adminPort(), "/proxy.pac")

@@ -130,6 +130,15 @@ TEST_CASE(
   {
     RawConnection keep(gate.port());
     for (int i = 0; i < 3; ++i) {
+      // The app has the whole body once Content-Length is reached; the slot
+      // comes back when the proxy's END_STREAM ends the h2 stream, which
+      // nghttpx may send in a later frame. Wait for that (only `next`'s
+      // stream open), so a busy machine cannot turn the test into a race.
+      const auto deadline = Clock::now() + milliseconds(5000);
+      while (scrapeMetrics(gate.adminPort())
+                     .sum("h2gate_upstream_streams_active", {{"cluster", "proxy"}}) > 1 &&
+             Clock::now() < deadline)
+        std::this_thread::sleep_for(milliseconds(20));
       REQUIRE(keep.send(getRequest(env.nginx.httpPort(), "/1k?" + str(i))));
       auto r = keep.readResponse(milliseconds(10000));
       INFO(r.raw.substr(0, 300));

@@ -1,5 +1,5 @@
-// The system-wide proxy settings of the README ("Pointing apps at h2gate"),
-// read from README.md itself so the two cannot drift, applied the way users
+// The system-wide proxy settings of tests/clients/README.md,
+// read from tests/clients/README.md itself so the two cannot drift, applied the way users
 // apply them, with real clients through h2gate -> nghttpx (h2) -> squid ->
 // nginx (ClientsEnv: the origin is origin.test, a name only squid resolves):
 //
@@ -34,10 +34,10 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// The one fenced block of README.md opened with "```<lang>" that contains
+// The one fenced block of tests/clients/README.md opened with "```<lang>" that contains
 // `needle`, without its fences. FAILs unless there is exactly one.
 std::string readmeBlock(const std::string& lang, const std::string& needle) {
-  const std::string readme = std::string(H2GATE_SOURCE_DIR) + "/README.md";
+  const std::string readme = std::string(H2GATE_SOURCE_DIR) + "/tests/clients/README.md";
   std::istringstream in(readFile(readme));
   std::vector<std::string> found;
   std::string line, block, fence;
@@ -54,12 +54,12 @@ std::string readmeBlock(const std::string& lang, const std::string& needle) {
       block += line + "\n";
     }
   }
-  INFO("README.md: ```" << lang << " blocks containing '" << needle << "'");
+  INFO("tests/clients/README.md: ```" << lang << " blocks containing '" << needle << "'");
   REQUIRE(found.size() == 1);
   return found.front();
 }
 
-// `text` with every 127.0.0.1:3128 (the README's address) replaced by the
+// `text` with every 127.0.0.1:3128 (the client matrix's address) replaced by the
 // test's h2gate listener; REQUIREs that there was one.
 std::string atListener(std::string text, uint16_t port) {
   const std::string from = "127.0.0.1:3128", to = "127.0.0.1:" + str(port);
@@ -125,7 +125,7 @@ void checkCarried(ClientsEnv& env, size_t connects, const std::vector<std::strin
 
 }  // namespace
 
-TEST_CASE("clients: a systemd service with the README's Environment= lines", "[systemd]") {
+TEST_CASE("clients: a systemd service with the client matrix's Environment= lines", "[systemd]") {
   const std::string runner = kClientsDir + "/systemd/run_unit.sh";
   {
     auto can = runCommand({"bash", runner, "--can-run"});
@@ -148,7 +148,7 @@ TEST_CASE("clients: a systemd service with the README's Environment= lines", "[s
   const std::string w = svc.path().string();
   std::filesystem::copy_file(env.ca.caCertPath(), w + "/ca.pem");
 
-  // The README's [Service] block, then what the test adds: a oneshot whose
+  // tests/clients/README.md's [Service] block, then what the test adds: a oneshot whose
   // ExecStart= lines are the clients. Nothing else sets a proxy: the manager
   // starts with an empty environment.
   const std::string readme = atListener(readmeBlock("ini", "[Service]"), env.gate->port());
@@ -241,7 +241,8 @@ const std::string kInternetSettings =
 
 }  // namespace
 
-TEST_CASE("clients: WinINet under wine with the README's per-user proxy (reg add)", "[wininet]") {
+TEST_CASE("clients: WinINet under wine with the client matrix's per-user proxy (reg add)",
+          "[wininet]") {
   const std::string client = H2GATE_WININET_CLIENT;
   const std::string wine = Wine::find();
   if (wine.empty()) {

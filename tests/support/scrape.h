@@ -18,7 +18,7 @@ struct AdminReply {
 };
 AdminReply adminGet(uint16_t port, const std::string& path,
                     std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
-// The same with POST (e.g. POST /reload), as the README's curl line sends it:
+// The same with POST (e.g. POST /reload), as deploy/README.md's curl line sends it:
 // with the header every admin POST needs (kAdminPostHeader).
 AdminReply adminPost(uint16_t port, const std::string& path,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));

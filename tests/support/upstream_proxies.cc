@@ -174,7 +174,7 @@ void Squid::start() {
            << "/proxy.pem tls-key=" << d << "/proxy.key\n";
     conf << "visible_hostname h2gate-test-squid\n"
          << "acl localnet src 127.0.0.0/8\n"
-         << auth << "http_access allow localnet\n"
+         << auth << options_.access_rules << "http_access allow localnet\n"
          << "http_access deny all\n"
          << "cache deny all\n"
          << "cache_mem 8 MB\n"

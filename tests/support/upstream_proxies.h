@@ -52,6 +52,9 @@ class Squid {
     // hosts_file entries "127.0.0.1 <name>" (e.g. origin.test).
     std::vector<std::string> hosts;
     std::string extra_config;  // appended to squid.conf
+    // acl/http_access lines placed before "http_access allow localnet" (after
+    // the authentication rule), e.g. to deny some CONNECTs.
+    std::string access_rules;
   };
 
   explicit Squid(Options options);

@@ -1,6 +1,6 @@
 // A WinINet client that takes its proxy where browsers and desktop apps on
 // Windows take it: the user's Internet Settings (INTERNET_OPEN_TYPE_PRECONFIG),
-// which the README's `reg add` commands set. Cross-built with mingw-w64 and
+// which tests/clients/README.md's `reg add` commands set. Cross-built with mingw-w64 and
 // run under wine by tests/integration/system_proxy_test.cc ([wininet]).
 //
 //   wininet_client.exe get URL OUT_FILE   download URL into OUT_FILE

@@ -1,4 +1,4 @@
-// NO_PROXY lists in each compatibility mode, with the cases of the README's
+// NO_PROXY lists in each compatibility mode, with the cases of filters/README.md's
 // curl / Go / Python table.
 #include "filters/no_proxy.h"
 

@@ -480,3 +480,23 @@ TEST_CASE("--max-config-size", "[cli]") {
   CHECK(problems.find("bytes, more than the 1 KiB a config file may have") != std::string::npos);
   std::remove(path.c_str());
 }
+
+TEST_CASE("check: a subcommand with an optional URL", "[cli]") {
+  ParseResult p = run({"check"});
+  REQUIRE(p.ok());
+  CHECK(p.options.check);
+  CHECK(p.options.check_url.empty());
+  p = run({"check", "https://example.com/x", "--upstream", "https://proxy.example:8443"});
+  REQUIRE(p.ok());
+  CHECK(p.options.check);
+  CHECK(p.options.check_url == "https://example.com/x");
+  CHECK(p.options.upstreams.size() == 1);
+  // Only as the first argument; one URL; a URL it must be.
+  CHECK(errorsOf(run({"--insecure", "check"})) == "unexpected argument 'check' (see --help)\n");
+  CHECK(errorsOf(run({"check", "https://a/", "https://b/"})) ==
+        "unexpected argument 'https://b/' (see --help)\n");
+  CHECK(errorsOf(run({"check", "example.com"})) ==
+        "check: expected a URL such as https://example.com/, got 'example.com'\n");
+  CHECK(errorsOf(run({"check", "-c", "x.yaml", "--validate"})) ==
+        "check and --validate cannot be combined\n");
+}

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Checks the Debian package (cmake/packaging.cmake) and its systemd units.
+#
+#   check_package.sh static BUILD_DIR    seconds (CTest package_static, -L deploy):
+#     - cpack -G DEB in BUILD_DIR (a Release build): h2gate_VERSION_ARCH.deb
+#     - its control data: Depends computed by dpkg-shlibdeps (libssl3, libnghttp2-14, ...),
+#       /etc/h2gate/h2gate.yaml a conffile, the files in place, the config valid
+#     - lintian: no error or warning (overrides, each explained, in
+#       deploy/debian/lintian-overrides)
+#     - systemd-analyze verify on both units; systemd-analyze security --offline on the
+#       system unit: prints the exposure score and fails above 2.0
+#   check_package.sh install BUILD_DIR   needs podman + runc, minutes (CTest package_install,
+#     -L container): in the pristine debian:bookworm image (tests/deploy/check_container.sh
+#     base makes it) with systemd as PID 1 and the host's network:
+#     - apt-get install ./h2gate_*.deb (dependencies from the archive)
+#     - systemctl start h2gate (ports moved to free ones in the conffile): a dynamic
+#       user, not root; curl fetches 1 MiB through it from a loopback origin
+#     - systemctl reload h2gate: the listener moves to the port the edited file names
+#     - systemctl stop h2gate with a slow download running: it waits, and the download
+#       finishes intact (drain)
+#     - dpkg -r leaves /etc/h2gate/h2gate.yaml, dpkg -P removes it
+#     Exit 77 (skipped) with the reason where podman cannot run containers.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTHON=${PYTHON:-python3}; fi
+# systemd-analyze security: the highest exposure score that passes.
+MAX_EXPOSURE=${H2GATE_MAX_EXPOSURE:-2.0}
+
+log() { printf 'check_package: %s\n' "$*"; }
+fail() {
+  printf 'check_package: FAIL: %s\n' "$*" >&2
+  exit 1
+}
+skip() {
+  printf 'check_package: SKIP: %s\n' "$*"
+  exit 77
+}
+
+TMP=$(mktemp -d)
+CLEANUP=()
+cleanup() {
+  local c
+  for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+run() {
+  local label=$1
+  shift
+  if ! "$@" >"$TMP/out" 2>&1; then
+    sed 's/^/    /' "$TMP/out" >&2
+    fail "$label"
+  fi
+  log "ok: $label"
+}
+
+make_deb() {
+  local build
+  build=$(cd "$1" && pwd)
+  [[ -x $build/h2gate ]] || fail "no $build/h2gate: build first"
+  rm -f "$build"/h2gate_*.deb
+  (cd "$build" && cpack -G DEB >"$TMP/cpack.log" 2>&1) || {
+    cat "$TMP/cpack.log" >&2
+    fail "cpack -G DEB in $build"
+  }
+  DEB=$(ls "$build"/h2gate_*.deb)
+  log "ok: cpack -G DEB: $(basename "$DEB"), $(stat -c %s "$DEB") bytes"
+}
+
+static_checks() {
+  local build=${1:?usage: $0 static BUILD_DIR}
+  make_deb "$build"
+  # Control data.
+  local depends conffiles
+  depends=$(dpkg-deb -f "$DEB" Depends)
+  log "Depends: $depends"
+  local lib
+  for lib in libc6 libssl3 libnghttp2-14 libyaml-cpp0.7 libprometheus-cpp-core1.0 libidn2-0 libstdc++6; do
+    [[ $depends == *"$lib "* || $depends == *"$lib" || $depends == *"$lib,"* ]] ||
+      fail "Depends lacks $lib (CPACK_DEBIAN_PACKAGE_SHLIBDEPS): $depends"
+  done
+  conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)
+  [[ $conffiles == "/etc/h2gate/h2gate.yaml" ]] || fail "conffiles is '$conffiles'"
+  log "ok: Depends computed by dpkg-shlibdeps; conffiles: $conffiles"
+  mkdir -p "$TMP/root"
+  dpkg-deb -x "$DEB" "$TMP/root"
+  local f
+  for f in usr/bin/h2gate etc/h2gate/h2gate.yaml lib/systemd/system/h2gate.service \
+    usr/lib/systemd/user/h2gate.service usr/share/man/man1/h2gate.1.gz \
+    usr/share/man/man5/h2gate.yaml.5.gz usr/share/doc/h2gate/copyright; do
+    [[ -f $TMP/root/$f ]] || fail "the package has no /$f"
+  done
+  log "ok: /usr/bin/h2gate, the conffile, both units, both man pages, copyright"
+  run "the packaged config is valid and listens on loopback only" \
+    "$TMP/root/usr/bin/h2gate" --validate -c "$TMP/root/etc/h2gate/h2gate.yaml"
+  if grep -E 'address: *"?(0\.0\.0\.0|::)"?[,}]' "$TMP/root/etc/h2gate/h2gate.yaml"; then
+    fail "the packaged config listens on a wildcard address"
+  fi
+
+  # lintian.
+  command -v lintian >/dev/null || fail "lintian not installed (deploy/install-deps.sh --test)"
+  lintian --fail-on error,warning --display-info "$DEB" >"$TMP/lintian" 2>&1 || {
+    cat "$TMP/lintian" >&2
+    fail "lintian reports errors or warnings"
+  }
+  log "ok: lintian $(lintian --version | awk '{print $2}'): no error or warning${TMP:+ ($(grep -c '^[IP]:' "$TMP/lintian" || true) info/pedantic tags)}"
+  sed 's/^/    /' "$TMP/lintian"
+
+  # systemd-analyze: the units as installed, with ExecStart's binary where the
+  # package put it here.
+  command -v systemd-analyze >/dev/null || fail "systemd-analyze not installed (package systemd)"
+  local unit
+  for unit in lib/systemd/system/h2gate.service usr/lib/systemd/user/h2gate.service; do
+    mkdir -p "$TMP/verify/$(dirname "$unit")"
+    sed "s#/usr/bin/h2gate#$TMP/root/usr/bin/h2gate#g" "$TMP/root/$unit" >"$TMP/verify/$unit.tmp"
+    mv "$TMP/verify/$unit.tmp" "$TMP/verify/$unit"
+    local mode=--system
+    [[ $unit == *user* ]] && mode=--user
+    # --user needs a runtime directory of its own (none exists for root here).
+    mkdir -p "$TMP/xdg"
+    chmod 700 "$TMP/xdg"
+    if ! XDG_RUNTIME_DIR=$TMP/xdg SYSTEMD_LOG_LEVEL=warning systemd-analyze $mode verify --man=no "$TMP/verify/$unit" \
+      >"$TMP/out" 2>&1 || [[ -s $TMP/out ]]; then
+      cat "$TMP/out" >&2
+      fail "systemd-analyze $mode verify /$unit"
+    fi
+    log "ok: systemd-analyze $mode verify /$unit: no warning"
+  done
+  systemd-analyze security --offline=true --no-pager "$TMP/verify/lib/systemd/system/h2gate.service" \
+    >"$TMP/security" 2>&1 || true
+  local score
+  score=$(sed -n 's/.*Overall exposure level for h2gate.service: \([0-9.]*\).*/\1/p' "$TMP/security")
+  [[ -n $score ]] || {
+    cat "$TMP/security" >&2
+    fail "systemd-analyze security printed no score"
+  }
+  grep -E '^✗' "$TMP/security" | sed 's/^/    /' || true
+  awk -v s="$score" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(s <= m) }' ||
+    fail "exposure score $score is above $MAX_EXPOSURE"
+  log "ok: systemd-analyze security h2gate.service: exposure $score ($(grep -o 'Overall exposure.*' "$TMP/security" | sed 's/.*[0-9] //')), at most $MAX_EXPOSURE"
+  log "static checks passed"
+}
+
+free_port() {
+  "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+wait_for() {
+  local what=$1 seconds=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  while ((SECONDS < deadline)); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.3
+  done
+  fail "$what: not within ${seconds}s"
+}
+
+install_test() {
+  local build=${1:?usage: $0 install BUILD_DIR}
+  "$ROOT/tests/deploy/check_container.sh" base >"$TMP/base.log" 2>&1 || {
+    local rc=$?
+    cat "$TMP/base.log"
+    ((rc == 77)) && skip "$(sed -n 's/^check_container: SKIP: //p' "$TMP/base.log" | tail -n1)"
+    fail "the debian:bookworm base image"
+  }
+  sed 's/^/  /' "$TMP/base.log"
+  make_deb "$build"
+  local RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
+  local image=localhost/h2gate-pkg:$$ name=h2gate-pkg-$$
+  CLEANUP+=("podman rm -f -t 0 $name" "podman rmi -f $image")
+  # The pristine image plus systemd (to be PID 1) and curl: nothing of h2gate's.
+  mkdir -p "$TMP/ctx"
+  cat >"$TMP/ctx/Containerfile" <<'EOF'
+FROM debian:bookworm
+RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus
+CMD ["/lib/systemd/systemd"]
+EOF
+  log "podman build: debian:bookworm + systemd, curl"
+  podman build --runtime runc --pull=never -t "$image" "$TMP/ctx" >"$TMP/build.log" 2>&1 || {
+    tail -n 30 "$TMP/build.log" >&2
+    fail "podman build of the systemd image"
+  }
+  podman run -d --name "$name" "${RUN_OPTS[@]}" --network host --systemd=always \
+    -v "$DEB:/root/$(basename "$DEB"):ro" "$image" >/dev/null || fail "podman run systemd"
+  # shellcheck disable=SC2317
+  booted() { podman exec "$name" systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; }
+  wait_for "systemd as PID 1 in the container" 60 booted
+  log "ok: systemd $(podman exec "$name" systemctl --version | head -n1 | awk '{print $2}') is PID 1 in the container"
+
+  # apt-get install ./h2gate_*.deb: the dependencies come from the archive.
+  podman exec "$name" sh -c "cd /root && apt-get install -y ./$(basename "$DEB")" >"$TMP/apt.log" 2>&1 || {
+    tail -n 30 "$TMP/apt.log" >&2
+    fail "apt-get install ./$(basename "$DEB")"
+  }
+  log "ok: apt-get install ./$(basename "$DEB"): $(grep -Eo '[0-9]+ newly installed' "$TMP/apt.log")"
+  podman exec "$name" test -f /etc/h2gate/h2gate.yaml || fail "no /etc/h2gate/h2gate.yaml"
+
+  # Free ports in the conffile (the host may run an h2gate on 3128/9901).
+  local proxy_port admin_port proxy_port2 origin_port
+  proxy_port=$(free_port)
+  admin_port=$(free_port)
+  proxy_port2=$(free_port)
+  origin_port=$(free_port)
+  podman exec "$name" sed -i "s/port_value: 3128/port_value: $proxy_port/; s/port_value: 9901/port_value: $admin_port/" \
+    /etc/h2gate/h2gate.yaml
+  podman exec "$name" grep -q "port_value: $proxy_port" /etc/h2gate/h2gate.yaml || fail "could not edit the conffile"
+  mkdir -p "$TMP/www"
+  head -c 1048576 /dev/urandom >"$TMP/www/1m.bin"
+  "$PYTHON" -m http.server --bind 127.0.0.1 --directory "$TMP/www" "$origin_port" >"$TMP/origin.log" 2>&1 &
+  CLEANUP+=("kill $!")
+  wait_for "the origin (python3 http.server)" 10 curl -fsS -o /dev/null "http://127.0.0.1:$origin_port/1m.bin"
+
+  podman exec "$name" systemctl start h2gate || {
+    podman exec "$name" journalctl -u h2gate --no-pager | tail -n 30 >&2
+    fail "systemctl start h2gate"
+  }
+  wait_for "h2gate /ready" 20 curl -fsS -o /dev/null "http://127.0.0.1:$admin_port/ready"
+  local pid uid user
+  pid=$(podman exec "$name" systemctl show -p MainPID --value h2gate)
+  uid=$(podman exec "$name" awk '/^Uid:/{print $2}' "/proc/$pid/status")
+  user=$(podman exec "$name" ps -o user= -p "$pid" 2>/dev/null || echo "uid $uid")
+  [[ $uid != 0 ]] || fail "h2gate runs as root"
+  log "ok: systemctl start h2gate: PID $pid, user $user (DynamicUser), ready on 127.0.0.1:$admin_port"
+  podman exec "$name" systemd-analyze security --no-pager h2gate.service >"$TMP/security" 2>&1 || true
+  log "ok: systemd-analyze security in the container: $(grep -o 'Overall exposure.*' "$TMP/security")"
+
+  local want got
+  want=$(sha256sum <"$TMP/www/1m.bin" | cut -d' ' -f1)
+  got=$(curl -fsS --max-time 30 -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/1m.bin" | sha256sum | cut -d' ' -f1)
+  [[ $got == "$want" ]] || fail "curl through h2gate: 1 MiB differs"
+  log "ok: curl -x http://127.0.0.1:$proxy_port fetched 1 MiB intact"
+
+  # Reload: the listener moves to the port the edited file names.
+  podman exec "$name" sed -i "s/port_value: $proxy_port/port_value: $proxy_port2/" /etc/h2gate/h2gate.yaml
+  podman exec "$name" systemctl reload h2gate || fail "systemctl reload h2gate"
+  wait_for "the reloaded listener on $proxy_port2" 20 \
+    curl -fsS --max-time 5 -o /dev/null -x "http://127.0.0.1:$proxy_port2" "http://127.0.0.1:$origin_port/1m.bin"
+  local pid2
+  pid2=$(podman exec "$name" systemctl show -p MainPID --value h2gate)
+  [[ $pid2 == "$pid" ]] || fail "reload restarted h2gate (PID $pid -> $pid2)"
+  if curl -fsS --max-time 5 -o /dev/null -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/1m.bin" 2>/dev/null; then
+    fail "after the reload the old port $proxy_port still proxies"
+  fi
+  curl -fsS "http://127.0.0.1:$admin_port/metrics" | grep -q 'h2gate_config_reloads_total{result="success"} 1' ||
+    fail "h2gate_config_reloads_total{result=\"success\"} is not 1 after systemctl reload"
+  log "ok: systemctl reload h2gate: same PID $pid, listener moved to $proxy_port2, reloads_total{success} 1"
+
+  # Stop drains: a 16 MiB download at 2 MiB/s (8 s; more than socket buffers hold)
+  # started before the stop ends intact, and the stop waits for it.
+  head -c 16777216 /dev/urandom >"$TMP/www/16m.bin"
+  local want16
+  want16=$(sha256sum <"$TMP/www/16m.bin" | cut -d' ' -f1)
+  curl -fsS --max-time 60 --limit-rate 2m -x "http://127.0.0.1:$proxy_port2" \
+    -o "$TMP/slow.bin" "http://127.0.0.1:$origin_port/16m.bin" 2>"$TMP/slow.err" &
+  local curl_pid=$! t0 took
+  sleep 1
+  t0=$SECONDS
+  podman exec "$name" systemctl stop h2gate || fail "systemctl stop h2gate"
+  took=$((SECONDS - t0))
+  wait "$curl_pid" || fail "the download running during systemctl stop failed: $(cat "$TMP/slow.err")"
+  [[ $(sha256sum <"$TMP/slow.bin" | cut -d' ' -f1) == "$want16" ]] || fail "the drained download differs"
+  ((took >= 3)) || fail "systemctl stop returned after ${took}s, before the download (about 7 s more) ended"
+  local result
+  result=$(podman exec "$name" systemctl show -p Result --value h2gate)
+  [[ $result == success ]] || fail "h2gate's stop result is '$result'"
+  log "ok: systemctl stop h2gate took ${took}s: it drained the running 16 MiB download, intact; result $result"
+
+  # Remove, then purge.
+  podman exec "$name" dpkg -r h2gate >/dev/null 2>&1 || fail "dpkg -r h2gate"
+  podman exec "$name" test ! -e /usr/bin/h2gate || fail "dpkg -r left /usr/bin/h2gate"
+  podman exec "$name" test -f /etc/h2gate/h2gate.yaml || fail "dpkg -r removed the conffile"
+  podman exec "$name" dpkg -P h2gate >/dev/null 2>&1 || fail "dpkg -P h2gate"
+  podman exec "$name" test ! -e /etc/h2gate/h2gate.yaml || fail "dpkg -P left /etc/h2gate/h2gate.yaml"
+  log "ok: dpkg -r kept /etc/h2gate/h2gate.yaml, dpkg -P removed it"
+  log "install test passed"
+}
+
+case ${1:-} in
+  static)
+    shift
+    static_checks "$@"
+    ;;
+  install)
+    shift
+    install_test "$@"
+    ;;
+  *)
+    sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//p;}' "$0"
+    exit 2
+    ;;
+esac
