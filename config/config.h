@@ -39,9 +39,10 @@ struct SocketAddress {
 };
 
 // One entry of a listener's filter_chains[].filters[]. typed_config is kept as
-// YAML: each filter parses its own config (filters/registry.h). The loader
-// runs that parser once to validate it and keeps what it built in `filter`,
-// so the server does not parse the YAML again; the server then drops the
+// YAML: each filter parses its own config (filters/registry.h). Loading a
+// config runs that parser once to validate it (filters::buildChains,
+// filters/chain.h) and keeps what it built in `filter`, so the server does
+// not parse the YAML again; the server then drops the
 // YAML tree (yaml-cpp needs several hundred bytes per value: a 100,000-entry
 // acl list would hold tens of megabytes) and keeps `redacted_yaml` for
 // /config_dump (dropFilterYaml() in config/dump.h).
@@ -49,8 +50,9 @@ struct FilterConfig {
   std::string name;
   YAML::Node typed_config;  // may be null; null after dropFilterYaml()
   Mark mark;
-  // Built from typed_config by validateAndBuild() (config/loader.h); null
-  // until then, or when typed_config is invalid. Not yet init()ed.
+  // Built from typed_config by filters::buildChains() (filters/chain.h);
+  // null until then, or when typed_config is invalid. Not yet init()ed.
+  // Config only carries it (and dropFilterYaml() asks whether it is set).
   std::shared_ptr<const filters::Filter> filter = nullptr;
   // typed_config as /config_dump shows it (secrets redacted), set when the
   // tree is dropped; empty while typed_config is there or was absent.

@@ -1,7 +1,8 @@
 // YAML → Bootstrap. The parser reads every field it knows with NodeReader, so
 // one pass reports every structural problem; validate() then checks what
-// spans several places (names, references, filter chains) for YAML and
-// flag-made configs alike.
+// spans several places (names, addresses, a listener's chain being there) for
+// YAML and flag-made configs alike. What a filter chain holds is checked by
+// the filters (filters/chain.h).
 #include "config/loader.h"
 #include "config/ip_text.h"
 
@@ -21,7 +22,6 @@
 
 #include "config/loader_internal.h"
 #include "config/yaml_guard.h"
-#include "filters/registry.h"
 
 namespace h2gate::config {
 namespace {
@@ -98,24 +98,6 @@ std::string readCapped(const std::string& path, uint64_t max_bytes, std::string*
   if (in.bad()) return "cannot read '" + path + "': read error";
   *out = std::move(data);
   return {};
-}
-
-void sortByPosition(std::vector<Problem>& problems) {
-  // File order reads best; problems without a position (unreadable file,
-  // flags) go first. Stable: same position keeps detection order.
-  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
-    if (a.mark.line != b.mark.line) return a.mark.line < b.mark.line;
-    return a.mark.column < b.mark.column;
-  });
-}
-
-std::string joinNames(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
 }
 
 std::string addressKey(const SocketAddress& a) {
@@ -457,7 +439,7 @@ LoadResult loadString(const std::string& yaml, const std::string& source_name) {
                "", e.msg);
   }
   result.problems = diag.problems();
-  for (Problem& p : validateAndBuild(result.bootstrap)) result.problems.push_back(std::move(p));
+  for (Problem& p : validate(result.bootstrap)) result.problems.push_back(std::move(p));
   sortByPosition(result.problems);
   return result;
 }
@@ -483,20 +465,13 @@ Bootstrap defaultBootstrap() {
   l.address = SocketAddress{"127.0.0.1", 3128};
   // The runtime skips ::1 when the host has no IPv6.
   l.additional_addresses.push_back(SocketAddress{"::1", 3128});
-  l.filters.push_back(FilterConfig{filters::kAccessLog, YAML::Node(), Mark{}});
-  l.filters.push_back(FilterConfig{filters::kForwardProxy, YAML::Node(), Mark{}});
+  l.filters.push_back(FilterConfig{kAccessLogFilterName, YAML::Node(), Mark{}});
+  l.filters.push_back(FilterConfig{kTerminalFilterName, YAML::Node(), Mark{}});
   b.listeners.push_back(std::move(l));
   return b;
 }
 
 std::vector<Problem> validate(const Bootstrap& b) {
-  Bootstrap copy = b;  // shares the YAML and any built filter; builds into the copy
-  for (Listener& l : copy.listeners)
-    for (FilterConfig& fc : l.filters) fc.filter = nullptr;
-  return validateAndBuild(copy);
-}
-
-std::vector<Problem> validateAndBuild(Bootstrap& b) {
   Diagnostics diag(b.source);
   if (b.listeners.empty()) {
     diag.error(Mark{}, "static_resources.listeners", "at least one listener is required");
@@ -524,9 +499,8 @@ std::vector<Problem> validateAndBuild(Bootstrap& b) {
     bound.emplace(addressKey(b.admin.address), "the admin interface");
   }
   std::map<std::string, std::size_t> listener_names;
-  const std::vector<std::string> known = filters::names();
   for (std::size_t i = 0; i < b.listeners.size(); ++i) {
-    Listener& l = b.listeners[i];
+    const Listener& l = b.listeners[i];
     const std::string path = "static_resources.listeners[" + std::to_string(i) + "]";
     if (!l.name.empty()) {
       auto [it, fresh] = listener_names.emplace(l.name, i);
@@ -548,38 +522,10 @@ std::vector<Problem> validateAndBuild(Bootstrap& b) {
       }
     }
 
+    // What the chain holds is the filters' to check (filters/chain.h).
     if (l.filters.empty()) {
-      diag.error(
-          l.mark, path + ".filter_chains",
-          std::string("a listener needs one filter chain ending in ") + filters::kForwardProxy);
-      continue;
-    }
-    const filters::FactoryContext ctx{b, l};
-    for (std::size_t j = 0; j < l.filters.size(); ++j) {
-      FilterConfig& fc = l.filters[j];
-      const std::string fpath = path + ".filter_chains[0].filters[" + std::to_string(j) + "]";
-      if (fc.name.empty()) continue;  // the loader reported the missing name
-      if (!filters::known(fc.name)) {
-        diag.error(fc.mark, fpath + ".name",
-                   "unknown filter '" + fc.name + "' (known: " + joinNames(known) + ")");
-        continue;
-      }
-      filters::FilterPtr f = fc.filter;
-      if (!f) {
-        NodeReader typed(fc.typed_config, fpath + ".typed_config", diag, fc.mark);
-        f = filters::create(fc.name, typed, ctx);
-      }
-      const bool terminal = f ? f->terminal() : fc.name == filters::kForwardProxy;
-      const bool last = j + 1 == l.filters.size();
-      if (terminal && !last) {
-        diag.error(fc.mark, fpath + ".name",
-                   "'" + fc.name + "' is terminal and must be the last filter of the chain");
-      } else if (!terminal && last) {
-        diag.error(fc.mark, fpath + ".name",
-                   std::string("the last filter must be ") + filters::kForwardProxy +
-                       " (it routes the request), got '" + fc.name + "'");
-      }
-      fc.filter = std::move(f);
+      diag.error(l.mark, path + ".filter_chains",
+                 std::string("a listener needs one filter chain ending in ") + kTerminalFilterName);
     }
   }
 

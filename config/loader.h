@@ -20,27 +20,34 @@ struct LoadResult {
   bool ok() const { return problems.empty(); }
 };
 
-// Reads and validates a YAML file. Unreadable file, a file larger than
-// `max_bytes`, YAML syntax errors, nesting deeper than kMaxYamlDepth,
-// unknown keys, wrong types, out-of-range values and dangling cluster
-// references all end up in problems (every one, not just the first). The
-// filters are built (validateAndBuild).
+// Reads and validates a YAML file: config's own part. Unreadable file, a
+// file larger than `max_bytes`, YAML syntax errors, nesting deeper than
+// kMaxYamlDepth, unknown keys, wrong types, out-of-range values and what
+// validate() checks all end up in problems (every one, not just the first).
+// A filter's name and typed_config are kept, not looked at: the filters
+// check and build them (filters/chain.h); h2gate loads a config with both
+// (gateway/load_config.h).
 LoadResult loadFile(const std::string& path, uint64_t max_bytes = kDefaultMaxConfigBytes);
 LoadResult loadString(const std::string& yaml, const std::string& source_name);
+
+// The filter names config itself uses: the built-in default chain, and the
+// terminal filter a listener's chain ends in (named in the "a listener needs
+// one filter chain" problem). filters/registry.h defines all filter names;
+// filters/chain.cc asserts that these agree with it.
+inline constexpr const char* kAccessLogFilterName = "h2gate.filters.access_log";
+inline constexpr const char* kTerminalFilterName = "h2gate.filters.forward_proxy";
 
 // The built-in default: listener "local_proxy" on 127.0.0.1:3128 (plus [::1]:3128
 // when IPv6 is available), admin on 127.0.0.1:9901, filters access_log +
 // forward_proxy with no cluster (direct mode).
 Bootstrap defaultBootstrap();
 
-// Cross-reference and semantic checks on an assembled Bootstrap (used for
-// configs built from flags too): dangling cluster references, duplicate names,
-// listeners without a terminal forward_proxy filter, unknown filter names.
+// Cross-reference checks on an assembled Bootstrap (used for configs built
+// from flags too), config's own part: at least one listener, duplicate
+// listener and cluster names, clusters without endpoints, two listeners (or
+// a listener and the admin endpoint) on one address, a listener without a
+// filter chain. Sorted by position in the file.
 std::vector<Problem> validate(const Bootstrap& bootstrap);
-// The same checks; every filter it builds is kept in its FilterConfig::filter
-// (not init()ed), and a filter already there is used instead of being built
-// again from typed_config. Reset `filter` after changing typed_config.
-std::vector<Problem> validateAndBuild(Bootstrap& bootstrap);
 
 // Small checks shared with the flag parser (gateway/cli.h).
 // "" when `path` names a readable regular file, else "cannot read 'PATH': why".

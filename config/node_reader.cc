@@ -33,6 +33,13 @@ bool isEnvNameChar(char c, bool first) {
 
 }  // namespace
 
+void sortByPosition(std::vector<Problem>& problems) {
+  std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
+    if (a.mark.line != b.mark.line) return a.mark.line < b.mark.line;
+    return a.mark.column < b.mark.column;
+  });
+}
+
 std::string escapeControls(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;

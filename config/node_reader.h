@@ -34,6 +34,10 @@ struct Problem {
 // \xNN. Well-formed UTF-8 text and backslashes are kept as they are.
 std::string escapeControls(std::string_view text);
 
+// Sorts problems into file order; those without a position (unreadable
+// file, flags) go first. Stable: problems at one position keep their order.
+void sortByPosition(std::vector<Problem>& problems);
+
 class Diagnostics {
  public:
   explicit Diagnostics(std::string file) : file_(std::move(file)) {}

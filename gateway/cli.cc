@@ -7,6 +7,7 @@
 
 #include "filters/access_log.h"
 #include "filters/registry.h"
+#include "gateway/load_config.h"
 #include "gateway/log.h"
 
 namespace h2gate::cli {
@@ -383,7 +384,7 @@ config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env) {
   config::LoadResult r;
   if (!options.config_path.empty()) {
-    r = config::loadFile(options.config_path, options.max_config_bytes);
+    r = loadConfigFile(options.config_path, options.max_config_bytes);
     if (!r.ok()) return r;
   } else {
     r.bootstrap = config::defaultBootstrap();
@@ -523,7 +524,7 @@ config::LoadResult buildBootstrap(const Options& options,
   if (options.concurrency) b.concurrency = *options.concurrency;
   if (from_flags) b.source = "<flags>";
   if (!r.problems.empty()) return r;
-  r.problems = config::validateAndBuild(b);
+  r.problems = checkConfig(b);
   return r;
 }
 

@@ -46,8 +46,9 @@ std::string usage();  // --help text
 // address, --admin the admin address, --upstream adds a cluster per URL and
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
 // of flag-made clusters, --proxy-auth their proxy_authentication).
-// `upstream_env` is $H2GATE_UPSTREAM, used only
-// when neither --upstream nor -c was given. The result is validated.
+// `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
+// -c was given. The result is validated and its filters built
+// (gateway/load_config.h), as --validate, start-up and reload all need it.
 config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env);
 

@@ -9,6 +9,7 @@
 #include "config/loader.h"
 #include "filters/pac.h"
 #include "filters/registry.h"
+#include "gateway/load_config.h"
 #include "gateway/log.h"
 #include "gateway/net/accept_backoff.h"
 #include "gateway/net/address.h"
@@ -45,7 +46,7 @@ Server::Prepared Server::prepare(config::LoadResult loaded) {
     bool missing = false;
     for (const config::Listener& l : loaded.bootstrap.listeners)
       for (const config::FilterConfig& f : l.filters) missing = missing || !f.filter;
-    if (missing) loaded.problems = config::validateAndBuild(loaded.bootstrap);
+    if (missing) loaded.problems = checkConfig(loaded.bootstrap);
   }
   if (!loaded.ok()) {
     p.problems = std::move(loaded.problems);
@@ -104,7 +105,7 @@ std::string Server::buildListeners(const Prepared& p, const std::vector<uint16_t
     for (const auto& running : listeners_)
       if (running->name == l.name) ctx->open_connections = running->open_connections;
     for (const config::FilterConfig& fc : l.filters) {
-      // Built by validateAndBuild (prepare()) and used by nothing else yet,
+      // Built by checkConfig (prepare()) or when loaded, and used by nothing else yet,
       // as a factory made it (make_shared<T>, non-const), so this cast is
       // well-defined; init() runs once, before any worker shares the filter.
       if (std::string err = const_cast<filters::Filter&>(*fc.filter).init(); !err.empty())

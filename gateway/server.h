@@ -76,7 +76,7 @@ class Server {
   };
   using ListenerContexts = std::vector<std::shared_ptr<const downstream::ListenerContext>>;
   // A loaded configuration made ready off the main thread (prepare()): its
-  // filters built (validateAndBuild) and their YAML dropped, each
+  // filters built (gateway/load_config.h) and their YAML dropped, each
   // listener's PAC rules collected (all but the proxy address, which needs
   // the bound port).
   struct Prepared {

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """No include from a lower layer to a higher one.
 
-The layers are the table between the markers "layers:begin" and "layers:end"
-in gateway/README.md (one source of truth: the document states the rule, this
-script enforces it). Each row: | rank | name | path prefixes, comma-separated |.
-A source file belongs to the layer of its longest matching prefix; it may
-include its own layer and those below (lower rank), never one above. A file
-under config/, filters/ or gateway/ that no row covers is an error too: a new
-folder gets its place in the table first.
+LAYERS below is the rule (gateway/README.md, Layers, shows the same table and
+says why). A source file under config/, filters/ or gateway/ belongs to the
+layer of its longest matching path prefix; it may include headers of its own
+layer and of the layers below it (lower rank), never of one above. A file, or
+an included header, that no prefix covers is an error too: a new folder gets
+its row first (add the prefix to LAYERS here and to the README's table).
 
-  tests/check_layers.py [ROOT]     check ROOT (default: the repository)
-  tests/check_layers.py --self-test  prove the check fails on a violation
+  tests/check_layers.py [ROOT]       check ROOT (default: this repository)
+  tests/check_layers.py --self-test  prove the check fails: an upward include
+                                     and a folder in no layer, in a copy of
+                                     the tree, must both be reported
 
-Exit status 0 when clean, 1 with one line per problem (file:line: why).
+Only `#include "..."` lines naming config/, filters/ or gateway/ are checked.
+Prints one line per problem (FILE:LINE: includes X (layer A may not include
+layer B)) and a summary; exit status 0 when clean, 1 otherwise.
 """
 import os
 import re
@@ -21,44 +24,43 @@ import subprocess
 import sys
 import tempfile
 
+# (rank, layer, path prefixes). A prefix ending in "/" is a folder; one
+# ending in "." is a file's stem (gateway/worker. covers worker.h and
+# worker.cc), one ending in "_" a family of files (gateway/server_ covers
+# server_admin.cc and server_network.cc).
+LAYERS = [
+    (0, "base", ["config/", "gateway/metrics/", "gateway/log.", "gateway/http_types.",
+                 "gateway/connection_id."]),
+    (1, "net and HTTP/1", ["gateway/net/", "gateway/http1/"]),
+    (2, "upstream", ["gateway/upstream/"]),
+    (3, "filters", ["filters/"]),
+    (4, "downstream", ["gateway/downstream/"]),
+    (5, "worker", ["gateway/worker."]),
+    (6, "server", ["gateway/server.", "gateway/server_", "gateway/admin.", "gateway/cli.", "gateway/main.",
+                   "gateway/reload_plan.", "gateway/own_addresses.", "gateway/load_config.", "gateway/check."]),
+]
+
 SOURCE_DIRS = ("config", "filters", "gateway")
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
-ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*([^|]+?)\s*\|\s*([^|]+?)\s*\|")
 
 
-def read_layers(root):
-    path = os.path.join(root, "gateway", "README.md")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    m = re.search(r"layers:begin(.*?)layers:end", text, re.S)
-    if not m:
-        sys.exit(f"{path}: no layer table (markers layers:begin / layers:end)")
-    layers = []  # (prefix, rank, name)
-    for line in m.group(1).splitlines():
-        row = ROW.match(line.strip())
-        if not row:
-            continue
-        rank, name = int(row.group(1)), row.group(2)
-        for prefix in row.group(3).split(","):
-            prefix = prefix.strip().strip("`")
-            if prefix:
-                layers.append((prefix, rank, name))
-    if not layers:
-        sys.exit(f"{path}: the layer table has no rows")
-    # Longest prefix first.
-    layers.sort(key=lambda e: -len(e[0]))
-    return layers
+def layer_of(path):
+    """(rank, name) of the longest prefix matching `path`, or None."""
+    best = None
+    for rank, name, prefixes in LAYERS:
+        for prefix in prefixes:
+            if path.startswith(prefix) and (best is None or len(prefix) > best[0]):
+                best = (len(prefix), rank, name)
+    return best[1:] if best else None
 
 
-def layer_of(layers, path):
-    for prefix, rank, name in layers:
-        if path.startswith(prefix):
-            return rank, name
-    return None
+def unplaced(path):
+    folder = path.rsplit("/", 1)[0] + "/"
+    return (f"{folder} is in no layer: add it to LAYERS in tests/check_layers.py and to "
+            f"the table in gateway/README.md (Layers)")
 
 
 def check(root):
-    layers = read_layers(root)
     problems = []
     files = 0
     for top in SOURCE_DIRS:
@@ -69,9 +71,9 @@ def check(root):
                     continue
                 rel = os.path.relpath(os.path.join(dirpath, fn), root).replace(os.sep, "/")
                 files += 1
-                own = layer_of(layers, rel)
+                own = layer_of(rel)
                 if own is None:
-                    problems.append(f"{rel}: in no layer of gateway/README.md's table")
+                    problems.append(f"{rel}: {unplaced(rel)}")
                     continue
                 with open(os.path.join(root, rel), encoding="utf-8") as f:
                     for n, line in enumerate(f, 1):
@@ -79,35 +81,47 @@ def check(root):
                         if not m or not m.group(1).startswith(tuple(d + "/" for d in SOURCE_DIRS)):
                             continue
                         target = m.group(1)
-                        other = layer_of(layers, target)
+                        other = layer_of(target)
                         if other is None:
-                            problems.append(f"{rel}:{n}: includes {target}, which is in no layer")
+                            problems.append(f"{rel}:{n}: includes {target}: {unplaced(target)}")
                         elif other[0] > own[0]:
                             problems.append(
-                                f"{rel}:{n}: includes {target}: layer {other[0]} ({other[1]}) "
-                                f"from layer {own[0]} ({own[1]}), a lower one")
+                                f"{rel}:{n}: includes {target} (layer {own[0]} {own[1]} may not "
+                                f"include layer {other[0]} {other[1]})")
     return files, problems
 
 
 def self_test(root):
-    """A copy of the tree plus one file of layer 1 (net) that includes a
-    layer-4 (downstream) header must fail, naming that include."""
+    """In a copy of the tree: a layer-1 (net) file including a layer-4
+    (downstream) header, and a file in a folder no layer covers."""
     with tempfile.TemporaryDirectory() as tmp:
         for top in SOURCE_DIRS:
             shutil.copytree(os.path.join(root, top), os.path.join(tmp, top))
-        probe = os.path.join(tmp, "gateway", "net", "layer_probe.h")
-        with open(probe, "w", encoding="utf-8") as f:
+        with open(os.path.join(tmp, "gateway", "net", "layer_probe.h"), "w",
+                  encoding="utf-8") as f:
             f.write('#pragma once\n#include "gateway/downstream/app_socket.h"\n')
-        run = subprocess.run([sys.executable, __file__, tmp], capture_output=True, text=True)
-    expected = ("gateway/net/layer_probe.h:2: includes gateway/downstream/app_socket.h: "
-                "layer 4 (downstream) from layer 1 (net and HTTP/1), a lower one")
-    print(f"self-test: a copy of the tree with gateway/net/layer_probe.h including "
-          f"gateway/downstream/app_socket.h: exit {run.returncode}")
-    if run.returncode != 1 or expected not in run.stdout.splitlines():
-        print("self-test FAILED: the upward include was not reported as\n  " + expected)
-        print(run.stdout)
+        os.mkdir(os.path.join(tmp, "gateway", "layer_probe"))
+        with open(os.path.join(tmp, "gateway", "layer_probe", "x.h"), "w",
+                  encoding="utf-8") as f:
+            f.write('#pragma once\n#include "gateway/log.h"\n')
+        run = subprocess.run([sys.executable, os.path.abspath(__file__), tmp],
+                             capture_output=True, text=True)
+    expected = [
+        "gateway/net/layer_probe.h:2: includes gateway/downstream/app_socket.h (layer 1 net "
+        "and HTTP/1 may not include layer 4 downstream)",
+        "gateway/layer_probe/x.h: gateway/layer_probe/ is in no layer: add it to LAYERS in "
+        "tests/check_layers.py and to the table in gateway/README.md (Layers)",
+    ]
+    lines = run.stdout.splitlines()
+    missing = [e for e in expected if e not in lines]
+    print(f"self-test: a copy of the tree with an upward include and an unplaced folder: "
+          f"exit {run.returncode}")
+    if run.returncode != 1 or missing:
+        print("self-test FAILED: not reported:\n  " + "\n  ".join(missing or expected))
+        print(run.stdout + run.stderr)
         return 1
-    print("  " + expected)
+    for e in expected:
+        print("  " + e)
     return 0
 
 
@@ -119,7 +133,7 @@ def main():
     files, problems = check(root)
     for p in problems:
         print(p)
-    print(f"{files} files checked against gateway/README.md's layers: "
+    print(f"{files} files checked against the layers of tests/check_layers.py: "
           f"{len(problems)} problem(s)")
     return 1 if problems else 0
 

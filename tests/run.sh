@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # h2gate's whole test suite: installs what it needs, then runs the stages
 #
-#   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/
+#   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/, and
+#            tests/check_layers.py: no #include from a lower layer to a higher one
+#            (the table in that script; gateway/README.md, Layers), with its
+#            self-test proving it reports one
 #   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
 #            the systemd and Windows proxy settings of tests/clients/README.md: clients_systemd,
 #            clients_wininet; the SSPI backend under wine: clients_sspi; a test
@@ -66,7 +69,7 @@ note() { NOTE[$1]="${NOTE[$1]:+${NOTE[$1]}; }$2"; }
 # Each returns 0 (pass), 1 (fail) or 2 (build failed: stop the suite).
 
 stage_format() {
-  local files=() bad=() f
+  local files=() bad=() f rc=0
   mapfile -t files < <(find gateway filters config tests \( -name build -prune \) -o \
     -type f \( -name '*.h' -o -name '*.cc' \) -print | sort)
   for f in "${files[@]}"; do
@@ -77,8 +80,17 @@ stage_format() {
     echo "not clang-formatted (fix: clang-format -i FILE...):"
     printf '  %s\n' "${bad[@]}"
     note format "${#bad[@]} file(s) not formatted: ${bad[*]}"
-    return 1
+    rc=1
   fi
+  if ! python3 tests/check_layers.py; then
+    note format "an include goes up a layer (tests/check_layers.py, listed above)"
+    rc=1
+  fi
+  if ! python3 tests/check_layers.py --self-test; then
+    note format "tests/check_layers.py --self-test failed"
+    rc=1
+  fi
+  return "$rc"
 }
 
 # build_and_ctest STAGE DIR CMAKE_ARGS...

@@ -1,18 +1,19 @@
 // libFuzzer target: arbitrary bytes as a YAML config.
 //
-// Contract under test (config/loader.h): loadString() reports every problem in
-// LoadResult::problems and never throws or crashes, whatever the input. Nothing
-// is caught here on purpose: an exception escaping is a bug, and libFuzzer
-// reports it as a crash with the input that caused it.
+// Contract under test (gateway/load_config.h): loadConfigString() (config's
+// parser, then every filter's typed_config parser: filters/chain.h) reports
+// every problem in LoadResult::problems and never throws or crashes, whatever
+// the input. Nothing is caught here on purpose: an exception escaping is a
+// bug, and libFuzzer reports it as a crash with the input that caused it.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
-#include "config/loader.h"
+#include "gateway/load_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string yaml(reinterpret_cast<const char*>(data), size);
-  auto result = h2gate::config::loadString(yaml, "fuzz.yaml");
+  auto result = h2gate::loadConfigString(yaml, "fuzz.yaml");
   // Formatting the problems exercises Problem::str() on whatever marks came out.
   for (const auto& problem : result.problems) (void)problem.str();
   return 0;

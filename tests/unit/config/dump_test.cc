@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/loader.h"
+#include "gateway/load_config.h"
 #include "test_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -155,7 +156,7 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
 std::string roundTrip(const Bootstrap& b) {
   const std::string dump = dumpYaml(b);
   INFO(dump);
-  const LoadResult again = loadString(dump, b.source);
+  const LoadResult again = h2gate::loadConfigString(dump, b.source);
   INFO(allProblems(again.problems));
   REQUIRE(again.ok());
   checkEquivalent(b, again.bootstrap);
@@ -187,7 +188,7 @@ TEST_CASE("every example dumps, reloads and dumps the same again", "[config][dum
     if (entry.path().extension() != ".yaml") continue;
     ++count;
     const std::string path = entry.path().string();
-    const LoadResult r = loadFile(path);
+    const LoadResult r = h2gate::loadConfigFile(path);
     INFO(path << "\n" << allProblems(r.problems));
     REQUIRE(r.ok());
     const std::string dump = roundTrip(r.bootstrap);
@@ -209,7 +210,7 @@ TEST_CASE("the built-in default dumps and reloads", "[config][dump]") {
 TEST_CASE("the proxy password never appears in the dump", "[config][dump]") {
   SECTION("from the environment (upstream_auth.yaml)") {
     ScopedEnv password("PROXY_PASSWORD", kPassword);
-    const LoadResult r = loadFile(kExamples + "/upstream_auth.yaml");
+    const LoadResult r = h2gate::loadConfigFile(kExamples + "/upstream_auth.yaml");
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     REQUIRE(r.bootstrap.clusters.at(0).credentials->password == kPassword);
@@ -556,18 +557,19 @@ TEST_CASE("the source comment stays on one line", "[config][dump]") {
   const std::string dump = dumpYaml(b);
   CHECK(dump.rfind("# h2gate effective configuration (secrets redacted) from evil admin: {}\n",
                    0) == 0);
-  const LoadResult again = loadString(dump, "x");
+  const LoadResult again = h2gate::loadConfigString(dump, "x");
   INFO(allProblems(again.problems));
   CHECK(again.ok());
 }
 
 TEST_CASE("dropFilterYaml keeps the redacted text only, and the dump the same", "[config][dump]") {
-  LoadResult r = loadString(std::string(h2gate::testing::kMinimalConfig) +
-                                "    deny_own_addresses: false\n"
-                                "admin:\n"
-                                "  address: {socket_address: {address: 127.0.0.1, port_value: 1}}\n"
-                                "  allowed_hosts: [h2gate.example, \"mon.example:9901\"]\n",
-                            "cfg.yaml");
+  LoadResult r = h2gate::loadConfigString(
+      std::string(h2gate::testing::kMinimalConfig) +
+          "    deny_own_addresses: false\n"
+          "admin:\n"
+          "  address: {socket_address: {address: 127.0.0.1, port_value: 1}}\n"
+          "  allowed_hosts: [h2gate.example, \"mon.example:9901\"]\n",
+      "cfg.yaml");
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   const std::string before = roundTrip(r.bootstrap);

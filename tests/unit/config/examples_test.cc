@@ -5,6 +5,7 @@
 
 #include "config/loader.h"
 #include "filters/registry.h"
+#include "gateway/load_config.h"
 #include "test_util.h"
 
 using namespace h2gate::config;
@@ -25,7 +26,7 @@ TEST_CASE("every example config loads cleanly", "[config][examples]") {
   for (const auto& entry : std::filesystem::directory_iterator(kExamples)) {
     if (entry.path().extension() != ".yaml") continue;
     ++count;
-    const LoadResult r = loadFile(entry.path().string());
+    const LoadResult r = h2gate::loadConfigFile(entry.path().string());
     INFO(entry.path().string() << "\n" << allProblems(r.problems));
     CHECK(r.ok());
   }
@@ -34,13 +35,13 @@ TEST_CASE("every example config loads cleanly", "[config][examples]") {
 
 TEST_CASE("upstream_auth.yaml needs PROXY_PASSWORD", "[config][examples]") {
   ScopedEnv password("PROXY_PASSWORD", std::nullopt);
-  const LoadResult r = loadFile(kExamples + "/upstream_auth.yaml");
+  const LoadResult r = h2gate::loadConfigFile(kExamples + "/upstream_auth.yaml");
   REQUIRE(r.problems.size() == 1);
   CHECK(r.problems[0].message == "environment variable PROXY_PASSWORD is not set");
 }
 
 TEST_CASE("default.yaml is the built-in default", "[config][examples]") {
-  const LoadResult r = loadFile(kExamples + "/default.yaml");
+  const LoadResult r = h2gate::loadConfigFile(kExamples + "/default.yaml");
   REQUIRE(r.ok());
   const Bootstrap& a = r.bootstrap;
   const Bootstrap b = defaultBootstrap();

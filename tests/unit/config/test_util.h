@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "gateway/load_config.h"
 
 namespace h2gate::testing {
 
@@ -75,8 +76,10 @@ inline constexpr const char* kMinimalConfig = R"(static_resources:
       - name: h2gate.filters.forward_proxy
 )";
 
+// As h2gate loads it: config's checks and the filter chains
+// (gateway/load_config.h).
 inline config::LoadResult loadYaml(const std::string& yaml) {
-  return config::loadString(yaml, "cfg.yaml");
+  return loadConfigString(yaml, "cfg.yaml");
 }
 
 }  // namespace h2gate::testing
