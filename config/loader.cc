@@ -4,6 +4,7 @@
 // YAML and flag-made configs alike. What a filter chain holds is checked by
 // the filters (filters/chain.h).
 #include "config/loader.h"
+#include "config/ip_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -311,7 +312,7 @@ std::optional<std::string> readSecretFile(const std::string& path, std::string* 
 }
 
 bool isIpLiteral(std::string_view text) {
-  if (text.empty()) return false;
+  if (text.empty() || !ipTextIsStrict(text.substr(0, text.find('%')))) return false;
   asio::error_code ec;
   asio::ip::make_address(std::string(text), ec);
   return !ec;

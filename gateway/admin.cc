@@ -118,7 +118,8 @@ class AdminSession : public std::enable_shared_from_this<AdminSession> {
     head_ = r.method == "HEAD";
     if (r.method != "GET" && r.method != "HEAD" && r.method != "POST") {
       Admin::Reply rep{405, "text/plain; charset=utf-8",
-                       "admin endpoints take GET (POST for /reload)\n", "GET, HEAD, POST"};
+                       "admin endpoints take GET (POST for /reload, /quitquitquit)\n",
+                       "GET, HEAD, POST"};
       return send(reply(rep, false));
     }
     asio::error_code ec;

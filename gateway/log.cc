@@ -54,12 +54,16 @@ bool parseLevel(std::string_view n, Level* out) {
 void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view message) {
   using namespace std::chrono;
   const auto now = system_clock::now();
-  const std::time_t t = system_clock::to_time_t(now);
-  const auto ms = duration_cast<milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
+  // UTC by the C++20 calendar: no gmtime_r (POSIX) / gmtime_s (Windows).
+  const auto day = floor<days>(now);
+  const year_month_day ymd{day};
+  const hh_mm_ss hms{floor<milliseconds>(now - day)};
+  const auto ms = hms.subseconds().count();
   char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+  std::snprintf(ts, sizeof ts, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
   char ids[48] = "";
   if (conn_id != 0 && stream_id != 0)
     std::snprintf(ids, sizeof ids, "[C%llu][S%llu] ", static_cast<unsigned long long>(conn_id),

@@ -1,7 +1,6 @@
 // h2gate: a local forward proxy that carries apps' traffic to upstream HTTPS
 // proxies over HTTP/2 (or, with no upstream configured, straight to the
 // destinations). main() only wires flags, config and the server together.
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -15,11 +14,12 @@
 #include "gateway/metrics/cells.h"
 #include "gateway/net/fd_limit.h"
 #include "gateway/server.h"
+#include "gateway/server_signals.h"
 #include "gateway/upstream/auth/mechanism.h"
 
 int main(int argc, char** argv) {
   using namespace h2gate;
-  std::signal(SIGPIPE, SIG_IGN);  // a closed app socket is an error code, not a signal
+  ServerSignals::prepareProcess();
 
   const cli::ParseResult parsed = cli::parse(argc, argv);
   if (!parsed.ok()) {

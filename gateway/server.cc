@@ -1,10 +1,8 @@
 #include "gateway/server.h"
 
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstring>
 
 #include "config/dump.h"
@@ -13,6 +11,7 @@
 #include "filters/registry.h"
 #include "gateway/load_config.h"
 #include "gateway/log.h"
+#include "gateway/net/accept_backoff.h"
 #include "gateway/net/address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/reload_plan.h"
@@ -22,11 +21,8 @@ Server::Server(config::Bootstrap bootstrap, Reloader reloader)
     : reloader_(std::move(reloader)),
       started_(std::chrono::steady_clock::now()),
       started_wall_(std::chrono::system_clock::now()),
-      signals_(main_io_, SIGTERM, SIGINT),
+      signals_(main_io_),
       drain_timer_(main_io_) {
-#ifdef SIGHUP
-  signals_.add(SIGHUP);
-#endif
   config::LoadResult loaded;
   loaded.bootstrap = std::move(bootstrap);
   start_ = prepare(std::move(loaded));
@@ -320,15 +316,20 @@ std::string Server::start() {
       w->addCluster(clusters_[name], tls_[name], health_[c], cluster_requests_[name]);
     }
     for (Bound& b : bound_) {
-      const int fd = ::dup(b.acceptor.native_handle());
-      if (fd < 0) return std::string("dup() of a listening socket failed: ") + strerror(errno);
-      w->addListener(listeners_[b.listener], b.id, b.acceptor.local_endpoint().protocol(), fd);
+      if (!net::listenerPerWorker()) break;  // acceptFor() hands connections over
+      std::string dup_error;
+      net::OwnedSocket dup = net::duplicateListener(b.acceptor, &dup_error);
+      if (!dup) return dup_error;
+      w->addListener(listeners_[b.listener], b.id, b.acceptor.local_endpoint().protocol(),
+                     std::move(dup));
     }
     workers_.push_back(std::move(w));
   }
   // The workers own duplicates; the originals stay open so nothing else can
   // take the port, and so a reload can hand them to the workers again.
   for (auto& w : workers_) w->start();
+  if (!net::listenerPerWorker())
+    for (Bound& b : bound_) acceptFor(b.id);
   config_guard_.emplace(config_io_.get_executor());
   config_thread_ = std::thread([this] { config_io_.run(); });
   startNetworkMonitor();
@@ -337,16 +338,13 @@ std::string Server::start() {
 }
 
 void Server::waitForSignal() {
-  signals_.async_wait([this](const asio::error_code& ec, int sig) {
-    if (ec) return;
-#ifdef SIGHUP
-    if (sig == SIGHUP) {
-      requestReload("SIGHUP", nullptr);
+  signals_.asyncWait([this](ServerSignals::Kind kind, const std::string& name) {
+    if (kind == ServerSignals::Kind::Reload) {
+      requestReload(name, nullptr);
       waitForSignal();
       return;
     }
-#endif
-    beginShutdown(sig);
+    beginShutdown(name);
   });
 }
 
@@ -558,15 +556,16 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
     if (!e.reuse && !fresh[i]) continue;  // an optional address that cannot be bound
     Bound& b = e.reuse ? bound_[*e.reuse] : *fresh[i];
     for (auto& u : updates) {
+      if (!net::listenerPerWorker()) break;  // the Server accepts (acceptFor)
       Worker::Reconfigure::Socket s;
       s.socket_id = b.id;
       s.ctx = contexts[e.listener];
       asio::error_code ec;
       s.protocol = b.acceptor.local_endpoint(ec).protocol();
       if (!e.reuse) {
-        s.fd = OwnedFd(::dup(b.acceptor.native_handle()));
-        if (!s.fd)
-          return reject({std::string("dup() of a listening socket failed: ") + strerror(errno)});
+        std::string dup_error;
+        s.fd = net::duplicateListener(b.acceptor, &dup_error);
+        if (!s.fd) return reject({dup_error});
       }
       u.sockets.push_back(std::move(s));
     }
@@ -580,6 +579,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
 
   // Commit. From here on nothing fails.
   std::vector<Bound> bound;
+  std::vector<uint64_t> fresh_ids;
   for (size_t i = 0; i < plan.entries.size(); ++i) {
     const auto& e = plan.entries[i];
     if (e.reuse) {
@@ -587,6 +587,7 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
       bound.back().listener = e.listener;
     } else if (fresh[i]) {
       bound.push_back(std::move(*fresh[i]));
+      fresh_ids.push_back(bound.back().id);
       logListening(bound.back(), next->listeners[e.listener]);
     }
   }
@@ -620,14 +621,15 @@ Server::ReloadOutcome Server::applyReload(Prepared& prepared) {
   retire(std::exchange(bootstrap_, next));
   prepared.bootstrap = nullptr;
   for (size_t i = 0; i < workers_.size(); ++i) workers_[i]->reconfigure(std::move(updates[i]));
+  if (!net::listenerPerWorker())
+    for (uint64_t id : fresh_ids) acceptFor(id);
 
   ++reloads_ok_;
   H2G_LOG(Info, 0, 0, "configuration reloaded from " << source << ": " << summary);
   return {200, "reloaded " + source + ": " + summary + "\n"};
 }
 
-void Server::beginShutdown(int sig) {
-  const char* name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+void Server::beginShutdown(const std::string& name) {
   if (draining_) {
     H2G_LOG(Warn, 0, 0, name << " again: closing all connections now");
     for (auto& w : workers_) w->forceClose();
@@ -650,7 +652,41 @@ void Server::beginShutdown(int sig) {
     H2G_LOG(Warn, 0, 0, "drain timeout reached: closing the remaining connections");
     for (auto& w : workers_) w->forceClose();
   });
-  waitForSignal();  // a second SIGTERM cuts; a SIGHUP is answered "draining"
+  waitForSignal();  // a second stop cuts; a reload is answered "draining"
+}
+
+Server::Bound* Server::findBound(uint64_t id) {
+  for (Bound& b : bound_)
+    if (b.id == id) return &b;
+  return nullptr;
+}
+
+void Server::acceptFor(uint64_t id) {
+  Bound* b = findBound(id);
+  if (!b || !b->acceptor.is_open() || draining_ || workers_.empty()) return;
+  Worker* w = workers_[next_worker_++ % workers_.size()].get();
+  // Straight into the worker's event loop: the socket joins its I/O
+  // completion port, and only adopt() crosses threads.
+  b->acceptor.async_accept(w->io(), [this, id, w](const asio::error_code& ec,
+                                                  asio::ip::tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || draining_) return;
+    Bound* b = findBound(id);
+    if (!b || !b->acceptor.is_open()) return;  // closed by a reload meanwhile
+    if (ec) {
+      // Out of sockets or memory: back off instead of spinning.
+      H2G_LOG(Warn, 0, 0,
+              "accept on listener " << listeners_[b->listener]->name << " failed: " << ec.message()
+                                    << "; retrying in " << net::AcceptBackoff::kRetryDelay.count()
+                                    << " ms");
+      auto retry = std::make_shared<asio::steady_timer>(main_io_, net::AcceptBackoff::kRetryDelay);
+      retry->async_wait([this, id, retry](const asio::error_code& e) {
+        if (!e) acceptFor(id);
+      });
+      return;
+    }
+    w->adopt(std::move(socket), listeners_[b->listener]);
+    acceptFor(id);
+  });
 }
 
 void Server::onWorkerIdle() {

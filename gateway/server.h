@@ -44,6 +44,7 @@
 #include "gateway/net/network_monitor.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/own_addresses.h"
+#include "gateway/server_signals.h"
 #include "gateway/upstream/health.h"
 #include "gateway/worker.h"
 
@@ -133,7 +134,14 @@ class Server {
   void retire(std::shared_ptr<const void> p);
   void sweepRetired();
   void waitForSignal();
-  void beginShutdown(int signal_number);
+  // When net::listenerPerWorker() is false (Windows): accept on bound_'s
+  // socket `id` on the main loop, each connection into the next worker's
+  // loop (round robin), until the socket is closed or the server drains.
+  void acceptFor(uint64_t id);
+  Bound* findBound(uint64_t id);
+  // Stop accepting and drain (`name`: what asked, for the log). Again while
+  // draining: close every connection now.
+  void beginShutdown(const std::string& name);
   void onWorkerIdle();
   // Network changes and resumes (server_network.cc): started by start()
   // unless h2gate.network_change_timeout is 0s; each change makes every
@@ -174,7 +182,7 @@ class Server {
   std::chrono::steady_clock::time_point started_;
   std::chrono::system_clock::time_point started_wall_;
   asio::io_context main_io_;
-  asio::signal_set signals_;
+  ServerSignals signals_;
   asio::steady_timer drain_timer_;
   std::unique_ptr<Admin> admin_;
   // The current listener contexts (index as in bootstrap_->listeners).
@@ -202,6 +210,7 @@ class Server {
   uint64_t next_socket_id_ = 1;
   std::vector<std::unique_ptr<Worker>> workers_;
   size_t idle_workers_ = 0;
+  size_t next_worker_ = 0;             // acceptFor()'s round robin
   std::atomic<bool> draining_{false};  // read by scrapes
   // The cluster each worker's pool of that name was given (by name).
   std::unordered_map<std::string, std::shared_ptr<const config::Cluster>> clusters_;

@@ -3,6 +3,8 @@
 // through thread-safe objects (metrics registry, ClusterHealth, atomics).
 // POST /reload starts a reload like SIGHUP (the file is read on the config
 // thread) and answers when it is over; /config_dump is rendered there too.
+// POST /quitquitquit (Envoy's name) stops like SIGTERM: the answer first,
+// then no more accepting and the connections drain; the process exits 0.
 #include <map>
 
 #include "config/dump.h"
@@ -28,6 +30,7 @@ constexpr std::string_view kIndex =
     "  /pac/eval?url=URL   what the PAC file answers for URL (loopback clients only)\n"
     "  /server_info        version, state, uptime (JSON)\n"
     "  POST /reload        re-read the config file (-c) and apply it; 400 with the errors\n"
+    "  POST /quitquitquit  drain the connections (like SIGTERM, Ctrl+C) and exit 0\n"
     "                      (every POST needs the header X-H2gate-Admin: 1)\n";
 
 Admin::Reply text(int status, std::string body) {
@@ -148,6 +151,16 @@ void Server::adminRequest(const Admin::Request& request, Admin::Respond respond)
     return;
   }
   if (request.path == "/pac/eval" && request.method != "POST") return pacEval(request, respond);
+  if (request.path == "/quitquitquit" && request.method == "POST") {
+    size_t active = 0;
+    for (const auto& w : workers_) active += w->activeConnections();
+    respond(text(200, draining_ ? "already draining\n"
+                                : "draining " + std::to_string(active) + " connection(s)\n"));
+    // After the answer is on its way; a second one cuts, like a second
+    // SIGTERM.
+    asio::post(main_io_, [this] { beginShutdown("POST /quitquitquit"); });
+    return;
+  }
   if (request.path == "/config_dump" && request.method != "POST") {
     // Rendering a big configuration takes a while: on the config thread.
     asio::post(config_io_, [this, b = bootstrap_, respond = std::move(respond)]() mutable {
@@ -164,13 +177,14 @@ void Server::adminRequest(const Admin::Request& request, Admin::Respond respond)
 Admin::Reply Server::adminReply(const Admin::Request& request) {
   const std::string_view method = request.method;
   const std::string_view path = request.path;
-  if (path == "/reload") {
-    Admin::Reply r = text(405, "/reload takes POST\n");
+  if (path == "/reload" || path == "/quitquitquit") {
+    Admin::Reply r = text(405, std::string(path) + " takes POST\n");
     r.allow = "POST";
     return r;
   }
   if (method == "POST") {
-    Admin::Reply r = text(405, "only /reload takes POST; " + std::string(path) + " takes GET\n");
+    Admin::Reply r = text(
+        405, "only /reload and /quitquitquit take POST; " + std::string(path) + " takes GET\n");
     r.allow = "GET, HEAD";
     return r;
   }

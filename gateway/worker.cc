@@ -1,7 +1,5 @@
 #include "gateway/worker.h"
 
-#include <unistd.h>
-
 #include "gateway/connection_id.h"
 #include "gateway/log.h"
 
@@ -15,11 +13,6 @@ Worker::~Worker() {
   stop();
 }
 
-void OwnedFd::reset() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
 downstream::ListenerStats& Worker::statsFor(const std::string& listener) {
   auto& stats = listener_stats_[listener];
   if (!stats) stats = std::make_unique<downstream::ListenerStats>(shard_, listener);
@@ -27,11 +20,18 @@ downstream::ListenerStats& Worker::statsFor(const std::string& listener) {
 }
 
 void Worker::addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
-                         const asio::ip::tcp& protocol, int fd) {
+                         const asio::ip::tcp& protocol, net::OwnedSocket socket) {
   downstream::ListenerStats& stats = statsFor(ctx->name);
   auto a = std::shared_ptr<Acceptor>(new Acceptor{
       socket_id, std::move(ctx), &stats, asio::ip::tcp::acceptor(io_), asio::steady_timer(io_)});
-  a->acceptor.assign(protocol, fd);
+  asio::error_code ec;
+  a->acceptor.assign(protocol, socket.get(), ec);
+  if (ec) {
+    H2G_LOG(Error, 0, 0,
+            "worker " << index_ << ": cannot accept on a listening socket: " << ec.message());
+    return;  // `socket` closes it
+  }
+  socket.release();
   acceptors_.push_back(std::move(a));
 }
 
@@ -173,19 +173,36 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
       });
       return;
     }
-    const uint64_t id = nextConnectionId();
-    // The connection refers to its listener context by reference; the
-    // deleter keeps the context (filters, limits) alive exactly as long as
-    // the connection, whatever reloads happen meanwhile.
-    auto conn = std::shared_ptr<downstream::DownstreamConnection>(
-        new downstream::DownstreamConnection(
-            std::move(socket), *a->ctx, *a->stats, router_, id,
-            [this](uint64_t closed) { onConnectionClosed(closed); }),
-        [ctx = a->ctx](downstream::DownstreamConnection* c) { delete c; });
-    conns_.emplace(id, conn);
-    active_.store(conns_.size());
-    conn->start();
+    startConnection(std::move(socket), a->ctx, *a->stats);
     if (a->acceptor.is_open()) accept(a);
+  });
+}
+
+void Worker::startConnection(asio::ip::tcp::socket socket,
+                             const std::shared_ptr<const downstream::ListenerContext>& ctx,
+                             downstream::ListenerStats& stats) {
+  const uint64_t id = nextConnectionId();
+  // The connection refers to its listener context by reference; the
+  // deleter keeps the context (filters, limits) alive exactly as long as
+  // the connection, whatever reloads happen meanwhile.
+  auto conn = std::shared_ptr<downstream::DownstreamConnection>(
+      new downstream::DownstreamConnection(std::move(socket), *ctx, stats, router_, id,
+                                           [this](uint64_t closed) { onConnectionClosed(closed); }),
+      [ctx](downstream::DownstreamConnection* c) { delete c; });
+  conns_.emplace(id, conn);
+  active_.store(conns_.size());
+  conn->start();
+}
+
+void Worker::adopt(asio::ip::tcp::socket socket,
+                   std::shared_ptr<const downstream::ListenerContext> ctx) {
+  asio::post(io_, [this, s = std::move(socket), ctx = std::move(ctx)]() mutable {
+    if (draining_) {
+      asio::error_code ec;
+      s.close(ec);
+      return;
+    }
+    startConnection(std::move(s), ctx, statsFor(ctx->name));
   });
 }
 

@@ -21,36 +21,11 @@
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/net/accept_backoff.h"
+#include "gateway/net/owned_socket.h"
 #include "gateway/upstream/pool.h"
 #include "gateway/upstream/router.h"
 
 namespace h2gate {
-
-// A file descriptor with one owner: closed by the destructor unless
-// release()d. Moves leave -1 behind.
-class OwnedFd {
- public:
-  OwnedFd() = default;
-  explicit OwnedFd(int fd) : fd_(fd) {}
-  OwnedFd(OwnedFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  OwnedFd& operator=(OwnedFd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  OwnedFd(const OwnedFd&) = delete;
-  OwnedFd& operator=(const OwnedFd&) = delete;
-  ~OwnedFd() { reset(); }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset();
-
- private:
-  int fd_ = -1;
-};
 
 class Worker {
  public:
@@ -68,11 +43,17 @@ class Worker {
                   std::shared_ptr<net::TlsContext> tls,
                   std::shared_ptr<upstream::ClusterHealth> health,
                   std::shared_ptr<net::ConnectionLimit> requests);
-  // Before start(): accept on `fd` (a listening socket this worker now owns)
+  // Before start(): accept on `socket` (a listening socket this worker now owns)
   // for listener `ctx`. `socket_id` names the socket across reloads (see
   // Reconfigure); the listener's other addresses share its ListenerStats.
   void addListener(std::shared_ptr<const downstream::ListenerContext> ctx, uint64_t socket_id,
-                   const asio::ip::tcp& protocol, int fd);
+                   const asio::ip::tcp& protocol, net::OwnedSocket socket);
+
+  // When net::listenerPerWorker() is false (Windows): a connection the
+  // Server accepted into this worker's event loop (io()) for listener
+  // `ctx`. Any thread. Closed at once if the worker is draining.
+  void adopt(asio::ip::tcp::socket socket, std::shared_ptr<const downstream::ListenerContext> ctx);
+  asio::io_context& io() { return io_; }
 
   // A configuration reload, as one worker applies it.
   struct Reconfigure {
@@ -86,7 +67,7 @@ class Worker {
       uint64_t socket_id = 0;
       std::shared_ptr<const downstream::ListenerContext> ctx;
       asio::ip::tcp protocol = asio::ip::tcp::v4();
-      OwnedFd fd;
+      net::OwnedSocket fd;
     };
     // A new pool replacing (or adding) the one for cluster->name; it holds
     // `cluster` like addCluster's.
@@ -144,6 +125,10 @@ class Worker {
   // Pending accepts hold the Acceptor: one closed by a reload may still
   // complete with a connection.
   void accept(const std::shared_ptr<Acceptor>& a);
+  // An accepted app connection, on the worker's thread.
+  void startConnection(asio::ip::tcp::socket socket,
+                       const std::shared_ptr<const downstream::ListenerContext>& ctx,
+                       downstream::ListenerStats& stats);
   void onConnectionClosed(uint64_t id);
   void checkIdle();
 

@@ -75,7 +75,7 @@ void appendProcessFamilies(std::vector<prometheus::MetricFamily>& out) {
   addGauge(started, bootTime() + start / ticks);
   out.push_back(std::move(started));
 }
-#else
+#elif !defined(_WIN32)  // Windows: process_win.cc
 void appendProcessFamilies(std::vector<prometheus::MetricFamily>&) {}
 #endif
 

@@ -1,5 +1,8 @@
 // Standard process_* metrics (CPU, resident memory, open files, start
-// time), read from /proc at scrape time. Other platforms export none.
+// time), read at scrape time: from /proc on Linux (process.cc), from
+// GetProcessTimes, GetProcessMemoryInfo and the handle count on Windows
+// (process_win.cc; open "fds" are the process's handles there, as
+// Prometheus' own Go client reports them). Other platforms export none.
 #pragma once
 
 #include <vector>

@@ -1,11 +1,10 @@
 #include "gateway/net/host_name.h"
 
-#include <idn2.h>
-
 #include <algorithm>
 #include <array>
 #include <cstdint>
 
+#include "gateway/net/idn.h"
 #include "gateway/net/ip_address.h"
 
 namespace h2gate::net {
@@ -150,18 +149,9 @@ std::optional<std::string> normalizeHostName(std::string_view text, std::string*
       return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
     });
   } else {
-    // libidn2 maps (lower-cases, NFC) and encodes each label; a name it
-    // refuses (disallowed code points, bad bidi) cannot be on the wire.
-    const std::string input(text);
-    char* ascii = nullptr;
-    const int rc = idn2_to_ascii_8z(input.c_str(), &ascii, IDN2_NFC_INPUT | IDN2_NONTRANSITIONAL);
-    if (rc != IDN2_OK) {
-      *error = "'" + input + "' is not a valid internationalised domain name (" +
-               idn2_strerror(rc) + ")";
-      return std::nullopt;
-    }
-    out = ascii;
-    idn2_free(ascii);
+    std::optional<std::string> ascii = idnToAscii(std::string(text), error);
+    if (!ascii) return std::nullopt;
+    out = std::move(*ascii);
   }
   if (out.empty()) {
     *error = "empty host name";

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "config/ip_text.h"
+
 namespace h2gate::net {
 
 std::string IpAddress::str() const {
@@ -46,6 +48,8 @@ std::optional<IpAddress> parseIp(std::string_view text) {
   }
   char buf[INET6_ADDRSTRLEN + 1];
   if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+  // The same forms on every platform (Windows' inet_pton takes more).
+  if (!config::ipTextIsStrict(text)) return std::nullopt;
   std::memcpy(buf, text.data(), text.size());
   buf[text.size()] = '\0';
   IpAddress ip;

@@ -1,11 +1,10 @@
-// TCP keepalive on a connected socket: the kernel probes a connection that
+// TCP keepalive on a connected socket: the stack probes a connection that
 // has been silent for `idle`, every `interval`, and gives up after `count`
-// unanswered probes (Linux knobs; elsewhere only SO_KEEPALIVE is set). For
-// HTTP/1.1 upstream connections, which have no PING.
+// unanswered probes. For HTTP/1.1 upstream connections, which have no PING.
+// Linux: TCP_KEEPIDLE/KEEPINTVL/KEEPCNT (tcp_keepalive_posix.cc; elsewhere
+// only SO_KEEPALIVE). Windows: SIO_KEEPALIVE_VALS (tcp_keepalive_win.cc),
+// which sets idle and interval; the probe count is the system's (10).
 #pragma once
-
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 
 #include <chrono>
 
@@ -13,25 +12,7 @@
 
 namespace h2gate::net {
 
-inline void enableTcpKeepalive(asio::ip::tcp::socket& socket, std::chrono::nanoseconds idle,
-                               std::chrono::nanoseconds interval, int count) {
-  asio::error_code ec;
-  socket.set_option(asio::socket_base::keep_alive(true), ec);
-#if defined(TCP_KEEPIDLE) && defined(TCP_KEEPINTVL) && defined(TCP_KEEPCNT)
-  auto secs = [](std::chrono::nanoseconds d) {
-    return static_cast<int>(
-        std::max<long long>(1, std::chrono::duration_cast<std::chrono::seconds>(d).count()));
-  };
-  socket.set_option(asio::detail::socket_option::integer<IPPROTO_TCP, TCP_KEEPIDLE>(secs(idle)),
-                    ec);
-  socket.set_option(
-      asio::detail::socket_option::integer<IPPROTO_TCP, TCP_KEEPINTVL>(secs(interval)), ec);
-  socket.set_option(asio::detail::socket_option::integer<IPPROTO_TCP, TCP_KEEPCNT>(count), ec);
-#else
-  (void)idle;
-  (void)interval;
-  (void)count;
-#endif
-}
+void enableTcpKeepalive(asio::ip::tcp::socket& socket, std::chrono::nanoseconds idle,
+                        std::chrono::nanoseconds interval, int count);
 
 }  // namespace h2gate::net

@@ -5,6 +5,8 @@
 
 #include <asio/ip/address.hpp>
 
+#include "gateway/net/system_roots.h"
+
 namespace h2gate::net {
 namespace {
 
@@ -69,7 +71,7 @@ std::shared_ptr<TlsContext> TlsContext::create(const config::TlsContext& cfg,
   if (!t->insecure_) {
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
     const int ok = cfg.trusted_ca.empty()
-                       ? SSL_CTX_set_default_verify_paths(ctx)
+                       ? loadSystemRoots(ctx)
                        : SSL_CTX_load_verify_locations(ctx, cfg.trusted_ca.c_str(), nullptr);
     if (ok != 1) {
       *error = opensslError(where + "cannot load trusted CA " +

@@ -1,12 +1,11 @@
 #include "gateway/upstream/transport.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 
 #include <openssl/err.h>
+
+#include "gateway/net/socket_io.h"
 
 namespace h2gate::upstream {
 
@@ -93,9 +92,12 @@ int Transport::bioRead(char* out, int len) {
     if (!inbuf_) inbuf_ = std::make_unique<char[]>(in_size_);
     in_begin_ = in_end_ = 0;
     if (in_eof_) return 0;
-    const ssize_t n = ::recv(socket_.native_handle(), inbuf_.get(), in_size_, 0);
+    const net::SocketIoResult r = net::socketRecv(
+        static_cast<net::NativeSocket>(socket_.native_handle()), inbuf_.get(), in_size_);
+    const long long n = r.n;
+    last_sys_error_ = r.would_block ? 0 : r.error;
     if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_read(bio);
+      if (r.would_block) BIO_set_retry_read(bio);
       if (!keep_inbuf_) inbuf_.reset();  // nothing to read: hold nothing while idle
       return -1;
     }
@@ -115,9 +117,12 @@ int Transport::bioRead(char* out, int len) {
 int Transport::bioWrite(const char* in, int len) {
   BIO* bio = SSL_get_wbio(ssl_);
   BIO_clear_retry_flags(bio);
-  const ssize_t n = ::send(socket_.native_handle(), in, static_cast<size_t>(len), MSG_NOSIGNAL);
+  const net::SocketIoResult r = net::socketSend(
+      static_cast<net::NativeSocket>(socket_.native_handle()), in, static_cast<size_t>(len));
+  const long long n = r.n;
+  last_sys_error_ = r.would_block ? 0 : r.error;
   if (n < 0) {
-    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(bio);
+    if (r.would_block) BIO_set_retry_write(bio);
     return -1;
   }
   return static_cast<int>(n);
@@ -137,9 +142,11 @@ asio::error_code Transport::tlsError(int ret) {
       ec = asio::error::eof;
       break;
     case SSL_ERROR_SYSCALL:
-      // errno 0: the peer closed the TCP connection without close_notify.
-      ec = errno != 0 ? asio::error_code(errno, asio::error::get_system_category())
-                      : asio::error_code(asio::ssl::error::stream_truncated);
+      // No socket error: the peer closed the TCP connection without
+      // close_notify.
+      ec = last_sys_error_ != 0
+               ? asio::error_code(last_sys_error_, asio::error::get_system_category())
+               : asio::error_code(asio::ssl::error::stream_truncated);
       break;
     default: {
       const unsigned long e = ERR_get_error();

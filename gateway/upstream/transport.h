@@ -136,6 +136,9 @@ class Transport {
   bool in_eof_ = false;     // recv returned 0
   bool receiving_ = false;  // an asynchronous receive into inbuf_ is pending
   bool want_write_ = false;
+  // The system error of the BIO's last failed send/recv (0: none, or it
+  // would have blocked), for SSL_ERROR_SYSCALL.
+  int last_sys_error_ = 0;
   // The last SSL_read wanted more bytes from the socket: nothing decrypted
   // or whole is buffered, so a new read starts with a readiness wait.
   bool read_blocked_ = false;

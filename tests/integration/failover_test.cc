@@ -305,3 +305,58 @@ TEST_CASE("failover: a CONNECT one proxy answers with 502 is tried once on the o
     CHECK(gate->process().stderrText().find("trying another proxy") == std::string::npos);
   }
 }
+
+TEST_CASE("drain: POST /quitquitquit during 10 transfers lets all of them finish, exit 0",
+          "[drain][upstream][admin]") {
+  H2Env env;
+  H2gate& gate = env.startGate();
+  const TestFile& f = testFile("10m");
+  // A web page's cross-site POST (no X-H2gate-Admin header) does not stop it.
+  AdminReply r = adminRequest(
+      "POST", gate.adminPort(), "/quitquitquit",
+      {"Content-Type: text/plain", "Origin: http://evil.example", "Sec-Fetch-Site: cross-site"});
+  CHECK(r.status == 403);
+  r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"Content-Type: text/plain"});
+  CHECK(r.status == 403);
+  CHECK(r.body.find("POST needs the header X-H2gate-Admin: 1") != std::string::npos);
+  CHECK(adminGet(gate.adminPort(), "/quitquitquit").status == 405);  // GET changes nothing
+  CHECK(adminGet(gate.adminPort(), "/healthz").status == 200);
+
+  std::vector<std::string> args{"-sS",
+                                "-x",
+                                gate.proxyUrl(),
+                                "--cacert",
+                                env.ca.caCertPath(),
+                                "--parallel",
+                                "--parallel-max",
+                                "10",
+                                "--parallel-immediate",
+                                "--limit-rate",
+                                "4M",
+                                "-w",
+                                "%{http_code}\\n"};
+  for (int i = 0; i < 10; ++i)
+    args.insert(args.end(),
+                {"-o", env.out.file("q" + str(i)), env.nginx.httpsUrl("/10m?q" + str(i))});
+  auto transfers = startCurl(args, env.out.path().string(), "quit10");
+  const auto deadline = Clock::now() + milliseconds(10000);
+  while (Clock::now() < deadline &&
+         scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") < 10)
+    std::this_thread::sleep_for(milliseconds(100));
+  // curl -X POST -H 'X-H2gate-Admin: 1' http://127.0.0.1:9901/quitquitquit
+  r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
+  INFO(gate.process().logTail(20));
+  CHECK(r.status == 200);
+  CHECK(r.body == "draining 10 connection(s)\n");
+  CHECK(gate.process().waitForLog("POST /quitquitquit: no longer accepting", milliseconds(5000)));
+  CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
+  const auto st = transfers->wait(milliseconds(60000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  for (int i = 0; i < 10; ++i) CHECK(sha256File(env.out.file("q" + str(i))) == f.sha256);
+  const auto exit = gate.process().wait(milliseconds(15000));
+  REQUIRE(exit);
+  CHECK(exit->exited);
+  CHECK(exit->code == 0);
+}

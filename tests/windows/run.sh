@@ -77,9 +77,7 @@ fi
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-# The gateway itself (h2gate.exe, h2gate_core) is not ported yet: only the tests'
-# targets are built.
-TARGETS=(h2gate_windows_tests h2gate_windows_netmon_tests h2gate_windows_pac_tests
+TARGETS=(h2gate h2gate_unit_tests h2gate_windows_tests h2gate_windows_netmon_tests h2gate_windows_pac_tests
   h2gate_windows_auth_tests h2gate_windows_deps_test)
 t0=$SECONDS
 if ! cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" --toolchain "$ROOT/cmake/mingw-w64.cmake" \
@@ -96,5 +94,19 @@ log "configured and built in $((SECONDS - t0)) s"
 if ! ctest --test-dir "$BUILD" -L windows --no-tests=error --output-on-failure -V; then
   log "FAILED under wine"
   exit 1
+fi
+# h2gate.exe against the real Linux peers: a test of the Linux build's
+# integration suite (tests/integration/windows_exe_test.cc; its fixtures
+# start nghttpx, squid and nginx), run when that build exists (tests/run.sh's
+# release stage makes build/ before this stage).
+LINUX_BUILD=${H2GATE_LINUX_BUILD:-$ROOT/build}
+if [[ -x $LINUX_BUILD/tests/h2gate_integration_tests ]]; then
+  if ! H2GATE_WINDOWS_EXE=$BUILD/h2gate.exe H2GATE_WINE=$WINE \
+    "$LINUX_BUILD/tests/h2gate_integration_tests" "[windows-exe]"; then
+    log "FAILED: h2gate.exe under wine against the real peers (windows_exe)"
+    exit 1
+  fi
+else
+  log "windows_exe skipped: no Linux build at $LINUX_BUILD (tests/integration/windows_exe_test.cc)"
 fi
 log "passed under wine"

@@ -23,22 +23,39 @@ inline bool hasProblem(const std::vector<config::Problem>& problems, const std::
                      [&](const config::Problem& p) { return p.str() == text; });
 }
 
+// The test process's environment: POSIX setenv/unsetenv; the Windows C
+// runtime's _putenv_s (an empty value removes the variable).
+inline void setEnv(const char* name, const char* value) {
+#ifdef _WIN32
+  ::_putenv_s(name, value);
+#else
+  ::setenv(name, value, 1);
+#endif
+}
+inline void unsetEnv(const char* name) {
+#ifdef _WIN32
+  ::_putenv_s(name, "");
+#else
+  ::unsetenv(name);
+#endif
+}
+
 // Sets (or unsets, with nullopt) an environment variable for one scope.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
     if (value) {
-      ::setenv(name, value->c_str(), 1);
+      setEnv(name, value->c_str());
     } else {
-      ::unsetenv(name);
+      unsetEnv(name);
     }
   }
   ~ScopedEnv() {
     if (old_) {
-      ::setenv(name_.c_str(), old_->c_str(), 1);
+      setEnv(name_.c_str(), old_->c_str());
     } else {
-      ::unsetenv(name_.c_str());
+      unsetEnv(name_.c_str());
     }
   }
   ScopedEnv(const ScopedEnv&) = delete;

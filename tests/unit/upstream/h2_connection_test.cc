@@ -511,8 +511,9 @@ TEST_CASE("h2 upstream: a slow stream holds at most its own window of the connec
   CHECK(h.peer->streamWindow(ida) == 0);
   CHECK(h.peer->count(NGHTTP2_WINDOW_UPDATE, ida) == 0);
   // What the connection still owes the peer is A's window, plus at most half
-  // a connection window not yet announced.
-  CHECK(h.peer->connWindow() >= 4 * 65535 - 65535 - 2 * 65535);
+  // a connection window not yet announced. B's last WINDOW_UPDATE may still
+  // be on its way when B's end is seen (under wine it sometimes is).
+  CHECK(h.runUntil([&] { return h.peer->connWindow() >= 4 * 65535 - 65535 - 2 * 65535; }, 2s));
   CHECK(h.peer->windowIncrements(0) >= static_cast<int64_t>(kBody));
 }
 

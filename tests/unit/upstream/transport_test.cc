@@ -232,7 +232,7 @@ TEST_CASE("transport: how a TLS connection ends", "[upstream][transport]") {
   SECTION("a FIN without close_notify is a truncated stream") {
     Server server(io, certs, [](SSL* ssl, int fd) {
       SSL_write(ssl, "cut", 3);
-      ::shutdown(fd, SHUT_WR);
+      ::shutdown(fd, asio::socket_base::shutdown_send);  // SHUT_WR, SD_SEND
       char c;
       SSL_read(ssl, &c, 1);  // until the client closes
     });
