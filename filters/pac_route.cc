@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <ctime>
 #include <thread>
 
 #include "gateway/log.h"
@@ -33,12 +32,7 @@ constexpr std::size_t kMaxNoted = 256;
 
 std::string isoTime(std::chrono::system_clock::time_point t) {
   if (t.time_since_epoch().count() == 0) return "never";
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return log::utcSeconds(t);
 }
 
 bool loopbackName(const std::string& h) {

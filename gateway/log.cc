@@ -51,19 +51,34 @@ bool parseLevel(std::string_view n, Level* out) {
   return false;
 }
 
-void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view message) {
+namespace {
+
+// UTC by the C++20 calendar: no gmtime_r (POSIX) / gmtime_s (Windows).
+void formatUtc(std::chrono::system_clock::time_point t, char (&out)[32], int* millis) {
   using namespace std::chrono;
-  const auto now = system_clock::now();
-  // UTC by the C++20 calendar: no gmtime_r (POSIX) / gmtime_s (Windows).
-  const auto day = floor<days>(now);
+  const auto day = floor<days>(t);
   const year_month_day ymd{day};
-  const hh_mm_ss hms{floor<milliseconds>(now - day)};
-  const auto ms = hms.subseconds().count();
-  char ts[32];
-  std::snprintf(ts, sizeof ts, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(ymd.year()),
+  const hh_mm_ss hms{floor<milliseconds>(t - day)};
+  *millis = static_cast<int>(hms.subseconds().count());
+  std::snprintf(out, sizeof out, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(ymd.year()),
                 static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
                 static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
                 static_cast<int>(hms.seconds().count()));
+}
+
+}  // namespace
+
+std::string utcSeconds(std::chrono::system_clock::time_point t) {
+  char ts[32];
+  int ms = 0;
+  formatUtc(t, ts, &ms);
+  return std::string(ts) + "Z";
+}
+
+void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view message) {
+  char ts[32];
+  int ms = 0;
+  formatUtc(std::chrono::system_clock::now(), ts, &ms);
   char ids[48] = "";
   if (conn_id != 0 && stream_id != 0)
     std::snprintf(ids, sizeof ids, "[C%llu][S%llu] ", static_cast<unsigned long long>(conn_id),
@@ -71,7 +86,7 @@ void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view messa
   else if (conn_id != 0)
     std::snprintf(ids, sizeof ids, "[C%llu] ", static_cast<unsigned long long>(conn_id));
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stderr, "%s.%03dZ %s %s%.*s\n", ts, static_cast<int>(ms), name(l), ids,
+  std::fprintf(stderr, "%s.%03dZ %s %s%.*s\n", ts, ms, name(l), ids,
                static_cast<int>(message.size()), message.data());
   std::fflush(stderr);
 }

@@ -6,6 +6,7 @@
 // Secrets (credentials, Proxy-Authorization values) MUST NOT be passed here.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -21,6 +22,9 @@ Level level();
 bool parseLevel(std::string_view name, Level* out);
 
 void write(Level level, uint64_t conn_id, uint64_t stream_id, std::string_view message);
+
+// `t` in UTC as "2026-11-25T20:41:07Z" (whole seconds), on every platform.
+std::string utcSeconds(std::chrono::system_clock::time_point t);
 inline bool enabled(Level l) {
   return l >= level();
 }

@@ -12,16 +12,7 @@ namespace h2gate::pac {
 namespace {
 
 std::string timeText(std::chrono::system_clock::time_point t) {
-  const std::time_t tt = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-#ifdef _WIN32
-  gmtime_s(&tm, &tt);
-#else
-  gmtime_r(&tt, &tm);
-#endif
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return log::utcSeconds(t);
 }
 
 constexpr std::string_view kDirectPac =
