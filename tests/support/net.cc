@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <stdexcept>
 
 namespace h2gate::test {
@@ -80,7 +82,10 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-uint16_t freePort() {
+namespace {
+
+// A port the kernel gave for bind(0), then released.
+uint16_t kernelPort() {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("socket failed");
   sockaddr_in sa = loopback(0);
@@ -92,6 +97,22 @@ uint16_t freePort() {
   }
   ::close(fd);
   return ntohs(sa.sin_port);
+}
+
+}  // namespace
+
+uint16_t freePort() {
+  // The kernel may hand the same released port to two calls in a row (seen:
+  // nginx given one port for its TLS and its plain server). Never return a
+  // port this process was already given.
+  static std::mutex mutex;
+  static std::set<uint16_t> given;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const uint16_t port = kernelPort();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (given.insert(port).second) return port;
+  }
+  throw std::runtime_error("no port this test process has not used yet");
 }
 
 bool waitForPort(uint16_t port, milliseconds timeout, const std::string& host) {
