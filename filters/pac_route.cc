@@ -16,15 +16,18 @@ namespace {
 // never destroyed, so that a route destroyed from one of them (its last
 // reference was the callback's) never joins the thread it runs on.
 asio::any_io_executor controlExecutor() {
-  static asio::io_context* const io = [] {
-    auto* ctx = new asio::io_context;
-    static auto* const guard =  // reachable forever: no leak report
-        new asio::executor_work_guard<asio::io_context::executor_type>(ctx->get_executor());
-    (void)guard;  // the thread never runs out of work
-    std::thread([ctx] { ctx->run(); }).detach();
-    return ctx;
+  struct Control {
+    asio::io_context io;
+    // The thread never runs out of work.
+    asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+  };
+  // Reachable forever through `control` (which is used), so no leak report.
+  static Control* const control = [] {
+    auto* c = new Control;
+    std::thread([c] { c->io.run(); }).detach();
+    return c;
   }();
-  return io->get_executor();
+  return control->io.get_executor();
 }
 
 // Bound on the distinct skipped entries and loops logged per route.
