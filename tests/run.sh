@@ -14,7 +14,7 @@
 #            has a figure in every row; the figures and their targets are not judged
 #   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
-#            H2GATE_FUZZ_SECONDS (default 60) seconds from its seed corpus
+#            H2GATE_FUZZ_SECONDS (default 30) seconds from its seed corpus
 #   windows  tests/windows/run.sh: the Windows builds of OpenSSL, nghttp2, yaml-cpp and
 #            prometheus-cpp from Debian's sources (deploy/windows/build-deps.sh, cached
 #            outside the tree), then the mingw-w64 cross build in build-windows/ of the
@@ -32,7 +32,7 @@
 #
 # Environment:
 #   H2GATE_SKIP=asan,fuzz     stages to skip (local quick runs; CI sets none)
-#   H2GATE_FUZZ_SECONDS=60    time per fuzz target
+#   H2GATE_FUZZ_SECONDS=30    time per fuzz target
 #   H2GATE_NO_INSTALL=1       do not run deploy/install-deps.sh --test
 #   CTEST_ARGS="-R unit"      extra ctest arguments (e.g. one test only)
 set -euo pipefail
@@ -42,7 +42,7 @@ ROOT=$PWD
 
 STAGES=(format release bench asan fuzz windows container)
 SKIP=",${H2GATE_SKIP:-},"
-FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-60}
+FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-30}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
 # A test without its own TIMEOUT property gets this many seconds.
 CTEST_TIMEOUT=${H2GATE_CTEST_TIMEOUT:-600}

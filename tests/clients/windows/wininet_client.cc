@@ -3,10 +3,12 @@
 // which tests/clients/README.md's `reg add` commands set. Cross-built with mingw-w64 and
 // run under wine by tests/integration/system_proxy_test.cc ([wininet]).
 //
-//   wininet_client.exe get URL OUT_FILE   download URL into OUT_FILE
-//   wininet_client.exe trust CA_FILE      add a PEM CA to the user's Root store
-//                                         (what `certutil -user -addstore Root`
-//                                         does on Windows; wine's certutil is a stub)
+//   wininet_client.exe get URL OUT_FILE [CA_FILE]
+//       download URL into OUT_FILE; with CA_FILE, first add that PEM CA to the
+//       user's Root store (what `certutil -user -addstore Root` does on
+//       Windows; wine's certutil is a stub). The CA is added by the process
+//       that fetches, so the fetch cannot race the store's write-back to the
+//       registry of another process.
 //
 // `get` prints "proxy: <access type> <proxy> bypass <list>" (what WinINet
 // read from the settings), then "status <code> bytes <n>". Exit 0 on HTTP
@@ -22,6 +24,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -67,7 +70,57 @@ void printProxy(HINTERNET session) {
               narrow(reinterpret_cast<const wchar_t*>(info->lpszProxyBypass)).c_str());
 }
 
-int get(const wchar_t* url, const wchar_t* out_path) {
+int trust(const wchar_t* ca_path, std::vector<BYTE>& der_out) {
+  std::ifstream f(ca_path, std::ios::binary);
+  const std::string pem{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  if (pem.empty()) {
+    std::fprintf(stderr, "wininet_client: cannot read the CA file\n");
+    return 1;
+  }
+  DWORD der_len = 0;
+  if (!CryptStringToBinaryA(pem.data(), static_cast<DWORD>(pem.size()), CRYPT_STRING_BASE64HEADER,
+                            nullptr, &der_len, nullptr, nullptr))
+    return fail("CryptStringToBinary");
+  std::vector<BYTE> der(der_len);
+  if (!CryptStringToBinaryA(pem.data(), static_cast<DWORD>(pem.size()), CRYPT_STRING_BASE64HEADER,
+                            der.data(), &der_len, nullptr, nullptr))
+    return fail("CryptStringToBinary");
+  HCERTSTORE store =
+      CertOpenStore(CERT_STORE_PROV_SYSTEM_W, 0, 0, CERT_SYSTEM_STORE_CURRENT_USER, L"Root");
+  if (!store) return fail("CertOpenStore");
+  const BOOL added = CertAddEncodedCertificateToStore(store, X509_ASN_ENCODING, der.data(), der_len,
+                                                      CERT_STORE_ADD_REPLACE_EXISTING, nullptr);
+  const DWORD error = GetLastError();
+  CertCloseStore(store, 0);
+  if (!added) {
+    SetLastError(error);
+    return fail("CertAddEncodedCertificateToStore");
+  }
+  der_out = std::move(der);
+  return 0;
+}
+
+// After a failed fetch: is the CA still in the user's Root store? Tells a
+// store that lost it from a chain engine that did not look there.
+void reportCa(const std::vector<BYTE>& der) {
+  HCERTSTORE store =
+      CertOpenStore(CERT_STORE_PROV_SYSTEM_W, 0, 0, CERT_SYSTEM_STORE_CURRENT_USER, L"Root");
+  if (!store) return;
+  PCCERT_CONTEXT want =
+      CertCreateCertificateContext(X509_ASN_ENCODING, der.data(), static_cast<DWORD>(der.size()));
+  PCCERT_CONTEXT found = want ? CertFindCertificateInStore(store, X509_ASN_ENCODING, 0,
+                                                           CERT_FIND_EXISTING, want, nullptr)
+                              : nullptr;
+  std::fprintf(stderr, "wininet_client: the CA is %sin the user's Root store\n",
+               found ? "" : "NOT ");
+  if (found) CertFreeCertificateContext(found);
+  if (want) CertFreeCertificateContext(want);
+  CertCloseStore(store, 0);
+}
+
+int get(const wchar_t* url, const wchar_t* out_path, const wchar_t* ca_path) {
+  std::vector<BYTE> ca;
+  if (ca_path && trust(ca_path, ca) != 0) return 1;
   InternetHandle session(
       InternetOpenW(L"h2gate-wininet-test", INTERNET_OPEN_TYPE_PRECONFIG, nullptr, nullptr, 0));
   if (!session.h) return fail("InternetOpen");
@@ -75,7 +128,12 @@ int get(const wchar_t* url, const wchar_t* out_path) {
   InternetHandle request(InternetOpenUrlW(
       session.h, url, nullptr, 0,
       INTERNET_FLAG_RELOAD | INTERNET_FLAG_NO_CACHE_WRITE | INTERNET_FLAG_NO_UI, 0));
-  if (!request.h) return fail("InternetOpenUrl");
+  if (!request.h) {
+    const DWORD error = GetLastError();
+    if (!ca.empty()) reportCa(ca);
+    SetLastError(error);
+    return fail("InternetOpenUrl");
+  }
   DWORD status = 0, len = sizeof(status);
   if (!HttpQueryInfoW(request.h, HTTP_QUERY_STATUS_CODE | HTTP_QUERY_FLAG_NUMBER, &status, &len,
                       nullptr))
@@ -106,44 +164,12 @@ int get(const wchar_t* url, const wchar_t* out_path) {
   return status == 200 ? 0 : 1;
 }
 
-int trust(const wchar_t* ca_path) {
-  std::ifstream f(ca_path, std::ios::binary);
-  const std::string pem{std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-  if (pem.empty()) {
-    std::fprintf(stderr, "wininet_client: cannot read the CA file\n");
-    return 1;
-  }
-  DWORD der_len = 0;
-  if (!CryptStringToBinaryA(pem.data(), static_cast<DWORD>(pem.size()), CRYPT_STRING_BASE64HEADER,
-                            nullptr, &der_len, nullptr, nullptr))
-    return fail("CryptStringToBinary");
-  std::vector<BYTE> der(der_len);
-  if (!CryptStringToBinaryA(pem.data(), static_cast<DWORD>(pem.size()), CRYPT_STRING_BASE64HEADER,
-                            der.data(), &der_len, nullptr, nullptr))
-    return fail("CryptStringToBinary");
-  HCERTSTORE store =
-      CertOpenStore(CERT_STORE_PROV_SYSTEM_W, 0, 0, CERT_SYSTEM_STORE_CURRENT_USER, L"Root");
-  if (!store) return fail("CertOpenStore");
-  const BOOL added = CertAddEncodedCertificateToStore(store, X509_ASN_ENCODING, der.data(), der_len,
-                                                      CERT_STORE_ADD_REPLACE_EXISTING, nullptr);
-  const DWORD error = GetLastError();
-  CertCloseStore(store, 0);
-  if (!added) {
-    SetLastError(error);
-    return fail("CertAddEncodedCertificateToStore");
-  }
-  std::printf("trusted\n");
-  return 0;
-}
-
 }  // namespace
 
 int wmain(int argc, wchar_t** argv) {
   const std::wstring op = argc > 1 ? argv[1] : L"";
-  if (op == L"get" && argc == 4) return get(argv[2], argv[3]);
-  if (op == L"trust" && argc == 3) return trust(argv[2]);
-  std::fprintf(stderr,
-               "usage: wininet_client get URL OUT_FILE\n"
-               "       wininet_client trust CA_FILE\n");
+  if (op == L"get" && (argc == 4 || argc == 5))
+    return get(argv[2], argv[3], argc == 5 ? argv[4] : nullptr);
+  std::fprintf(stderr, "usage: wininet_client get URL OUT_FILE [CA_FILE]\n");
   return 2;
 }
