@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -21,12 +22,13 @@ std::optional<asio::ip::address_v4> parseIpv4AnyNotation(const std::string& text
   return asio::ip::address_v4(ntohl(a.s_addr));
 }
 
-std::vector<asio::ip::address> interfaceAddresses() {
+std::vector<asio::ip::address> interfaceAddresses(Interfaces which) {
   std::vector<asio::ip::address> out;
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) return out;
   for (const ifaddrs* i = list; i; i = i->ifa_next) {
     if (!i->ifa_addr) continue;
+    if (which == Interfaces::kUp && (i->ifa_flags & IFF_UP) == 0) continue;
     if (i->ifa_addr->sa_family == AF_INET) {
       const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
       out.push_back(asio::ip::address_v4(ntohl(sin->sin_addr.s_addr)));

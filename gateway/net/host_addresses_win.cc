@@ -60,7 +60,7 @@ std::optional<asio::ip::address_v4> parseIpv4AnyNotation(const std::string& text
   return asio::ip::address_v4(static_cast<uint32_t>(value));
 }
 
-std::vector<asio::ip::address> interfaceAddresses() {
+std::vector<asio::ip::address> interfaceAddresses(Interfaces which) {
   std::vector<asio::ip::address> out;
   ULONG size = 16 * 1024;
   std::unique_ptr<char[]> buf;
@@ -73,6 +73,7 @@ std::vector<asio::ip::address> interfaceAddresses() {
   }
   if (rc != NO_ERROR) return out;
   for (auto* a = reinterpret_cast<const IP_ADAPTER_ADDRESSES*>(buf.get()); a; a = a->Next) {
+    if (which == Interfaces::kUp && a->OperStatus != IfOperStatusUp) continue;
     for (const IP_ADAPTER_UNICAST_ADDRESS* u = a->FirstUnicastAddress; u; u = u->Next) {
       const sockaddr* sa = u->Address.lpSockaddr;
       if (!sa) continue;

@@ -9,13 +9,49 @@
 #include <sys/socket.h>
 #endif
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
+#include "gateway/net/host_addresses.h"
+
 namespace h2gate::pac {
+namespace {
+
+filters::IpAddress toIpAddress(const asio::ip::address& a) {
+  filters::IpAddress ip;
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  } else {
+    ip.v6 = true;
+    const auto b = a.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  }
+  return ip;
+}
+
+// An address myIpAddress() may answer: not loopback, "this network",
+// unspecified or link-local.
+bool usable(const asio::ip::address& a) {
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    return !(b[0] == 127 || b[0] == 0 || (b[0] == 169 && b[1] == 254));
+  }
+  const asio::ip::address_v6 v6 = a.to_v6();
+  return !(v6.is_loopback() || v6.is_unspecified() || v6.is_link_local());
+}
+
+void addUsable(std::vector<filters::IpAddress>& out, const asio::ip::address& a) {
+  if (!usable(a)) return;
+  const filters::IpAddress ip = toIpAddress(a);
+  if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
+}
+
+}  // namespace
 
 // One lookup, shared by the caller (who may give up) and the lookup thread.
 struct Lookup {
@@ -148,7 +184,25 @@ std::vector<filters::IpAddress> SystemResolver::resolve(const std::string& host,
 }
 
 std::vector<filters::IpAddress> SystemResolver::localAddresses(Deadline) {
-  return platformLocalAddresses();
+  std::vector<filters::IpAddress> out;
+  // Public resolvers' addresses only pick the route; private ranges cover
+  // networks without a default route.
+  for (const char* dest : {"8.8.8.8", "10.0.0.0", "172.16.0.0", "192.168.0.0"}) {
+    const auto source = net::routeSourceAddress(asio::ip::make_address(dest));
+    if (source && usable(*source)) {
+      addUsable(out, *source);
+      break;
+    }
+  }
+  if (const auto source = net::routeSourceAddress(asio::ip::make_address("2001:4860:4860::8888")))
+    addUsable(out, *source);
+  if (!out.empty()) return out;
+  for (const asio::ip::address& a : net::interfaceAddresses(net::Interfaces::kUp))
+    addUsable(out, a);
+  // IPv4 first: myIpAddress() answers with the first IPv4 address.
+  std::stable_partition(out.begin(), out.end(),
+                        [](const filters::IpAddress& ip) { return !ip.v6; });
+  return out;
 }
 
 }  // namespace h2gate::pac

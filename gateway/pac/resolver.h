@@ -41,9 +41,10 @@ class PacResolver {
 // which a lookup fails at once). A caller whose deadline passes gets an
 // empty answer; its lookup finishes in the background and is dropped, so a
 // dead DNS server costs each PAC call its timeout, never more.
-// localAddresses(): the platform's answer (resolver_posix.cc: the source
+// localAddresses(): what Chromium answers for myIpAddress(): the source
 // address of the default IPv4 and IPv6 routes, else the addresses of the
-// interfaces that are up, loopback and link-local left out).
+// interfaces that are up, loopback and link-local left out
+// (net::routeSourceAddress, net::interfaceAddresses).
 class SystemResolver : public PacResolver {
  public:
   explicit SystemResolver(std::size_t threads = 4, std::size_t max_waiting = 256);
@@ -60,8 +61,5 @@ class SystemResolver : public PacResolver {
   static void lookupThread(std::shared_ptr<Pool> pool);
   std::shared_ptr<Pool> pool_;  // shared with the lookup threads, which may outlive us
 };
-
-// The platform part of SystemResolver::localAddresses (resolver_posix.cc).
-std::vector<filters::IpAddress> platformLocalAddresses();
 
 }  // namespace h2gate::pac
