@@ -170,7 +170,7 @@ w3() { # workload
     /Non-2xx or 3xx responses:/ {s += $5} END {print s + 0}' <<<"$out")
   add "w3 $w rps" "${rps:-0}"
   add "w3 $w errs" "$errs"
-  log "w3 $w: ${rps:-?} req/s, $errs errors"
+  log "w3 $w: ${rps:-?} req/s, $errs errors, $last_cpu µs CPU per request"
   last=${rps:-0}
 }
 w2() { # workload
@@ -194,7 +194,7 @@ w2() { # workload
     awk '{v[NR] = $1} END {j = int(NR * 0.99 + 0.999); printf "%.2f", v[j < 1 ? 1 : j]}')
   add "w2 $w tps" "$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')"
   add "w2 $w p99" "$p99"
-  log "w2 $w: $n tunnels in ${secs}s, p99 $p99 ms"
+  log "w2 $w: $n tunnels in ${secs}s, p99 $p99 ms, $last_cpu ms CPU per tunnel"
   last=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
 }
 
@@ -222,7 +222,7 @@ for r in $(seq "$ROUNDS"); do
 done
 
 pac_metrics() { # workload
-  curl -s "http://127.0.0.1:${ADMIN[$1]}/metrics" |
+  "${no_proxy_env[@]}" curl -s --max-time 10 --retry 2 "http://127.0.0.1:${ADMIN[$1]}/metrics" |
     grep -E '^h2gate_pac_(evaluations|cache_hits|fallbacks)_total' | tr '\n' ' ' || true
 }
 # The median of the per-round ratios against the target, with ✓ or ✗.
