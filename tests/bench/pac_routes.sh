@@ -15,12 +15,27 @@
 #   H2GATE_BIN2=old/h2gate tests/bench/pac_routes.sh
 #     # also (n2) and (p2), the same two configs run by a second build, in
 #     # the same rotated rounds (H2GATE_BIN2_LABEL names it)
+#   CALLGRIND=1 tests/bench/pac_routes.sh
+#     # instead of the rounds: each h2gate under valgrind's callgrind,
+#     # CG_REQUESTS (2000) absolute-form requests each, 50 at a time; prints
+#     # h2gate's instructions (user space) per request: a count, not a
+#     # time, so it does not swing with the machine's load
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 BENCH_NAME=pac_routes
 # shellcheck source=tests/bench/lib.sh
 source "$here/lib.sh"
 
+if [[ -n ${CALLGRIND:-} ]]; then
+  # Start-up under valgrind takes seconds: wait longer for the listeners.
+  wait_port() { # port what
+    for _ in $(seq 1200); do
+      if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+      sleep 0.05
+    done
+    die "$2 did not start listening on port $1 (logs in $work)"
+  }
+fi
 if [[ -n ${QUICK:-} ]]; then
   ROUNDS=${ROUNDS:-1} W3_SECS=${W3_SECS:-3} W2_TUNNELS=${W2_TUNNELS:-200}
 fi
@@ -112,7 +127,12 @@ spawn() { # workload binary routing-yaml
   port=$(free_port)
   admin=$(free_port)
   write_conf "$work/$1.yaml" "$port" "$admin" "$3"
-  "$2" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  if [[ -n ${CALLGRIND:-} ]]; then
+    valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.$1" \
+      "$2" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  else
+    "$2" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  fi
   PID[$1]=$!
   PORT[$1]=$port
   ADMIN[$1]=$admin
@@ -136,7 +156,8 @@ if [[ -n ${H2GATE_BIN2:-} ]]; then
   spawn n2 "$H2GATE_BIN2" "$native_yaml"
   spawn p2 "$H2GATE_BIN2" "$pac_yaml"
 fi
-sleep 1 # the PAC file loads on its own threads
+# The PAC file loads on its own threads (under valgrind, slowly).
+if [[ -n ${CALLGRIND:-} ]]; then sleep 8; else sleep 1; fi
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 log "rounds: $ROUNDS, work dir $work, load average $load0"
 
@@ -197,6 +218,53 @@ w2() { # workload
   log "w2 $w: $n tunnels in ${secs}s, p99 $p99 ms, $last_cpu ms CPU per tunnel"
   last=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
 }
+
+if [[ -n ${CALLGRIND:-} ]]; then
+  # Instructions per request: each h2gate warmed by two requests (its
+  # upstream connection and the PAC's cached answer made), its counters
+  # zeroed, CG_REQUESTS requests, its counters dumped.
+  require_tools valgrind callgrind_control
+  CG_REQUESTS=${CG_REQUESTS:-2000}
+  for i in $(seq "$CG_REQUESTS"); do
+    printf 'url = "http://127.0.0.1:%s/1k?c=%s"\noutput = "/dev/null"\n' "$plain_port" "$i"
+  done >"$work/cg.urls"
+  cg_curl() { # workload curl-args...
+    local w=$1
+    shift
+    "${no_proxy_env[@]}" LD_LIBRARY_PATH="$CURL8_LIB" "$CURL8" -q -s -S \
+      -x "http://127.0.0.1:$(port_of "$w")" "$@"
+  }
+  declare -A IR
+  for w in "${workloads[@]}"; do
+    cg_curl "$w" -o /dev/null "http://127.0.0.1:$plain_port/1k?warm1"
+    cg_curl "$w" -o /dev/null "http://127.0.0.1:$plain_port/1k?warm2"
+    callgrind_control -z "$(pid_of "$w")" >/dev/null
+    ok=$(cg_curl "$w" --parallel --parallel-max 50 --max-time 600 -w '%{http_code}\n' \
+      -K "$work/cg.urls" | grep -c '^200$' || true)
+    callgrind_control -d "requests" "$(pid_of "$w")" >/dev/null
+    ((ok == CG_REQUESTS)) || log "$w: $ok of $CG_REQUESTS requests answered 200"
+    sleep 1
+    ir=$(awk '/^summary:/ {print $2; exit}' "$work/callgrind.$w".*)
+    IR[$w]=$(awk -v a="$ir" -v n="$CG_REQUESTS" 'BEGIN {printf "%.0f", a / n}')
+    log "$w: ${IR[$w]} instructions per request"
+  done
+  cat <<EOF
+
+PAC routing vs the same 50 rules as native routes: h2gate's instructions per
+request (user space, valgrind --tool=callgrind), $CG_REQUESTS absolute-form requests, 50 at a time
+(n), (p): $H2GATE_BIN${H2GATE_BIN2:+
+(n2), (p2): $H2GATE_BIN2 ($BIN2_LABEL)}
+| build | (n) native routes | (p) PAC file | p / n |
+|---|---|---|---|
+| (n), (p) | ${IR[n]} | ${IR[p]} | $(div "${IR[p]}" "${IR[n]}") |
+EOF
+  if [[ -n ${H2GATE_BIN2:-} ]]; then
+    echo "| (n2), (p2) $BIN2_LABEL | ${IR[n2]} | ${IR[p2]} | $(div "${IR[p2]}" "${IR[n2]}") |"
+  fi
+  echo
+  echo "target (issue 19): p / n <= 1.05: $(div "${IR[p]}" "${IR[n]}") $(awk -v a="${IR[p]}" -v b="${IR[n]}" 'BEGIN {print (a / b <= 1.05 ? "✓" : "✗")}')"
+  exit 0
+fi
 
 # Per round: every workload's W3, then every workload's W2, the order
 # rotating so that each goes first in turn; the ratios p/n (and p2/n2) are
