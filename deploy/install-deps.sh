@@ -36,7 +36,7 @@ TEST_PKGS=(
   g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev zip unzip
   systemd lintian man-db
   wget git python3-requests python3-httpx python3-pip chromium
-  wrk iperf3 linux-perf
+  wrk iperf3 linux-perf valgrind
   podman runc mmdebstrap python3-venv
   faketime libglib2.0-bin gsettings-desktop-schemas
   krb5-kdc krb5-admin-server krb5-user

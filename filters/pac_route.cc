@@ -75,18 +75,36 @@ bool splitUrl(const std::string& url, std::string* scheme, std::string* host, ui
   return true;
 }
 
+// The scheme of the URL the PAC file is asked about: "https" for a tunnel,
+// the absolute-form target's own otherwise ("http" if it has none).
+std::string_view schemeOf(const RequestHead& head) {
+  if (head.is_connect) return "https";
+  const std::string_view target = head.target;
+  if (const std::size_t sep = target.find("://"); sep != std::string_view::npos && sep > 0)
+    return target.substr(0, sep);
+  return "http";
+}
+
 pac::PacQuery queryFor(const RequestHead& head) {
-  if (head.is_connect) return pac::PacQuery::forRequest("https", head.host, head.port, "");
-  std::string scheme = "http";
-  if (const std::size_t sep = head.target.find("://"); sep != std::string::npos && sep > 0)
-    scheme = head.target.substr(0, sep);
-  return pac::PacQuery::forRequest(scheme, head.host, head.port, head.path);
+  return pac::PacQuery::forRequest(schemeOf(head), head.host, head.port,
+                                   head.is_connect ? std::string_view() : head.path);
 }
 
 }  // namespace
 
 PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses)
-    : config_(std::move(config)), own_addresses_(std::move(own_addresses)) {
+    : config_(std::move(config)) {
+  for (const std::string& own : own_addresses) {
+    const std::size_t colon = own.rfind(':');
+    if (colon == std::string::npos) continue;
+    unsigned port = 0;
+    const char* const end = own.data() + own.size();
+    auto [p, ec] = std::from_chars(own.data() + colon + 1, end, port);
+    if (ec != std::errc() || p != end || port > 65535) continue;
+    std::string host = own.substr(0, colon);
+    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
+    own_addresses_.push_back({std::move(host), static_cast<uint16_t>(port)});
+  }
   auto t = std::make_shared<upstream::ProxyTemplate>();
   t->cluster = config_.proxies.cluster;
   t->max_proxies = config_.proxies.max_proxies;
@@ -192,6 +210,7 @@ void PacRoute::noteProblem(const pac::PacError& error, uint64_t conn_id, uint64_
   const std::string kind = pac::kindName(error.kind);
   if (problem_ == kind) return;
   problem_ = kind;
+  troubled_.store(true, std::memory_order_release);
   H2G_LOG(Warn, conn_id, stream_id,
           "pac " << name() << ": no usable answer (" << kind << ": " << error.message
                  << "); requests take the fallback, " << fallbackName(config_.fallback)
@@ -199,21 +218,19 @@ void PacRoute::noteProblem(const pac::PacError& error, uint64_t conn_id, uint64_
 }
 
 void PacRoute::noteGood() const {
+  if (!troubled_.load(std::memory_order_acquire)) return;
   std::lock_guard lock(log_mutex_);
   if (problem_.empty()) return;
   H2G_LOG(Info, 0, 0,
           "pac " << name() << ": answers again (after " << problem_ << "); requests follow it");
   problem_.clear();
+  troubled_.store(false, std::memory_order_release);
 }
 
 bool PacRoute::isOwnAddress(const pac::ProxyEntry& e) const {
-  for (const std::string& own : own_addresses_) {
-    const std::size_t colon = own.rfind(':');
-    if (colon == std::string::npos) continue;
-    if (own.substr(colon + 1) != std::to_string(e.port)) continue;
-    std::string host = own.substr(0, colon);
-    if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    if (host == e.host || (loopbackName(host) && loopbackName(e.host))) return true;
+  for (const OwnAddress& own : own_addresses_) {
+    if (own.port != e.port) continue;
+    if (own.host == e.host || (loopbackName(own.host) && loopbackName(e.host))) return true;
   }
   return false;
 }
@@ -289,7 +306,7 @@ void PacRoute::decide(const RequestHead& head, const StreamInfo& info, asio::any
   q.conn_id = info.connection_id;
   q.stream_id = info.stream_id;
   const uint64_t conn = info.connection_id, stream = info.stream_id;
-  if (std::optional<pac::PacResult> hit = evaluator_->cached(q)) {
+  if (std::shared_ptr<const pac::PacResult> hit = evaluator_->cachedAnswer(q.cache_key)) {
     asio::post(ex, [d = toDecision(*hit, conn, stream), done = std::move(done)]() mutable {
       done(std::move(d));
     });
@@ -306,6 +323,17 @@ void PacRoute::decide(const RequestHead& head, const StreamInfo& info, asio::any
                          }
                          done(self->toDecision(r, conn, stream));
                        });
+}
+
+std::optional<upstream::RouteDecider::Decision> PacRoute::decideNow(const RequestHead& head,
+                                                                    const StreamInfo& info) const {
+  if (!evaluator_) return std::nullopt;
+  // The key is built in a buffer each thread keeps: no allocation per request.
+  thread_local std::string key;
+  std::shared_ptr<const pac::PacResult> hit = evaluator_->cachedAnswer(
+      pac::PacQuery::cacheKeyFor(schemeOf(head), head.host, head.port, key));
+  if (!hit) return std::nullopt;
+  return toDecision(*hit, info.connection_id, info.stream_id);
 }
 
 void PacRoute::explain(const std::string& url, asio::any_io_executor ex,

@@ -29,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -58,6 +59,9 @@ class PacRoute final : public upstream::RouteDecider,
   // upstream::RouteDecider
   void decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
               std::function<void(Decision)> done) const override;
+  // The decision from the evaluator's per-host cache, or nullopt (no
+  // cached answer, or not started). Allocates only what the Decision holds.
+  std::optional<Decision> decideNow(const RequestHead& head, const StreamInfo& info) const override;
   std::shared_ptr<const upstream::ProxyTemplate> proxies() const override { return proxies_; }
 
   // The network changed: forget cached answers, fetch the PAC again
@@ -101,15 +105,25 @@ class PacRoute final : public upstream::RouteDecider,
   bool isOwnAddress(const pac::ProxyEntry& e) const;
   void onScript(std::shared_ptr<pac::PacScript> script);
 
+  // One of the listener's own addresses, parsed once ("[::1]:3128" →
+  // "::1", 3128; an unparsable port matches nothing).
+  struct OwnAddress {
+    std::string host;  // no brackets
+    uint16_t port = 0;
+  };
+
   PacRouteConfig config_;
-  std::vector<std::string> own_addresses_;
+  std::vector<OwnAddress> own_addresses_;
   std::shared_ptr<upstream::ProxyTemplate> proxies_;
   std::unique_ptr<pac::PacEvaluator> evaluator_;
   std::unique_ptr<pac::PacSource> source_;
   std::once_flag started_;
 
   mutable std::mutex log_mutex_;
-  mutable std::string problem_;          // kind of the trouble logged last; "" when fine
+  mutable std::string problem_;  // kind of the trouble logged last; "" when fine
+  // !problem_.empty(), readable without the lock: a good answer while all
+  // is well (every request) takes no lock.
+  mutable std::atomic<bool> troubled_{false};
   mutable std::set<std::string> noted_;  // skipped entries and loops logged (bounded)
   mutable std::atomic<uint64_t> fallbacks_{0};
 };

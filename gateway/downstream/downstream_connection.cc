@@ -40,7 +40,8 @@ DownstreamConnection::~DownstreamConnection() {
 
 ListenerStats::Route* DownstreamConnection::route() {
   if (route_ || info_.protocol.empty()) return route_;
-  route_ = &stats_.route(info_.cluster.empty() ? "direct" : info_.cluster, info_.protocol);
+  route_ = &stats_.route(info_.cluster.empty() ? std::string_view("direct") : info_.cluster,
+                         info_.protocol);
   if (unrouted_up_ > 0) {
     route_->up.add(unrouted_up_);
     unrouted_up_ = 0;
@@ -511,11 +512,13 @@ void DownstreamConnection::finishRequest() {
     route();  // publishes bytes taken before the protocol was known
     (head_.is_connect ? stats_.active_connect : stats_.active_forward).sub();
     // "none": the request ended before a route or protocol was chosen.
-    const std::string cluster = !info_.cluster.empty()       ? info_.cluster
-                                : info_.protocol == "direct" ? "direct"
-                                                             : "none";
-    stats_.finished(cluster, info_.protocol.empty() ? "none" : info_.protocol, head_.is_connect,
-                    info_.result);
+    // (Every branch a string_view: a std::string one would make the
+    // expression a temporary std::string that this view would outlive.)
+    const std::string_view cluster = !info_.cluster.empty()       ? std::string_view(info_.cluster)
+                                     : info_.protocol == "direct" ? std::string_view("direct")
+                                                                  : std::string_view("none");
+    stats_.finished(cluster, info_.protocol.empty() ? std::string_view("none") : info_.protocol,
+                    head_.is_connect, info_.result);
   }
   for (const auto& f : listener_.filters) f->onComplete(head_, info_);
 }

@@ -14,11 +14,15 @@ ListenerStats::ListenerStats(metrics::Shard& s, std::string listener)
       shard_(s),
       listener_(std::move(listener)) {}
 
-ListenerStats::Route& ListenerStats::route(const std::string& cluster,
-                                           const std::string& protocol) {
-  std::string key = cluster;
-  key += '\0';
-  key += protocol;
+std::string_view ListenerStats::keyOf(std::string_view cluster, std::string_view protocol) {
+  key_.assign(cluster);
+  key_ += '\0';
+  key_ += protocol;
+  return key_;
+}
+
+ListenerStats::Route& ListenerStats::route(std::string_view cluster, std::string_view protocol) {
+  const std::string_view key = keyOf(cluster, protocol);
   auto it = routes_.find(key);
   if (it != routes_.end()) return *it->second;
   const std::string& l = listener_;
@@ -29,16 +33,15 @@ ListenerStats::Route& ListenerStats::route(const std::string& cluster,
       shard_.histogram(Family::TimeToFirstByte, {l, cluster, protocol, "connect"}),
       shard_.histogram(Family::TimeToFirstByte, {l, cluster, protocol, "forward"}),
   });
-  return *routes_.emplace(std::move(key), std::move(r)).first->second;
+  return *routes_.emplace(std::string(key), std::move(r)).first->second;
 }
 
-void ListenerStats::finished(const std::string& cluster, const std::string& protocol, bool connect,
+void ListenerStats::finished(std::string_view cluster, std::string_view protocol, bool connect,
                              Result result) {
-  std::string key = cluster;
-  key += '\0';
-  key += protocol;
-  metrics::Counter*& cell =
-      finished_[key][(connect ? kResultCount : 0) + static_cast<size_t>(result)];
+  const std::string_view key = keyOf(cluster, protocol);
+  auto it = finished_.find(key);
+  if (it == finished_.end()) it = finished_.try_emplace(std::string(key)).first;  // all null
+  metrics::Counter*& cell = it->second[(connect ? kResultCount : 0) + static_cast<size_t>(result)];
   if (!cell)
     cell = &shard_.counter(
         Family::RequestsFinished,

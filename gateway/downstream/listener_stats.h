@@ -6,6 +6,7 @@
 #include <array>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "gateway/http_types.h"
@@ -27,10 +28,11 @@ class ListenerStats {
     metrics::Histogram& ttfb_connect;
     metrics::Histogram& ttfb_forward;
   };
-  // `cluster` is "direct" for DIRECT routes.
-  Route& route(const std::string& cluster, const std::string& protocol);
-  void finished(const std::string& cluster, const std::string& protocol, bool connect,
-                Result result);
+  // `cluster` is "direct" for DIRECT routes. Once per request: a known
+  // (cluster, protocol) allocates nothing, however long its name (a PAC
+  // file's "HTTPS proxy.corp.example:8443").
+  Route& route(std::string_view cluster, std::string_view protocol);
+  void finished(std::string_view cluster, std::string_view protocol, bool connect, Result result);
   void errorReply(int status);
 
   metrics::Counter& connections;
@@ -42,11 +44,21 @@ class ListenerStats {
 
  private:
   metrics::Shard& shard_;
+  // Sets key_ to "cluster\0protocol", the maps' key, reusing its capacity.
+  std::string_view keyOf(std::string_view cluster, std::string_view protocol);
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  };
+  template <class T>
+  using ByKey = std::unordered_map<std::string, T, KeyHash, std::equal_to<>>;
+
   const std::string listener_;
-  std::unordered_map<std::string, std::unique_ptr<Route>> routes_;
+  std::string key_;
+  ByKey<std::unique_ptr<Route>> routes_;
   // requests_finished cells per (cluster, protocol), by kind and result:
   // resolved once, not per request.
-  std::unordered_map<std::string, std::array<metrics::Counter*, 2 * kResultCount>> finished_;
+  ByKey<std::array<metrics::Counter*, 2 * kResultCount>> finished_;
 };
 
 }  // namespace h2gate::downstream

@@ -1,6 +1,7 @@
 #include "gateway/pac/answer.h"
 
 #include <algorithm>
+#include <charconv>
 
 #include "filters/matcher.h"
 
@@ -166,12 +167,19 @@ bool parseEntry(std::string_view text, ProxyEntry& e, SkippedEntry& skip) {
 
 std::string ProxyEntry::str() const {
   if (kind == Kind::Direct) return "DIRECT";
-  std::string out = kind == Kind::Https ? "HTTPS " : "PROXY ";
-  if (host.find(':') != std::string::npos)
-    out += "[" + host + "]";
-  else
-    out += host;
-  return out + ":" + std::to_string(port);
+  // Built in one allocation: a PAC route makes one per request.
+  const bool v6 = host.find(':') != std::string::npos;
+  char digits[8];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, port);
+  std::string out;
+  out.reserve(6 + host.size() + 2 + 1 + static_cast<std::size_t>(end - digits));
+  out += kind == Kind::Https ? "HTTPS " : "PROXY ";
+  if (v6) out += '[';
+  out += host;
+  if (v6) out += ']';
+  out += ':';
+  out.append(digits, end);
+  return out;
 }
 
 std::string ProxyList::str() const {

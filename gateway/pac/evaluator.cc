@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <list>
@@ -84,8 +85,30 @@ PacQuery PacQuery::forRequest(std::string_view scheme_in, std::string_view host_
     q.url += "/";
   else
     q.url += (path.front() == '/' ? std::string(path) : "/" + std::string(path));
-  q.cache_key = scheme + "://" + in_url + ":" + std::to_string(port ? port : defaultPort(scheme));
+  cacheKeyFor(scheme, q.host, port, q.cache_key);
   return q;
+}
+
+std::string_view PacQuery::cacheKeyFor(std::string_view scheme, std::string_view host,
+                                       uint16_t port, std::string& out) {
+  out.clear();
+  auto append_lowered = [&out](std::string_view s) {
+    for (char c : s) out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  };
+  append_lowered(scheme);
+  if (port == 0) port = defaultPort(out);
+  out += "://";
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  const bool v6 = host.find(':') != std::string_view::npos;
+  if (v6) out += '[';
+  append_lowered(host);
+  if (v6) out += ']';
+  out += ':';
+  char digits[8];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, port);
+  out.append(digits, end);
+  return out;
 }
 
 // ---------------------------------------------------------------------------
@@ -129,14 +152,20 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   uint64_t next_version = 0;
   std::vector<std::unique_ptr<WorkerSlot>> workers;
 
-  // LRU cache, most recent first.
+  // LRU cache, most recent first. The results are immutable (from_cache
+  // set) and shared with the callers of cachedAnswer().
   struct Entry {
     std::string key;
-    PacResult result;
+    std::shared_ptr<const PacResult> result;
     Clock::time_point expires;
   };
+  // Lookups by std::string_view, without making a std::string.
+  struct KeyHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
+  };
   std::list<Entry> lru;
-  std::unordered_map<std::string, std::list<Entry>::iterator> index;
+  std::unordered_map<std::string, std::list<Entry>::iterator, KeyHash, std::equal_to<>> index;
 
   // Problems already logged for the current version.
   std::set<std::string> logged;
@@ -159,7 +188,7 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   void onAlert(std::string_view message);
 
   // Cache, under `mutex`.
-  std::optional<PacResult> cacheGet(const std::string& key);
+  std::shared_ptr<const PacResult> cacheGet(std::string_view key);
   void cachePut(const std::string& key, const PacResult& result);
   void cacheClear() {
     lru.clear();
@@ -197,18 +226,16 @@ void PacEvaluator::Impl::onAlert(std::string_view message) {
     H2G_LOG(Debug, 0, 0, "pac " << options.name << ": alert(): " << message);
 }
 
-std::optional<PacResult> PacEvaluator::Impl::cacheGet(const std::string& key) {
+std::shared_ptr<const PacResult> PacEvaluator::Impl::cacheGet(std::string_view key) {
   auto it = index.find(key);
-  if (it == index.end()) return std::nullopt;
+  if (it == index.end()) return nullptr;
   if (Clock::now() >= it->second->expires) {
     lru.erase(it->second);
     index.erase(it);
-    return std::nullopt;
+    return nullptr;
   }
   lru.splice(lru.begin(), lru, it->second);
-  PacResult r = it->second->result;
-  r.from_cache = true;
-  return r;
+  return it->second->result;
 }
 
 void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& result) {
@@ -220,7 +247,9 @@ void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& resul
     lru.erase(it->second);
     index.erase(it);
   }
-  lru.push_front({key, result, Clock::now() + ttl});
+  auto shared = std::make_shared<PacResult>(result);
+  shared->from_cache = true;
+  lru.push_front({key, std::move(shared), Clock::now() + ttl});
   index[key] = lru.begin();
   while (lru.size() > options.cache_entries) {
     index.erase(lru.back().key);
@@ -446,10 +475,19 @@ void PacEvaluator::setScript(std::shared_ptr<PacScript> script, asio::any_io_exe
 }
 
 std::optional<PacResult> PacEvaluator::cached(const PacQuery& query) {
-  std::lock_guard lock(impl_->mutex);
-  if (options_.cache_entries == 0) return std::nullopt;
-  std::optional<PacResult> r = impl_->cacheGet(query.cache_key);
-  if (r) ++impl_->cache_hits;
+  std::shared_ptr<const PacResult> r = cachedAnswer(query.cache_key);
+  if (!r) return std::nullopt;
+  return *r;
+}
+
+std::shared_ptr<const PacResult> PacEvaluator::cachedAnswer(std::string_view cache_key) {
+  if (options_.cache_entries == 0) return nullptr;
+  std::shared_ptr<const PacResult> r;
+  {
+    std::lock_guard lock(impl_->mutex);
+    r = impl_->cacheGet(cache_key);
+  }
+  if (r) impl_->cache_hits.fetch_add(1, std::memory_order_relaxed);
   return r;
 }
 
@@ -462,7 +500,8 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
   std::optional<PacResult> immediate;
   {
     std::lock_guard lock(impl_->mutex);
-    if (options_.cache_entries != 0) immediate = impl_->cacheGet(query.cache_key);
+    if (options_.cache_entries != 0)
+      if (std::shared_ptr<const PacResult> hit = impl_->cacheGet(query.cache_key)) immediate = *hit;
     if (immediate) {
       ++impl_->cache_hits;
     } else if (auto it = impl_->flights.find(query.cache_key); it != impl_->flights.end()) {

@@ -78,6 +78,14 @@ struct PacQuery {
   // is not the scheme's default. IPv6 hosts get brackets in the URL only.
   static PacQuery forRequest(std::string_view scheme, std::string_view host, uint16_t port,
                              std::string_view path);
+
+  // The cache_key forRequest() gives a request: "scheme://host:port"
+  // (scheme and host in lower case, an IPv6 host in brackets, the port
+  // always written). Written into `out`, which is cleared first and whose
+  // capacity is reused, so that a caller keeping `out` allocates nothing;
+  // the result views `out`.
+  static std::string_view cacheKeyFor(std::string_view scheme, std::string_view host, uint16_t port,
+                                      std::string& out);
 };
 
 struct PacResult {
@@ -127,6 +135,12 @@ class PacEvaluator {
   // Answers from the cache, or nullopt (then call evaluate()). Never blocks
   // on JavaScript; for callers that can use an answer at once.
   std::optional<PacResult> cached(const PacQuery& query);
+  // The same for a key from PacQuery::cacheKeyFor, without a copy: the
+  // cached result itself (immutable, from_cache set; it stays valid while
+  // held even after the cache drops it), or null. Allocates nothing and
+  // holds the evaluator's lock only for the lookup: made for the event loop,
+  // once per request.
+  std::shared_ptr<const PacResult> cachedAnswer(std::string_view cache_key);
 
   // Answers `query`; `done` is posted to `ex` exactly once, at the latest
   // `timeout` (plus a few milliseconds) after this call.

@@ -169,6 +169,13 @@ class DecidingTunnel final : public PendingTunnel,
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override {
     save(head, info, callbacks);
     std::shared_ptr<const RouteDecider> decider = info.route_decider;
+    if (std::optional<RouteDecider::Decision> d = decider->decideNow(head, info)) {
+      // Opened (or failed) inside open(), as a route the filters chose is:
+      // the app side may drop this tunnel from a failure callback, so it
+      // is held until the call returns.
+      std::shared_ptr<DecidingTunnel> self = shared_from_this();
+      return onDecision(std::move(*d));
+    }
     decider->decide(
         head, info, router_.io().get_executor(),
         [self = shared_from_this()](RouteDecider::Decision d) { self->onDecision(std::move(d)); });
@@ -250,12 +257,15 @@ std::shared_ptr<Tunnel> WorkerRouter::open(const std::string& route, const Strea
   auto pool = upstreams_.find(route);
   if (pool != upstreams_.end()) return pool->second->newTunnel(info.connection_id, info.stream_id);
   if (!info.route_decider) return nullptr;
+  std::shared_ptr<const ProxyTemplate> tmpl = info.route_decider->proxies();
+  if (!tmpl) return nullptr;
+  if (std::shared_ptr<UpstreamPool> p = existingProxyPool(tmpl.get(), route))
+    return p->newTunnel(info.connection_id, info.stream_id);
+  // The proxy's first request on this worker.
   bool tls = false;
   std::string host;
   uint16_t port = 0;
   if (!parseProxyRoute(route, &tls, &host, &port)) return nullptr;
-  std::shared_ptr<const ProxyTemplate> tmpl = info.route_decider->proxies();
-  if (!tmpl) return nullptr;
   if (tls && !tmpl->tls)
     return std::make_shared<FailingTunnel>(io_,
                                            "no TLS settings for " + route + ": " + tmpl->tls_error);
@@ -265,15 +275,20 @@ std::shared_ptr<Tunnel> WorkerRouter::open(const std::string& route, const Strea
   return p->newTunnel(info.connection_id, info.stream_id);
 }
 
+std::shared_ptr<UpstreamPool> WorkerRouter::existingProxyPool(const ProxyTemplate* tmpl,
+                                                              std::string_view route) {
+  auto it = proxies_.find(ProxyKeyView{tmpl, route});
+  if (it == proxies_.end()) return nullptr;
+  it->second.last_used = std::chrono::steady_clock::now();
+  return it->second.pool;
+}
+
 std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
     const std::shared_ptr<const ProxyTemplate>& tmpl, const std::string& route,
     std::string* error) {
+  if (std::shared_ptr<UpstreamPool> p = existingProxyPool(tmpl.get(), route)) return p;
   const auto now = std::chrono::steady_clock::now();
   const ProxyKey key{tmpl.get(), route};
-  if (auto it = proxies_.find(key); it != proxies_.end()) {
-    it->second.last_used = now;
-    return it->second.pool;
-  }
   if (shutting_down_) {
     *error = route + ": h2gate is shutting down";
     return nullptr;

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -108,6 +109,15 @@ class RouteDecider {
   // timeout). `head` and `info` are valid only during the call.
   virtual void decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
                       std::function<void(Decision)> done) const = 0;
+  // The decision at once, when the decider has it without waiting (a
+  // cached answer), exactly as decide() would have posted it; nullopt: call
+  // decide(). Called on the request's event loop before decide(), once per
+  // request: never blocks, and costs little when it has no answer.
+  virtual std::optional<Decision> decideNow(const RequestHead& head, const StreamInfo& info) const {
+    (void)head;
+    (void)info;
+    return std::nullopt;
+  }
   // For the proxies its decisions name that are not clusters.
   virtual std::shared_ptr<const ProxyTemplate> proxies() const = 0;
 };
@@ -186,6 +196,23 @@ class WorkerRouter final : public Router {
     std::chrono::steady_clock::time_point last_used;
   };
   using ProxyKey = std::pair<const ProxyTemplate*, std::string>;
+  // Looks a ProxyKey up by (template, route) without copying the route.
+  using ProxyKeyView = std::pair<const ProxyTemplate*, std::string_view>;
+  struct ProxyKeyLess {
+    using is_transparent = void;
+    static ProxyKeyView view(const ProxyKey& k) { return {k.first, k.second}; }
+    static ProxyKeyView view(const ProxyKeyView& k) { return k; }
+    template <class A, class B>
+    bool operator()(const A& a, const B& b) const {
+      const ProxyKeyView x = view(a), y = view(b);
+      if (x.first != y.first) return std::less<const ProxyTemplate*>{}(x.first, y.first);
+      return x.second < y.second;
+    }
+  };
+  // The pool for proxy `route` of `tmpl` if this worker has one (its
+  // last_used now), or null. Allocates nothing: once per request.
+  std::shared_ptr<UpstreamPool> existingProxyPool(const ProxyTemplate* tmpl,
+                                                  std::string_view route);
   // The pool for proxy `route` of `tmpl`, created if need be; null with
   // *error when the worker has max_proxies busy ones.
   std::shared_ptr<UpstreamPool> proxyPool(const std::shared_ptr<const ProxyTemplate>& tmpl,
@@ -201,7 +228,7 @@ class WorkerRouter final : public Router {
   const Upstreams& upstreams_;
   metrics::Shard& shard_;
   uint32_t worker_;
-  std::map<ProxyKey, ProxyPool> proxies_;
+  std::map<ProxyKey, ProxyPool, ProxyKeyLess> proxies_;
   std::vector<std::shared_ptr<UpstreamPool>> retired_;
   asio::steady_timer sweep_timer_;
   bool sweep_armed_ = false;

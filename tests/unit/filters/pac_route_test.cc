@@ -35,24 +35,32 @@ struct PacEnv : h2gate::testing::FilterEnv {
 
   // The routes decided for a request ("DIRECT" for ""), " > "-joined, or
   // "STATUS reason".
+  static std::string str(const upstream::RouteDecider::Decision& d) {
+    if (d.routes.empty()) return std::to_string(d.status) + " " + d.reason;
+    std::string out;
+    for (const std::string& r : d.routes)
+      out += (out.empty() ? "" : " > ") + (r.empty() ? "DIRECT" : r);
+    return out;
+  }
   std::string decide(const RequestHead& head) {
     StreamInfo info;
     filter->onRequestHead(head, info);
     REQUIRE(info.route_decider);
     std::string out = "none";
     info.route_decider->decide(head, info, io.get_executor(),
-                               [&](upstream::RouteDecider::Decision d) {
-                                 if (d.routes.empty()) {
-                                   out = std::to_string(d.status) + " " + d.reason;
-                                   return;
-                                 }
-                                 out.clear();
-                                 for (const std::string& r : d.routes)
-                                   out += (out.empty() ? "" : " > ") + (r.empty() ? "DIRECT" : r);
-                               });
+                               [&](upstream::RouteDecider::Decision d) { out = str(d); });
     io.restart();
     io.run_for(std::chrono::seconds(5));
     return out;
+  }
+  // The same from decideNow(): "none" when it has no answer at hand.
+  std::string decideNow(const RequestHead& head) {
+    StreamInfo info;
+    filter->onRequestHead(head, info);
+    REQUIRE(info.route_decider);
+    const std::optional<upstream::RouteDecider::Decision> d =
+        info.route_decider->decideNow(head, info);
+    return d ? str(*d) : "none";
   }
 
   h2gate::test::TempDir dir{"pacroute"};
@@ -126,4 +134,34 @@ TEST_CASE("pac route: a pac rule takes no cluster keys", "[pac_route]") {
   const FilterPtr g =
       env.make(kForwardProxy, "routes:\n- match: {}\n  pac: {file: /x.pac}\n  direct: true\n");
   CHECK_FALSE(g);
+}
+
+TEST_CASE("pac route: a cached answer is decided at once, as decide() decides it", "[pac_route]") {
+  PacEnv env(
+      "function FindProxyForURL(url, host) {\n"
+      "  if (host == 'loop.test') return 'PROXY localhost:3128; PROXY b.test:1';\n"
+      "  if (url.substring(0, 5) == 'http:') return 'PROXY plain.test:8080';\n"
+      "  return 'HTTPS tls.test:8443; DIRECT';\n"
+      "}\n");
+  REQUIRE(env.pac->counters().have_script);
+  // Nothing cached yet: no answer at hand, nothing evaluated for asking.
+  CHECK(env.decideNow(requestHead("a.test", 443, true)) == "none");
+  CHECK(env.pac->counters().evaluations == 0);
+  CHECK(env.decide(requestHead("a.test", 443, true)) == "HTTPS tls.test:8443 > DIRECT");
+  CHECK(env.decideNow(requestHead("a.test", 443, true)) == "HTTPS tls.test:8443 > DIRECT");
+  // The cache is per scheme, host (any case) and port.
+  CHECK(env.decideNow(requestHead("A.Test", 443, true)) == "HTTPS tls.test:8443 > DIRECT");
+  CHECK(env.decideNow(requestHead("a.test", 8443, true)) == "none");
+  RequestHead http = requestHead("a.test", 80, false);
+  http.path = "/x";
+  http.target = "http://a.test/x";
+  CHECK(env.decideNow(http) == "none");
+  CHECK(env.decide(http) == "PROXY plain.test:8080");
+  CHECK(env.decideNow(http) == "PROXY plain.test:8080");
+  // A loop to h2gate's own listener is recognised in a cached answer too.
+  CHECK(env.decide(requestHead("loop.test", 443, true)) == "DIRECT > PROXY b.test:1");
+  CHECK(env.decideNow(requestHead("loop.test", 443, true)) == "DIRECT > PROXY b.test:1");
+  const PacRoute::Counters c = env.pac->counters();
+  CHECK(c.evaluations == 3);
+  CHECK(c.cache_hits == 4);
 }

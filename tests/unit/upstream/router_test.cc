@@ -221,6 +221,19 @@ struct FixedDecider : RouteDecider {
   std::shared_ptr<const ProxyTemplate> proxies() const override { return tmpl; }
 };
 
+// The same, with its answer at hand (as a PAC route's cached one).
+struct ReadyDecider : FixedDecider {
+  mutable int asked_now = 0;
+  std::optional<Decision> decideNow(const RequestHead&, const StreamInfo&) const override {
+    ++asked_now;
+    Decision d;
+    d.routes = routes;
+    d.status = 451;
+    d.reason = "refused at once by the test";
+    return d;
+  }
+};
+
 }  // namespace
 
 TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
@@ -335,5 +348,51 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
   CHECK(f.router.proxyPools() == 1);
   t3->abort();
   t2->abort();
+  f.router.shutdown();
+}
+
+TEST_CASE("router: a decision at hand opens its route inside open(), decide() is not asked",
+          "[upstream][router][pac_route]") {
+  Fixture f;
+  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+  tcp::socket accepted(f.io);
+  bool connected = false;
+  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
+  auto decider = std::make_shared<ReadyDecider>();
+  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
+  f.info.route_decider = decider;
+  f.open(f.connectTo(destination.local_endpoint().port()));
+  // Routed before open() returned, nothing posted for it.
+  CHECK(decider->asked_now == 1);
+  CHECK(decider->asked == 0);
+  CHECK(f.info.cluster == decider->routes.front());
+  CHECK(f.info.fallbacks == std::vector<std::string>{""});
+  CHECK(f.router.proxyPools() == 1);
+  // The refused proxy, then DIRECT, as with a posted answer.
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && connected; }));
+  CHECK(f.app.status == 200);
+  CHECK(f.info.protocol == "direct");
+  // The same proxy again: its pool, found without a second one.
+  f.tunnel->abort();
+  f.tunnel.reset();
+  f.app = App{};
+  f.info = StreamInfo{};
+  f.info.route_decider = decider;
+  decider->routes = {decider->routes.front()};
+  f.open(f.connectTo(9));
+  CHECK(f.router.proxyPools() == 1);
+  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  CHECK(f.app.status == 503);
+  CHECK(decider->asked == 0);
+
+  // A refusal at hand: the app has its status when open() returns.
+  Fixture g;
+  auto refusing = std::make_shared<ReadyDecider>();
+  g.info.route_decider = refusing;
+  g.open(g.connectTo(9));
+  CHECK(g.app.failures == 1);
+  CHECK(g.app.status == 451);
+  CHECK(g.app.result == Result::Rejected);
+  CHECK(g.app.reason == "refused at once by the test");
   f.router.shutdown();
 }
