@@ -14,6 +14,7 @@
 
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
+#include "tests/support/pac_env.h"
 #include "tests/support/prometheus.h"
 #include "tests/support/scrape.h"
 #include "tests/support/temp_dir.h"
@@ -34,6 +35,29 @@ Scrape scrapeUntil(uint16_t admin, const std::function<bool(const Scrape&)>& pre
     if (pred(s) || Clock::now() >= deadline) return s;
     std::this_thread::sleep_for(milliseconds(100));
   }
+}
+
+// The families a scrape declares (# TYPE lines).
+std::set<std::string> servedFamilies(const Scrape& s) {
+  std::set<std::string> served;
+  std::istringstream exposition(s.text());
+  for (std::string line; std::getline(exposition, line);)
+    if (line.starts_with("# TYPE ")) served.insert(line.substr(7, line.find(' ', 7) - 7));
+  return served;
+}
+
+// The families deploy/prometheus/metric_names.txt lists: those marked
+// "# with a pac route" (`pac_route`: true), or all the others.
+std::set<std::string> listedFamilies(bool pac_route) {
+  std::set<std::string> listed;
+  std::istringstream names(
+      readFile(std::string(H2GATE_SOURCE_DIR) + "/deploy/prometheus/metric_names.txt"));
+  for (std::string line; std::getline(names, line);) {
+    const bool marked = line.find("# with a pac route") != std::string::npos;
+    line = line.substr(0, line.find_first_of(" #"));
+    if (!line.empty() && marked == pac_route) listed.insert(line);
+  }
+  return listed;
 }
 
 AdminReply adminUntil(uint16_t admin, const std::string& path, int status,
@@ -160,18 +184,40 @@ TEST_CASE("metrics: bytes and tunnel counters match what was relayed, both direc
   CHECK(promtoolProblems(after.text(), env.out) == "");
 
   // The families served are exactly those the dashboards and alerts are
-  // checked against (deploy/prometheus/metric_names.txt).
-  std::set<std::string> served, listed;
-  std::istringstream exposition(after.text());
-  for (std::string line; std::getline(exposition, line);)
-    if (line.starts_with("# TYPE ")) served.insert(line.substr(7, line.find(' ', 7) - 7));
-  std::istringstream names(
-      readFile(std::string(H2GATE_SOURCE_DIR) + "/deploy/prometheus/metric_names.txt"));
-  for (std::string line; std::getline(names, line);) {
-    line = line.substr(0, line.find_first_of(" #"));
-    if (!line.empty()) listed.insert(line);
+  // checked against (deploy/prometheus/metric_names.txt), but for those
+  // that exist only with a PAC route (the next test).
+  CHECK(servedFamilies(after) == listedFamilies(false));
+}
+
+TEST_CASE("metrics: a config with a PAC route serves the h2gate_pac_* families listed",
+          "[metrics][pac]") {
+  TempDir dir("metrics-pac");
+  const std::string pac =
+      dir.write("p.pac", "function FindProxyForURL(url, host) { return \"DIRECT\"; }\n");
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = PacEnv::yaml(PacEnv::listener("local_proxy", "              file: " + pac + "\n"));
+  o.args = {"--log-level", "debug"};
+  H2gate gate(std::move(o));
+  INFO(gate.process().logTail(30));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  const Scrape s = scrapeMetrics(gate.adminPort());
+  INFO(s.text());
+  CHECK(s.sum("h2gate_pac_loaded", {{"route", "local_proxy/routes[0]"}}) == 1);
+  const std::set<std::string> served = servedFamilies(s);
+  const std::set<std::string> pac_only = listedFamilies(true);
+  std::set<std::string> served_pac;
+  for (const std::string& f : served)
+    if (f.starts_with("h2gate_pac_")) served_pac.insert(f);
+  CHECK(pac_only.size() >= 7);
+  CHECK(served_pac == pac_only);
+  // Every family served is listed.
+  std::set<std::string> all = listedFamilies(false);
+  all.insert(pac_only.begin(), pac_only.end());
+  for (const std::string& f : served) {
+    INFO(f);
+    CHECK(all.count(f) == 1);
   }
-  CHECK(served == listed);
 }
 
 TEST_CASE("metrics: a real Prometheus scrapes h2gate and rate() gives the transfer rate",

@@ -6,21 +6,18 @@
 // Needs root: the test's main thread moves into a fresh network namespace
 // (setns) before starting anything, so nginx, squid, nghttpx, h2gate and curl
 // all run there on its own loopback, and `ip addr add` changes only that
-// namespace. Skipped (with a warning) without root or `ip netns`.
+// namespace (tests/support/netns.h). Skipped (with a warning) without root
+// or `ip netns`.
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <sched.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "tests/support/h2_env.h"
 #include "tests/support/h2gate.h"
+#include "tests/support/netns.h"
 #include "tests/support/tcp_relay.h"
 #include "tests/support/upstream_proxies.h"
 #include "tests/support/util.h"
@@ -29,61 +26,6 @@ using namespace h2gate::test;
 using std::chrono::milliseconds;
 
 namespace {
-
-bool haveNetns(std::string* why) {
-  if (::geteuid() != 0) {
-    *why = "needs root (network namespaces)";
-    return false;
-  }
-  if (findProgram("ip").empty() || runCommand({"ip", "netns", "list"}).exit_code != 0) {
-    *why = "`ip netns` is unavailable";
-    return false;
-  }
-  return true;
-}
-
-// The calling thread (the test's main thread) in a fresh network namespace
-// with loopback up, for the life of this object; back in the original one
-// afterwards, and the namespace deleted. Declare it before any fixture that
-// starts processes or threads: they inherit the thread's namespace.
-class InNetns {
- public:
-  InNetns() : name_("h2g-netchange-" + std::to_string(::getpid())) {
-    runCommand({"ip", "netns", "del", name_});
-    if (runCommand({"ip", "netns", "add", name_}).exit_code != 0) {
-      error_ = "ip netns add " + name_ + " failed";
-      return;
-    }
-    runCommand({"ip", "-n", name_, "link", "set", "lo", "up"});
-    original_ = ::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-    const int fd = ::open(("/run/netns/" + name_).c_str(), O_RDONLY | O_CLOEXEC);
-    if (original_ < 0 || fd < 0 || ::setns(fd, CLONE_NEWNET) != 0)
-      error_ = std::string("setns: ") + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-  }
-  ~InNetns() {
-    if (original_ >= 0) {
-      ::setns(original_, CLONE_NEWNET);
-      ::close(original_);
-    }
-    runCommand({"ip", "netns", "del", name_});
-  }
-  InNetns(const InNetns&) = delete;
-  InNetns& operator=(const InNetns&) = delete;
-
-  const std::string& name() const { return name_; }
-  const std::string& error() const { return error_; }
-  // `ip -n NS args...`
-  bool ip(std::vector<std::string> args) const {
-    args.insert(args.begin(), {"ip", "-n", name_});
-    return runCommand(args).exit_code == 0;
-  }
-
- private:
-  std::string name_;
-  std::string error_;
-  int original_ = -1;
-};
 
 // h2gate (debug log) for the chain's cluster at `proxy_port`, with
 // h2gate.network_change_timeout = `timeout`.

@@ -7,10 +7,8 @@
 // 10 MB file, a server that never answers): traffic keeps flowing by the
 // fallback, RSS stays bounded, the log says it once. [pac_routing]
 //
-// Names: web.internal.test resolves to 127.0.0.1 for h2gate alone (its own
-// /etc/hosts in a mount namespace, as in routing_test.cc); origin.test and
-// files.a.test only for the squids, so what reached nginx under those names
-// went through a proxy.
+// The fixture (nginx, the names each side resolves) is
+// tests/support/pac_env.h.
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
@@ -23,17 +21,13 @@
 #include <string>
 #include <vector>
 
-#include "tests/support/h2_env.h"
+#include "tests/support/pac_env.h"
 #include "tests/support/scrape.h"
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
 
 namespace {
-
-bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, milliseconds(5000)).exit_code == 0;
-}
 
 // A TCP listener that accepts (the kernel does) and never answers: a PAC
 // server that hangs.
@@ -56,93 +50,6 @@ class SilentServer {
  private:
   int fd_ = -1;
   uint16_t port_ = 0;
-};
-
-struct PacEnv {
-  PacEnv() : nginx(nginxOptions()) { testFile("1m"); }
-
-  Nginx::Options nginxOptions() {
-    Nginx::Options n;
-    n.ca = &ca;
-    n.dns_names = {"origin.test", "web.internal.test", "files.a.test"};
-    // The PAC files, served from the work directory.
-    n.extra_server_config = "    location /pac/ { alias " + work.path().string() +
-                            "/pac/; default_type application/x-ns-proxy-autoconfig; }\n";
-    return n;
-  }
-  static Squid::Options squidOptions() {
-    Squid::Options s;
-    s.hosts = {"origin.test", "files.a.test"};
-    return s;
-  }
-
-  std::string writePac(const std::string& name, const std::string& text) {
-    std::filesystem::create_directories(work.path() / "pac");
-    return work.write("pac/" + name, text);
-  }
-  std::string pacUrl(const std::string& name) const {
-    return "http://127.0.0.1:" + str(nginx.httpPort()) + "/pac/" + name;
-  }
-
-  // A listener on 127.0.0.1:0 whose forward_proxy has one pac route.
-  static std::string listener(const std::string& name, const std::string& pac_block) {
-    return "  - name: " + name +
-           "\n"
-           "    address:\n"
-           "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-           "    filter_chains:\n"
-           "    - filters:\n"
-           "      - name: h2gate.filters.access_log\n"
-           "      - name: h2gate.filters.forward_proxy\n"
-           "        typed_config:\n"
-           "          routes:\n"
-           "          - match: {}\n"
-           "            pac:\n" +
-           pac_block;
-  }
-
-  H2gate& start(const std::string& listeners, const std::vector<std::string>& names) {
-    H2gate::Options o;
-    o.binary = H2GATE_BINARY;
-    o.yaml =
-        "admin:\n"
-        "  address:\n"
-        "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
-        "static_resources:\n"
-        "  listeners:\n" +
-        listeners;
-    o.args = {"--log-level", "debug"};
-    o.listeners = names;
-    o.hosts = "127.0.0.1 web.internal.test\n";
-    gate = std::make_unique<H2gate>(std::move(o));
-    return *gate;
-  }
-
-  CommandResult curl(const std::string& listener, std::vector<std::string> args) {
-    std::vector<std::string> all{
-        "-sS", "-x", gate->proxyUrl(listener), "--cacert", ca.caCertPath(), "--max-time", "30"};
-    all.insert(all.end(), args.begin(), args.end());
-    CommandResult r = runCurl(all, milliseconds(40000));
-    UNSCOPED_INFO("curl " << args.back() << ": exit " << r.exit_code << " out " << r.out << " err "
-                          << r.err);
-    return r;
-  }
-  // A 1 MiB download: true when 200 and byte-identical.
-  bool fetch(const std::string& listener, const std::string& url, const std::string& name) {
-    const CommandResult r = curl(listener, {"-o", out.file(name), "-w", "%{http_code}", url});
-    return r.exit_code == 0 && r.out == "200" &&
-           sha256File(out.file(name)) == testFile("1m").sha256;
-  }
-  std::string url(const std::string& host, bool tls, const std::string& path) const {
-    return tls ? "https://" + host + ":" + str(nginx.tlsPort()) + path
-               : "http://" + host + ":" + str(nginx.httpPort()) + path;
-  }
-
-  TempDir work{"pacroute"};
-  TestCA ca{work.path().string()};
-  Nginx nginx;
-  TempDir out{"out"};
-  std::unique_ptr<H2gate> gate;  // stops first
 };
 
 int countMatches(const std::string& text, const std::string& needle) {
@@ -351,4 +258,53 @@ TEST_CASE("pac routing: hostile PAC files and servers; traffic flows by the fall
   CHECK(m.sum("h2gate_pac_errors_total", {{"route", "throws/routes[0]"}}) >= 1);
   CHECK(m.sum("h2gate_pac_download_failures_total", {{"route", "hangs/routes[0]"}}) >= 1);
   CHECK(m.sum("h2gate_pac_fallbacks_total", {}) >= 25);
+}
+
+TEST_CASE("pac routing: an HTTPS proxy without h2 (squid https_port) is spoken HTTP/1.1",
+          "[pac_routing][pac_h1]") {
+  if (!haveMountNamespaces()) FAIL("needs root for a private /etc/hosts (unshare -m)");
+  PacEnv env;
+  Squid::Options so = PacEnv::squidOptions();
+  so.https = true;
+  so.ca = &env.ca;
+  Squid squid(so);
+  // The fixture first: curl through squid's TLS port (no h2 there).
+  const CommandResult proof =
+      runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "--proxy-cacert",
+               env.ca.caCertPath(), "--cacert", env.ca.caCertPath(), "-x",
+               "https://127.0.0.1:" + str(squid.httpsPort()), env.url("origin.test", true, "/1k")});
+  INFO(proof.err);
+  REQUIRE(proof.out == "200");
+
+  env.writePac("tls.pac", "function FindProxyForURL(url, host) { return \"HTTPS 127.0.0.1:" +
+                              str(squid.httpsPort()) + "\"; }\n");
+  H2gate& gate = env.start(
+      PacEnv::listener("local_proxy",
+                       "              file: " + (env.work.path() / "pac" / "tls.pac").string() +
+                           "\n"
+                           "              fallback: {reject: 503}\n"
+                           "              proxies: {trusted_ca: " +
+                           env.ca.caCertPath() + "}\n"),
+      {"local_proxy"});
+  INFO(gate.process().logTail(40));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+
+  CHECK(env.fetch("", env.url("origin.test", true, "/1m?t1"), "t1"));
+  CHECK(env.fetch("", env.url("origin.test", false, "/1m?t2"), "t2"));
+  CHECK(env.fetch("", env.url("origin.test", true, "/1m?t3"), "t3"));
+  CHECK(gate.process().waitForLog("proxy 127\\.0\\.0\\.1:" + str(squid.httpsPort()) +
+                                      " negotiated (no ALPN \\(HTTP/1\\.1\\)|http/1\\.1)",
+                                  milliseconds(1000)));
+  squid.waitForAccessLines(4, "", milliseconds(5000));
+  INFO("squid: " << squid.accessLog());
+  CHECK(countOccurrences(squid.accessLog(), "CONNECT origin.test") == 3);  // curl's and 2
+  CHECK(countOccurrences(squid.accessLog(), "GET http://origin.test") == 1);
+  const auto log = gate.waitForAccessLog(3, milliseconds(5000));
+  REQUIRE(log.size() == 3);
+  for (const auto& e : log) {
+    INFO(e.line);
+    CHECK(e.num("status") == 200);
+    CHECK(e.get("cluster") == "HTTPS 127.0.0.1:" + str(squid.httpsPort()));
+    CHECK(e.get("protocol") == "http1");
+  }
 }

@@ -28,17 +28,6 @@ double reloads(uint16_t admin, const std::string& result) {
   return scrapeMetrics(admin).sum("h2gate_config_reloads_total", {{"result", result}});
 }
 
-// Waits until `path` has at least `bytes` bytes (a transfer is under way).
-bool waitForBytes(const std::string& path, uintmax_t bytes, milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  while (Clock::now() < deadline) {
-    std::error_code ec;
-    if (std::filesystem::file_size(path, ec) >= bytes && !ec) return true;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-  return false;
-}
-
 bool pollUntil(const std::function<bool()>& pred, milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {
@@ -116,7 +105,7 @@ TEST_CASE("reload: SIGHUP moves a cluster to another proxy; open tunnels stay on
   auto slow = startCurl({"-sS", "-x", gate.proxyUrl(), "--cacert", env.ca.caCertPath(),
                          "--limit-rate", "2M", "-o", long_out, env.nginx.httpsUrl("/10m")},
                         env.out.path().string(), "long");
-  REQUIRE(waitForBytes(long_out, 512 * 1024, milliseconds(10000)));
+  REQUIRE(waitForFileSize(long_out, 512 * 1024, milliseconds(10000)));
 
   gate.writeFile("h2gate.yaml", upstreamModeYaml(second.port(), env.ca.caCertPath()));
   gate.process().signalMain(SIGHUP);
@@ -294,7 +283,7 @@ TEST_CASE("reload: a removed listener stops accepting; its open connection finis
   auto slow = startCurl({"-sS", "-x", gate.proxyUrl("old"), "--limit-rate", "8M", "-o", long_out,
                          nginx.httpUrl("/64m")},
                         out.path().string(), "long");
-  REQUIRE(waitForBytes(long_out, 512 * 1024, milliseconds(10000)));
+  REQUIRE(waitForFileSize(long_out, 512 * 1024, milliseconds(10000)));
 
   gate.writeFile("h2gate.yaml", directYaml({"local_proxy"}));
   const AdminReply post = adminPost(admin, "/reload");

@@ -133,11 +133,17 @@ H2gate::H2gate(Options options) : check_clean_exit_(options.check_clean_exit), d
       argv.push_back(a);
   }
   argv.insert(argv.end(), options.args.begin(), options.args.end());
-  if (!options.hosts.empty()) {
+  if (!options.hosts.empty() || !options.resolv_conf.empty()) {
     // Same pid throughout (unshare and sh exec), so signals reach h2gate.
     const std::string hosts = dir_.write("hosts", "127.0.0.1 localhost\n" + options.hosts);
-    argv.insert(argv.begin(), {"unshare", "-m", "sh", "-c",
-                               "mount --bind \"$0\" /etc/hosts && exec \"$@\"", hosts});
+    const std::string resolv =
+        options.resolv_conf.empty() ? "" : dir_.write("resolv.conf", options.resolv_conf);
+    argv.insert(argv.begin(),
+                {"unshare", "-m", "sh", "-c",
+                 "mount --bind \"$0\" /etc/hosts && "
+                 "{ [ -z \"$1\" ] || mount --bind \"$1\" /etc/resolv.conf; } && shift && "
+                 "exec \"$@\"",
+                 hosts, resolv});
   }
 
   Process::Options popts;

@@ -47,6 +47,9 @@ class H2gate {
     // h2gate then runs in a mount namespace of its own with this file bound
     // over /etc/hosts (unshare -m; needs root). Empty: the machine's.
     std::string hosts;
+    // /etc/resolv.conf for h2gate alone (e.g. "search corp.example.test\n"),
+    // bound the same way. Empty: the machine's.
+    std::string resolv_conf;
     // Listener names to wait for; empty: wait for the first listener line.
     std::vector<std::string> listeners;
     bool expect_admin = true;

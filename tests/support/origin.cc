@@ -64,7 +64,7 @@ void Nginx::start() {
   std::string last_error;
   for (int attempt = 0; attempt < 3; ++attempt) {
     tls_port_ = freePort();
-    http_port_ = freePort();
+    http_port_ = options_.http_port != 0 ? options_.http_port : freePort();
     std::ostringstream headers;
     for (const char* h : kEchoedHeaders) {
       std::string var = h;

@@ -64,6 +64,9 @@ class Nginx {
     // body "virtual host NAME\n" for any path (whatever Host the default
     // server gets, it serves the locations above).
     std::vector<std::string> virtual_hosts;
+    // The plain HTTP port; 0: a free ephemeral one. A fixed one (80 for
+    // WPAD) only where nothing else can hold it: in a network namespace.
+    uint16_t http_port = 0;
   };
 
   Nginx();  // default Options

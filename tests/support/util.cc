@@ -7,12 +7,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -178,6 +180,16 @@ CommandResult runCurl(const std::vector<std::string>& args, milliseconds timeout
   std::vector<std::string> argv{curlBinary(), "-q"};
   argv.insert(argv.end(), args.begin(), args.end());
   return runCommand(argv, timeout);
+}
+
+bool waitForFileSize(const std::string& path, uintmax_t bytes, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code ec;
+    if (std::filesystem::file_size(path, ec) >= bytes && !ec) return true;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  return false;
 }
 
 }  // namespace h2gate::test

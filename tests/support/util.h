@@ -72,4 +72,8 @@ CommandResult runCommand(const std::vector<std::string>& argv,
 // The curl binary runCurl uses.
 std::string curlBinary();
 
+// Polls until the file at `path` has at least `bytes` bytes (a transfer is
+// under way); false on timeout.
+bool waitForFileSize(const std::string& path, uintmax_t bytes, milliseconds timeout);
+
 }  // namespace h2gate::test

@@ -1,13 +1,16 @@
 // Helpers of the PAC unit tests: a resolver with a fixed table (and an
 // optional delay, to act out a slow DNS server), a fixed clock, a way to
-// evaluate one JavaScript expression in a PAC heap, and a TCP server that
-// never answers.
+// evaluate one JavaScript expression in a PAC heap, a TCP server that
+// never answers, and TZ set for one scope.
 #pragma once
 
 #include <chrono>
+#include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "filters/matcher.h"
 #include "gateway/pac/pac_context.h"
 #include "gateway/pac/resolver.h"
+#include "tests/unit/config/test_util.h"
 
 namespace h2gate::pac::test {
 
@@ -36,7 +40,9 @@ class TableResolver : public PacResolver {
     }
     if (delay.count() > 0) {
       const auto until = std::min(deadline, std::chrono::steady_clock::now() + delay);
-      std::this_thread::sleep_until(until);
+      // Until steady_clock says so: mingw's sleep_until can wake a little
+      // early, and the caller checks the deadline against steady_clock.
+      while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
       if (until == deadline) return {};
     }
     std::vector<filters::IpAddress> out;
@@ -145,6 +151,30 @@ class MuteServer {
   std::atomic<int> accepted_{0};
   uint16_t port_ = 0;
   std::thread thread_;
+};
+
+// TZ set to `tz` for one scope (the C library told to read it again, both
+// ways). Use POSIX rules ("UTC0", "JST-9"): glibc and the Windows C runtime
+// both read those; zone names such as "Asia/Tokyo" only glibc.
+class ScopedTimeZone {
+ public:
+  explicit ScopedTimeZone(const char* tz) : env_(std::in_place, "TZ", tz) { reload(); }
+  ~ScopedTimeZone() {
+    env_.reset();
+    reload();
+  }
+  ScopedTimeZone(const ScopedTimeZone&) = delete;
+  ScopedTimeZone& operator=(const ScopedTimeZone&) = delete;
+
+ private:
+  static void reload() {
+#ifdef _WIN32
+    ::_tzset();
+#else
+    ::tzset();
+#endif
+  }
+  std::optional<h2gate::testing::ScopedEnv> env_;
 };
 
 }  // namespace h2gate::pac::test
