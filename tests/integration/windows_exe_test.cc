@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -364,20 +365,31 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
   REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
 
   // Whatever happens, the service is gone afterwards: an auto-start service
-  // left in the prefix would start with every later wine session.
-  struct Remove {
-    std::string wine, wineserver;
-    ~Remove() {
-      if (!serviceState(wine).empty()) {
-        wineRun(wine, {"sc", "stop", "h2gate"});
-        for (int i = 0; i < 60 && serviceState(wine) != "STOPPED"; ++i)
-          std::this_thread::sleep_for(milliseconds(500));
-        wineRun(wine, {"sc", "delete", "h2gate"});
-      }
-      runCommand({wineserver, "-k"});
-    }
-  } remove{wine, wineserver};
-  if (!serviceState(wine).empty()) wineRun(wine, {"sc", "delete", "h2gate"});  // a crashed run
+  // left in the prefix would start with every later wine session. When
+  // stopping fails, `sc delete` only marks it; the registry key is removed
+  // then.
+  auto purge = [&] {
+    if (serviceState(wine).empty()) return;
+    wineRun(wine, {"sc", "stop", "h2gate"});
+    for (int i = 0; i < 60 && serviceState(wine) != "STOPPED"; ++i)
+      std::this_thread::sleep_for(milliseconds(500));
+    wineRun(wine, {"sc", "delete", "h2gate"});
+    runCommand({wineserver, "-k"});
+    if (serviceState(wine).empty()) return;
+    wineRun(wine, {"reg", "delete", "HKLM\\System\\CurrentControlSet\\Services\\h2gate", "/f"});
+    runCommand({wineserver, "-k"});
+  };
+  struct Guard {
+    std::function<void()> f;
+    ~Guard() { f(); }
+  } guard{[&] {
+    purge();
+    runCommand({wineserver, "-k"});
+  }};
+  if (!serviceState(wine).empty()) {  // left by a crashed run
+    purge();
+    REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+  }
 
   CommandResult inst =
       runCommand({wrapper, "service", "install", "--listen", "127.0.0.1:" + str(port), "--admin",
