@@ -517,7 +517,7 @@ TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
         "unexpected argument 'service' (see --help)\nunexpected argument 'install' (see --help)\n");
   CHECK(errorsOf(run({"service", "uninstall", "-c", "x.yaml"})) ==
         "service uninstall takes no flags\n");
-  CHECK(errorsOf(run({"service", "install", "--validate"})) ==
+  CHECK(errorsOf(run({"service", "install", "-c", "x.yaml", "--validate"})) ==
         "service and --validate cannot be combined\n");
   CHECK(errorsOf(run({"--log-file"})) == "--log-file: missing value\n");
 }
