@@ -238,6 +238,16 @@ ParseResult parse(int argc, const char* const* argv) {
     } else if (arg == "check" && !o.check && i == 1) {
       o.check = true;  // a subcommand: only as the first argument
       continue;
+    } else if (arg == "service" && i == 1) {
+      // A subcommand with an action: `service install|uninstall|run`.
+      if (i + 1 < argc && (std::string_view(argv[i + 1]) == "install" ||
+                           std::string_view(argv[i + 1]) == "uninstall" ||
+                           std::string_view(argv[i + 1]) == "run")) {
+        o.service = argv[++i];
+      } else {
+        r.errors.push_back("service: expected install, uninstall or run");
+      }
+      continue;
     } else if (o.check && o.check_url.empty() && arg.rfind("-", 0) != 0) {
       if (arg.find("://") == std::string::npos)
         r.errors.push_back("check: expected a URL such as https://example.com/, got '" +
@@ -264,8 +274,9 @@ ParseResult parse(int argc, const char* const* argv) {
     }
 
     static constexpr const char* kValued[] = {
-        "-c",       "--config",      "--listen",    "--admin",           "--upstream",
-        "--cacert", "--concurrency", "--log-level", "--max-config-size", "--proxy-auth"};
+        "-c",        "--config",      "--listen",    "--admin",           "--upstream",
+        "--cacert",  "--concurrency", "--log-level", "--max-config-size", "--proxy-auth",
+        "--log-file"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -292,6 +303,9 @@ ParseResult parse(int argc, const char* const* argv) {
       config::Cluster c;
       if (std::string err = parseUpstreamUrl(value, &c); !err.empty()) addError(r, name, err);
       o.upstreams.push_back(value);
+    } else if (name == "--log-file") {
+      if (value.empty()) addError(r, name, "missing value");
+      o.log_file = value;
     } else if (name == "--cacert") {
       if (value.empty()) addError(r, name, "missing value");
       o.cacert = value;
@@ -322,6 +336,9 @@ ParseResult parse(int argc, const char* const* argv) {
     }
   }
   if (o.check && o.validate) r.errors.push_back("check and --validate cannot be combined");
+  if (!o.service.empty() && o.validate)
+    r.errors.push_back("service and --validate cannot be combined");
+  if (o.service == "uninstall" && argc > 3) r.errors.push_back("service uninstall takes no flags");
   if (o.validate && o.config_path.empty()) {
     r.errors.push_back("--validate needs -c FILE (the built-in default is always valid)");
   }
@@ -331,6 +348,7 @@ ParseResult parse(int argc, const char* const* argv) {
 std::string usage() {
   return R"(Usage: h2gate [options]
        h2gate check [URL] [options]
+       h2gate service install|uninstall [options]     (Windows)
 
 A local forward proxy: applications use it as their HTTP(S) proxy
 (127.0.0.1:3128 by default); it carries their traffic to upstream HTTPS
@@ -362,6 +380,8 @@ Options:
                            with K, M, G: 64M); default 8M. Loading takes
                            tens of times the file's size in memory
       --log-level LEVEL    trace, debug, info, warn or error (default info)
+      --log-file FILE      append the log to FILE instead of writing it to
+                           stderr
   -h, --help               this text
   -V, --version            print the version
 
@@ -373,6 +393,16 @@ Commands:
                            tunnel. Prints each step with its time, then the
                            first failure and what to do. Exit 0 when the path
                            works, 1 when not. URL default: https://example.com/
+  service install [options]
+                           Windows: register the service "h2gate" (started
+                           automatically at boot, as LocalSystem) that runs
+                           h2gate with these options (-c FILE, ...); the
+                           config is checked first. Its log goes to
+                           --log-file FILE, default
+                           %ProgramData%\h2gate\h2gate.log
+  service uninstall        Windows: stop the service if it runs (it drains)
+                           and remove it
+  service run [options]    what the service manager starts (not for a console)
 
 Flags accept --flag VALUE and --flag=VALUE.
 Exit status: 0 on a clean stop, 1 on a configuration or start error, 2 on a

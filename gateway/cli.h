@@ -14,9 +14,13 @@ namespace h2gate::cli {
 struct Options {
   bool help = false;
   bool version = false;
-  bool validate = false;               // --validate: check config, print every problem, exit 0/1
-  bool check = false;                  // `h2gate check [URL]`: diagnose the path (gateway/check.h)
-  std::string check_url;               // its URL; empty: check::kDefaultUrl
+  bool validate = false;  // --validate: check config, print every problem, exit 0/1
+  bool check = false;     // `h2gate check [URL]`: diagnose the path (gateway/check.h)
+  std::string check_url;  // its URL; empty: check::kDefaultUrl
+  // `h2gate service ACTION`: "install", "uninstall" or "run" (what the
+  // Windows service manager starts; gateway/service.h); empty otherwise.
+  std::string service;
+  std::string log_file;                // --log-file FILE: log there (appended), not to stderr
   std::string config_path;             // -c / --config FILE
   std::optional<std::string> listen;   // --listen HOST:PORT
   std::optional<std::string> admin;    // --admin HOST:PORT

@@ -10,6 +10,7 @@ namespace h2gate::log {
 namespace {
 std::atomic<Level> g_level{Level::Info};
 std::mutex g_mutex;
+std::FILE* g_out = nullptr;  // nullptr: stderr
 
 const char* name(Level l) {
   switch (l) {
@@ -29,6 +30,11 @@ const char* name(Level l) {
   return "off  ";
 }
 }  // namespace
+
+void setOutput(std::FILE* out) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_out = out;
+}
 
 void setLevel(Level l) {
   g_level.store(l, std::memory_order_relaxed);
@@ -86,9 +92,10 @@ void write(Level l, uint64_t conn_id, uint64_t stream_id, std::string_view messa
   else if (conn_id != 0)
     std::snprintf(ids, sizeof ids, "[C%llu] ", static_cast<unsigned long long>(conn_id));
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::fprintf(stderr, "%s.%03dZ %s %s%.*s\n", ts, ms, name(l), ids,
-               static_cast<int>(message.size()), message.data());
-  std::fflush(stderr);
+  std::FILE* out = g_out ? g_out : stderr;
+  std::fprintf(out, "%s.%03dZ %s %s%.*s\n", ts, ms, name(l), ids, static_cast<int>(message.size()),
+               message.data());
+  std::fflush(out);
 }
 
 }  // namespace h2gate::log

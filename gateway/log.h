@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -20,6 +21,10 @@ void setLevel(Level level);
 Level level();
 // "trace", "debug", "info", "warn", "error", "off"; false when unknown.
 bool parseLevel(std::string_view name, Level* out);
+
+// Where lines go: stderr unless set (--log-file). `out` stays open for the
+// rest of the process; call before other threads log.
+void setOutput(std::FILE* out);
 
 void write(Level level, uint64_t conn_id, uint64_t stream_id, std::string_view message);
 

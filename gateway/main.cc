@@ -3,7 +3,10 @@
 // destinations). main() only wires flags, config and the server together.
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include <nghttp2/nghttp2ver.h>
 #include <openssl/opensslv.h>
@@ -15,6 +18,7 @@
 #include "gateway/net/fd_limit.h"
 #include "gateway/server.h"
 #include "gateway/server_signals.h"
+#include "gateway/service.h"
 #include "gateway/upstream/auth/mechanism.h"
 
 int main(int argc, char** argv) {
@@ -75,29 +79,67 @@ int main(int argc, char** argv) {
     if (!opts.check_url.empty()) o.url = opts.check_url;
     return check::run(loaded.bootstrap, o, std::cout);
   }
-  if (!loaded.ok()) {
-    for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";
-    std::cerr << "h2gate: not starting: " << loaded.problems.size()
-              << " configuration problem(s)\n";
-    return 1;
+  if (opts.service == "install") {
+    // The service would fail at its start with a bad config: say it now.
+    if (!loaded.ok()) {
+      for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";
+      std::cerr << "h2gate: service not installed: " << loaded.problems.size()
+                << " configuration problem(s)\n";
+      return 1;
+    }
+    return service::install(std::vector<std::string>(argv + 3, argv + argc));
+  }
+  if (opts.service == "uninstall") return service::uninstall();
+
+  // Without a console (a service) the log goes to a file.
+  std::string log_file = opts.log_file;
+  if (log_file.empty() && opts.service == "run") log_file = service::defaultLogFile();
+  if (!log_file.empty()) {
+    std::FILE* file = std::fopen(log_file.c_str(), "a");
+    if (!file) {
+      std::cerr << "h2gate: --log-file " << log_file << ": cannot open for appending\n";
+      return 1;
+    }
+    // Open for the rest of the process. (Not stderr replaced: a Windows
+    // service has no standard handles, and its stderr cannot be reopened.)
+    log::setOutput(file);
   }
 
-  if (!metrics::kCellsOn)
-    H2G_LOG(Warn, 0, 0,
-            "built with H2GATE_METRICS=OFF (a benchmark build): every metric reads zero");
-  net::raiseFdLimitAndLog(loaded.bootstrap);
-  // Before any other thread starts (it may set an environment variable).
-  if (const std::string note = upstream::auth::initPlatformAuth(); !note.empty())
-    H2G_LOG(Warn, 0, 0, note);
-  // A reload builds the configuration exactly as now: the same file, with
-  // the same flags applied on top. Without -c there is nothing to re-read.
-  Server::Reloader reloader;
-  if (!opts.config_path.empty())
-    reloader = [opts, upstream_env] { return cli::buildBootstrap(opts, upstream_env); };
-  Server server(std::move(loaded.bootstrap), std::move(reloader));
-  if (std::string err = server.start(); !err.empty()) {
-    H2G_LOG(Error, 0, 0, err);
-    return 1;
-  }
-  return server.run();
+  auto serve = [&](const std::function<void()>& running) -> int {
+    if (!loaded.ok()) {
+      if (!log_file.empty()) {  // into the log file: no console may see stderr
+        for (const auto& p : loaded.problems) H2G_LOG(Error, 0, 0, p.str());
+        H2G_LOG(Error, 0, 0,
+                "not starting: " << loaded.problems.size() << " configuration problem(s)");
+        return 1;
+      }
+      for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";
+      std::cerr << "h2gate: not starting: " << loaded.problems.size()
+                << " configuration problem(s)\n";
+      return 1;
+    }
+
+    if (!metrics::kCellsOn)
+      H2G_LOG(Warn, 0, 0,
+              "built with H2GATE_METRICS=OFF (a benchmark build): every metric reads zero");
+    net::raiseFdLimitAndLog(loaded.bootstrap);
+    // Before any other thread of h2gate's starts (it may set an environment
+    // variable; a service's only other thread is the service manager's).
+    if (const std::string note = upstream::auth::initPlatformAuth(); !note.empty())
+      H2G_LOG(Warn, 0, 0, note);
+    // A reload builds the configuration exactly as now: the same file, with
+    // the same flags applied on top. Without -c there is nothing to re-read.
+    Server::Reloader reloader;
+    if (!opts.config_path.empty())
+      reloader = [opts, upstream_env] { return cli::buildBootstrap(opts, upstream_env); };
+    Server server(std::move(loaded.bootstrap), std::move(reloader));
+    if (std::string err = server.start(); !err.empty()) {
+      H2G_LOG(Error, 0, 0, err);
+      return 1;
+    }
+    running();
+    return server.run();
+  };
+  if (opts.service == "run") return service::run(serve);
+  return serve([] {});
 }

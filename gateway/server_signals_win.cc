@@ -1,9 +1,11 @@
 #include <windows.h>
 
+#include <atomic>
 #include <mutex>
 #include <vector>
 
 #include "gateway/server_signals.h"
+#include "gateway/server_signals_win.h"
 
 namespace h2gate {
 namespace {
@@ -17,6 +19,8 @@ ServerSignals* g_current = nullptr;
 // as soon as the handler returns (at the latest 5 s after a close, 20 s
 // after a shutdown).
 HANDLE g_gone = nullptr;
+// ignoreSessionEndEvents() was called (a service).
+std::atomic<bool> g_service{false};
 
 const char* ctrlName(DWORD type) {
   switch (type) {
@@ -36,6 +40,8 @@ const char* ctrlName(DWORD type) {
 }
 
 BOOL WINAPI onConsoleCtrl(DWORD type) {
+  if (g_service.load() && (type == CTRL_LOGOFF_EVENT || type == CTRL_SHUTDOWN_EVENT))
+    return TRUE;  // the service manager stops a service
   ServerSignals::requestStop(ctrlName(type));
   if (type == CTRL_CLOSE_EVENT || type == CTRL_LOGOFF_EVENT || type == CTRL_SHUTDOWN_EVENT) {
     HANDLE gone = nullptr;
@@ -57,6 +63,10 @@ struct ServerSignals::Impl {
   // Stops that came while no wait was pending (main thread only).
   std::vector<std::string> pending;
 };
+
+void ignoreSessionEndEvents() {
+  g_service.store(true);
+}
 
 void ServerSignals::prepareProcess() {
   // WinSock raises no SIGPIPE; asio calls WSAStartup itself.

@@ -2,8 +2,12 @@
 #include <catch2/catch.hpp>
 
 #include <sstream>
+#include <thread>
 
 #include "tests/support/h2gate.h"
+#include "tests/support/net.h"
+#include "tests/support/process.h"
+#include "tests/support/scrape.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/util.h"
 
@@ -151,4 +155,43 @@ TEST_CASE("hostile config files: size, nesting, control characters", "[cli]") {
     INFO(ok.out << ok.err);
     CHECK(ok.exit_code == 0);
   }
+}
+
+TEST_CASE("--log-file: the log lines go to the file, appended; nothing on stderr", "[cli]") {
+  TempDir dir("cli-log-file");
+  const std::string log = dir.write("h2gate.log", "an earlier line\n");
+  const uint16_t admin = freePort();
+  Process p(
+      std::vector<std::string>{H2gate::binaryPath(H2GATE_BINARY), "--listen", "127.0.0.1:0",
+                               "--admin", "127.0.0.1:" + std::to_string(admin), "--log-file", log},
+      dir.path().string());
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(10000);
+  while (std::chrono::steady_clock::now() < deadline &&
+         readFile(log).find("admin listening on") == std::string::npos)
+    std::this_thread::sleep_for(milliseconds(50));
+  AdminReply q = adminRequest("POST", admin, "/quitquitquit", {"X-H2gate-Admin: 1"});
+  CHECK(q.status == 200);
+  const auto st = p.wait(milliseconds(10000));
+  REQUIRE(st);
+  CHECK(st->code == 0);
+  const std::string text = readFile(log);
+  INFO(text);
+  CHECK(text.starts_with("an earlier line\n"));
+  CHECK(text.find("admin listening on 127.0.0.1:" + std::to_string(admin)) != std::string::npos);
+  CHECK(text.find("all connections closed; exiting") != std::string::npos);
+  CHECK(p.stderrText() == "");
+
+  // A file that cannot be opened: said on stderr, exit 1.
+  CommandResult bad = runH2gate({"--log-file", dir.path().string() + "/no/such/dir/x.log"});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("--log-file") != std::string::npos);
+  CHECK(bad.err.find("cannot open for appending") != std::string::npos);
+}
+
+TEST_CASE("service: Windows only, said on other platforms", "[cli]") {
+  CommandResult r = runH2gate({"service", "install"});
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("service: Windows only") != std::string::npos);
+  CHECK(runH2gate({"service", "uninstall"}).exit_code == 2);
+  CHECK(runH2gate({"service", "run"}).exit_code == 2);
 }

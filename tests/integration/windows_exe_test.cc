@@ -10,7 +10,10 @@
 // fixture reads the same log lines as from the Linux binary.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -19,6 +22,7 @@
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
 #include "tests/support/scrape.h"
+#include "tests/support/upstream_env.h"
 #include "tests/support/upstream_proxies.h"
 #include "tests/support/util.h"
 
@@ -44,15 +48,17 @@ std::string unavailable(std::string& exe, std::string& wine) {
 }
 
 // The wrapper: wine's exit status, output without "\r", line by line
-// (sed -u: unbuffered, so the fixture sees each log line at once).
+// (sed -u: unbuffered, so the fixture sees each log line at once). It
+// writes the pid of wine's process (the Windows process h2gate.exe: wine's
+// loader execs in place) to wine.pid beside itself.
 std::string writeWrapper(const TempDir& dir, const std::string& wine, const std::string& exe) {
   const std::string path =
       dir.write("h2gate-wine.sh",
                 "#!/bin/bash\n"
                 "export WINEDEBUG=-all\n"
-                "\"" +
-                    wine + "\" \"" + exe +
-                    "\" \"$@\" 2> >(sed -u 's/\\r$//' >&2) | sed -u 's/\\r$//'\n"
+                "{ echo $BASHPID > \"" +
+                    (dir.path() / "wine.pid").string() + "\"; exec \"" + wine + "\" \"" + exe +
+                    "\" \"$@\"; } 2> >(sed -u 's/\\r$//' >&2) | sed -u 's/\\r$//'\n"
                     "exit ${PIPESTATUS[0]}\n");
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path;
@@ -242,4 +248,310 @@ TEST_CASE("h2gate.exe under wine: a wrong CA gives 502 with the reason", "[windo
   const auto exit = gate.process().wait(milliseconds(30000));
   REQUIRE(exit);
   CHECK(exit->code == 0);
+}
+
+// Ctrl+C: wine turns SIGINT to its process into a CTRL_C_EVENT for the
+// console control handlers (as a Ctrl+C in its terminal does); h2gate
+// drains like on SIGTERM and exits 0 after the transfers completed.
+TEST_CASE("h2gate.exe under wine: Ctrl+C drains and exits 0", "[windows-exe]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  H2Env env;
+  TempDir work("windows-exe-ctrlc");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  env.gate = std::make_unique<H2gate>(
+      exeOptions(wrapper, {"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--upstream",
+                           env.nghttpx.url(), "--cacert", env.ca.caCertPath()}));
+  H2gate& gate = *env.gate;
+  INFO(gate.process().logTail(30));
+  REQUIRE(gate.process().waitForLog(
+      "proxy 127\\.0\\.0\\.1:" + str(env.nghttpx.port()) + " negotiated h2", milliseconds(30000)));
+  const pid_t wine_pid = std::stoi(readFile((work.path() / "wine.pid").string()));
+  REQUIRE(wine_pid > 0);
+
+  const SizedFile& f = sizedTestFile("20m", 20 << 20);
+  std::vector<std::string> args{"-sS",
+                                "-x",
+                                gate.proxyUrl(),
+                                "--cacert",
+                                env.ca.caCertPath(),
+                                "--parallel",
+                                "--parallel-max",
+                                "5",
+                                "--parallel-immediate",
+                                "--http1.1",
+                                "--limit-rate",
+                                "4M"};
+  for (int i = 0; i < 5; ++i)
+    args.insert(args.end(),
+                {"-o", env.out.file("c" + str(i)), env.nginx.httpsUrl("/20m?c" + str(i))});
+  auto transfers = startCurl(args, env.out.path().string(), "ctrlc5");
+  const auto deadline = Clock::now() + milliseconds(20000);
+  while (Clock::now() < deadline &&
+         scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") < 5)
+    std::this_thread::sleep_for(milliseconds(200));
+  CHECK(scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") == 5);
+  REQUIRE(::kill(wine_pid, SIGINT) == 0);
+  CHECK(gate.process().waitForLog("Ctrl\\+C: no longer accepting; draining 5 connection\\(s\\)",
+                                  milliseconds(10000)));
+  const auto st = transfers->wait(milliseconds(120000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  for (int i = 0; i < 5; ++i) CHECK(sha256File(env.out.file("c" + str(i))) == f.sha256);
+  const auto exit = gate.process().wait(milliseconds(30000));
+  REQUIRE(exit);
+  CHECK(exit->exited);
+  CHECK(exit->code == 0);
+  CHECK(gate.process().waitForLog("all connections closed; exiting", milliseconds(1000)));
+}
+
+namespace {
+
+// `wine PROGRAM ARGS...` (sc.exe, net.exe of wine's prefix), "\r" stripped.
+CommandResult wineRun(const std::string& wine, std::vector<std::string> args,
+                      milliseconds timeout = milliseconds(60000)) {
+  args.insert(args.begin(), wine);
+  CommandResult r = runCommand(args, {{"WINEDEBUG", "-all"}}, timeout);
+  std::erase(r.out, '\r');
+  std::erase(r.err, '\r');
+  return r;
+}
+
+// `sc query h2gate`'s STATE line's name ("RUNNING", "STOPPED", ...), or ""
+// when the service does not exist.
+std::string serviceState(const std::string& wine) {
+  CommandResult r = wineRun(wine, {"sc", "query", "h2gate"});
+  auto m = regexSearch(r.out, "STATE[[:space:]]*:[[:space:]]*[0-9]+[[:space:]]+([A-Z_]+)");
+  return m ? (*m)[1] : "";
+}
+
+}  // namespace
+
+// The Windows service under wine's service manager (services.exe, sc.exe):
+// install, start, a download through it, stop while transfers run (they
+// complete, the service reports STOPPED with exit code 0), the log file,
+// uninstall.
+TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
+          "[windows-exe][windows-service]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  H2Env env;
+  TempDir work("windows-service");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  const uint16_t port = freePort();
+  const uint16_t admin = freePort();
+  // Z: is wine's drive for "/": the service's working directory is
+  // C:\windows\system32, so every path it is given is a full Windows path.
+  const std::string log_path = work.path().string() + "/service.log";
+  const std::string log_arg = "Z:" + log_path;
+
+  // Wine's session (wineserver, services.exe and the services) ends a few
+  // seconds after its last ordinary process, taking a running service with
+  // it, and the next wine command boots the prefix again, starting
+  // auto-start services. A persistent wineserver keeps one session for the
+  // whole test; it is ended at the end (-k: this test's prefix only).
+  const std::string wineserver =
+      (std::filesystem::path(wine).parent_path() / "wineserver").string();
+  REQUIRE(std::filesystem::exists(wineserver));
+  runCommand({wineserver, "-k"});  // a session left by an earlier run
+  runCommand({wineserver, "-w"});
+  REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+
+  // Whatever happens, the service is gone afterwards: an auto-start service
+  // left in the prefix would start with every later wine session. When
+  // stopping fails, `sc delete` only marks it; the registry key is removed
+  // then.
+  auto purge = [&] {
+    if (serviceState(wine).empty()) return;
+    wineRun(wine, {"sc", "stop", "h2gate"});
+    for (int i = 0; i < 60 && serviceState(wine) != "STOPPED"; ++i)
+      std::this_thread::sleep_for(milliseconds(500));
+    wineRun(wine, {"sc", "delete", "h2gate"});
+    runCommand({wineserver, "-k"});
+    if (serviceState(wine).empty()) return;
+    wineRun(wine, {"reg", "delete", "HKLM\\System\\CurrentControlSet\\Services\\h2gate", "/f"});
+    runCommand({wineserver, "-k"});
+  };
+  struct Guard {
+    std::function<void()> f;
+    ~Guard() { f(); }
+  } guard{[&] {
+    purge();
+    runCommand({wineserver, "-k"});
+  }};
+  if (!serviceState(wine).empty()) {  // left by a crashed run
+    purge();
+    REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+  }
+
+  CommandResult inst =
+      runCommand({wrapper, "service", "install", "--listen", "127.0.0.1:" + str(port), "--admin",
+                  "127.0.0.1:" + str(admin), "--log-level", "debug", "--upstream",
+                  env.nghttpx.url(), "--cacert", env.ca.caCertPath(), "--log-file", log_arg},
+                 milliseconds(60000));
+  INFO("install: " << inst.out << inst.err);
+  REQUIRE(inst.exit_code == 0);
+  CHECK(inst.out.find("installed the service h2gate") != std::string::npos);
+  // Installed, not started; its command line has the full paths.
+  CHECK(serviceState(wine) == "STOPPED");
+  // (wine's sc.exe has no `qc`: the service's registry key instead.)
+  CommandResult qc =
+      wineRun(wine, {"reg", "query", "HKLM\\System\\CurrentControlSet\\Services\\h2gate"});
+  INFO("service key: " << qc.out);
+  CHECK(qc.out.find("service run") != std::string::npos);
+  std::string win_log = log_arg;  // made absolute: backslashes
+  std::replace(win_log.begin(), win_log.end(), '/', '\\');
+  CHECK(qc.out.find(win_log) != std::string::npos);
+  CHECK(regexSearch(qc.out, "Start[[:space:]]+REG_DWORD[[:space:]]+0x2"));  // SERVICE_AUTO_START
+  // A second install is refused with the reason.
+  CommandResult again = runCommand({wrapper, "service", "install"}, milliseconds(60000));
+  CHECK(again.exit_code == 1);
+  CHECK(again.err.find("service uninstall") != std::string::npos);
+
+  CommandResult start = wineRun(wine, {"sc", "start", "h2gate"});
+  INFO("sc start: " << start.out << start.err);
+  CHECK(start.exit_code == 0);
+  const auto deadline = Clock::now() + milliseconds(60000);
+  while (Clock::now() < deadline && adminGet(admin, "/ready").status != 200)
+    std::this_thread::sleep_for(milliseconds(300));
+  INFO("log: " << readFile(log_path));
+  REQUIRE(adminGet(admin, "/ready").status == 200);
+  CHECK(serviceState(wine) == "RUNNING");
+
+  const std::string proxy = "http://127.0.0.1:" + str(port);
+  {
+    CommandResult r =
+        runCurl({"-sS", "-x", proxy, "--cacert", env.ca.caCertPath(), "-o", env.out.file("one"),
+                 "-w", "%{http_code}", env.nginx.httpsUrl("/1m?svc")});
+    INFO(r.err);
+    CHECK(r.out == "200");
+    CHECK(sha256File(env.out.file("one")) == testFile("1m").sha256);
+  }
+
+  // The tunnel above ends a moment after curl (half-closed, then silent).
+  const auto idle = Clock::now() + milliseconds(10000);
+  while (Clock::now() < idle && scrapeMetrics(admin).sum("h2gate_requests_active") != 0)
+    std::this_thread::sleep_for(milliseconds(200));
+
+  // sc stop during 5 transfers: they complete, the service stops with 0.
+  const SizedFile& f = sizedTestFile("20m", 20 << 20);
+  std::vector<std::string> args{"-sS",
+                                "-x",
+                                proxy,
+                                "--cacert",
+                                env.ca.caCertPath(),
+                                "--parallel",
+                                "--parallel-max",
+                                "5",
+                                "--parallel-immediate",
+                                "--http1.1",
+                                "--limit-rate",
+                                "4M"};
+  for (int i = 0; i < 5; ++i)
+    args.insert(args.end(),
+                {"-o", env.out.file("s" + str(i)), env.nginx.httpsUrl("/20m?s" + str(i))});
+  auto transfers = startCurl(args, env.out.path().string(), "svc5");
+  const auto busy = Clock::now() + milliseconds(20000);
+  while (Clock::now() < busy && scrapeMetrics(admin).sum("h2gate_requests_active") < 5)
+    std::this_thread::sleep_for(milliseconds(200));
+  CHECK(scrapeMetrics(admin).sum("h2gate_requests_active") == 5);
+  CommandResult stop = wineRun(wine, {"sc", "stop", "h2gate"});
+  INFO("sc stop: " << stop.out << stop.err);
+  CHECK(stop.exit_code == 0);
+  CHECK(stop.out.find("STOP_PENDING") != std::string::npos);
+  const auto st = transfers->wait(milliseconds(120000));
+  REQUIRE(st);
+  CHECK(st->exited);
+  CHECK(st->code == 0);
+  for (int i = 0; i < 5; ++i) CHECK(sha256File(env.out.file("s" + str(i))) == f.sha256);
+  const auto stopped = Clock::now() + milliseconds(30000);
+  while (Clock::now() < stopped && serviceState(wine) != "STOPPED")
+    std::this_thread::sleep_for(milliseconds(300));
+  CHECK(serviceState(wine) == "STOPPED");
+  CommandResult q = wineRun(wine, {"sc", "query", "h2gate"});
+  INFO("sc query: " << q.out);
+  CHECK(regexSearch(q.out, "WIN32_EXIT_CODE[[:space:]]*:[[:space:]]*0[^0-9]"));
+
+  std::string log = readFile(log_path);
+  std::erase(log, '\r');
+  INFO("log: " << log);
+  CHECK(log.find("service h2gate: starting") != std::string::npos);
+  CHECK(log.find("service h2gate: running") != std::string::npos);
+  CHECK(log.find("service h2gate: service stop requested: stop pending") != std::string::npos);
+  CHECK(log.find("service stop: no longer accepting; draining 5 connection(s)") !=
+        std::string::npos);
+  CHECK(log.find("all connections closed; exiting") != std::string::npos);
+  CHECK(log.find("service h2gate: stopped, exit code 0") != std::string::npos);
+
+  CommandResult un = runCommand({wrapper, "service", "uninstall"}, milliseconds(60000));
+  INFO("uninstall: " << un.out << un.err);
+  CHECK(un.exit_code == 0);
+  CHECK(serviceState(wine) == "");
+  // Uninstalling what is not there says so.
+  CommandResult un2 = runCommand({wrapper, "service", "uninstall"}, milliseconds(60000));
+  CHECK(un2.exit_code == 1);
+}
+
+// h2gate.exe to squid's https_port, which offers no ALPN: HTTP/1.1 over TLS;
+// squid's Basic authentication: without credentials its 407 reaches the
+// app, with them (user:pass@ in --upstream) the same requests pass.
+TEST_CASE("h2gate.exe under wine: HTTP/1.1 fallback to squid's https_port, a 407 reaching the app",
+          "[windows-exe]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  H1Env env(/*auth=*/true);
+  TempDir work("windows-exe-h1");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  const TestFile& f = testFile("1m");
+  for (const std::string userinfo : {"", "alice:s3cret"}) {
+    INFO("userinfo '" << userinfo << "'");
+    env.gate = std::make_unique<H2gate>(exeOptions(
+        wrapper, {"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "debug",
+                  "--upstream", env.proxyUrl(userinfo), "--cacert", env.ca.caCertPath()}));
+    H2gate& gate = *env.gate;
+    INFO(gate.process().logTail(30));
+    REQUIRE(gate.process().waitForLog(
+        "proxy 127\\.0\\.0\\.1:" + str(env.squid.httpsPort()) + " negotiated (http/1\\.1|no ALPN)",
+        milliseconds(30000)));
+    // Absolute-form GET and a CONNECT tunnel.
+    auto get =
+        env.curl({"-o", env.out.file("h1get"), "-w", "%{http_code}", env.nginx.httpUrl("/1m?h1")});
+    auto tunnel = env.curl({"-o", env.out.file("h1connect"), "-w", "%{http_connect} %{http_code}",
+                            env.nginx.httpsUrl("/1m?h1")});
+    INFO("GET: " << get.out << get.err << "\nCONNECT: " << tunnel.out << tunnel.err);
+    if (userinfo.empty()) {
+      CHECK(get.out == "407");
+      CHECK(tunnel.out == "407 000");
+      CHECK(tunnel.exit_code == 56);  // curl: CONNECT refused by the proxy
+    } else {
+      CHECK(get.out == "200");
+      CHECK(sha256File(env.out.file("h1get")) == f.sha256);
+      CHECK(tunnel.out == "200 200");
+      CHECK(sha256File(env.out.file("h1connect")) == f.sha256);
+    }
+    CHECK(gate.stderrText().find("negotiated h2") == std::string::npos);
+    AdminReply q = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
+    CHECK(q.status == 200);
+    const auto exit = gate.process().wait(milliseconds(30000));
+    REQUIRE(exit);
+    CHECK(exit->code == 0);
+    env.gate.reset();
+  }
+  // squid decided: the CONNECT without credentials denied, the one with them
+  // let through.
+  const auto connects = env.squid.waitForAccessLines(2, "CONNECT", milliseconds(5000));
+  INFO(connects.size() << " CONNECT lines");
+  REQUIRE(connects.size() >= 2);
+  CHECK(connects.front().find(" 407 ") != std::string::npos);
+  CHECK(connects.back().find(" 200 ") != std::string::npos);
 }

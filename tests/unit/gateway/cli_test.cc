@@ -500,3 +500,24 @@ TEST_CASE("check: a subcommand with an optional URL", "[cli]") {
   CHECK(errorsOf(run({"check", "-c", "x.yaml", "--validate"})) ==
         "check and --validate cannot be combined\n");
 }
+
+TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
+  ParseResult p = run({"service", "install", "-c", "h2gate.yaml", "--log-file", "C:\\h2gate.log"});
+  REQUIRE(p.ok());
+  CHECK(p.options.service == "install");
+  CHECK(p.options.config_path == "h2gate.yaml");
+  CHECK(p.options.log_file == "C:\\h2gate.log");
+  CHECK(run({"service", "uninstall"}).options.service == "uninstall");
+  CHECK(run({"service", "run", "--log-file=x.log"}).options.log_file == "x.log");
+  CHECK(run({"--log-file", "x.log"}).options.service.empty());
+  CHECK(errorsOf(run({"service"})) == "service: expected install, uninstall or run\n");
+  CHECK(errorsOf(run({"service", "start"})) ==
+        "service: expected install, uninstall or run\nunexpected argument 'start' (see --help)\n");
+  CHECK(errorsOf(run({"--insecure", "service", "install"})) ==
+        "unexpected argument 'service' (see --help)\nunexpected argument 'install' (see --help)\n");
+  CHECK(errorsOf(run({"service", "uninstall", "-c", "x.yaml"})) ==
+        "service uninstall takes no flags\n");
+  CHECK(errorsOf(run({"service", "install", "-c", "x.yaml", "--validate"})) ==
+        "service and --validate cannot be combined\n");
+  CHECK(errorsOf(run({"--log-file"})) == "--log-file: missing value\n");
+}
