@@ -293,6 +293,10 @@ EOF
     fail "the user unit did not copy the conffile to ~/.config/h2gate"
   local upid uuid
   upid=$(as_user systemctl --user show -p MainPID --value h2gate)
+  [[ $upid != 0 ]] || {
+    podman exec "$name" journalctl --no-pager "_UID=$duid" | tail -n 20 >&2
+    fail "the user unit's h2gate is not running after systemctl --user start"
+  }
   uuid=$(podman exec "$name" awk '/^Uid:/{print $2}' "/proc/$upid/status")
   [[ $uuid == "$duid" ]] || fail "the user unit's h2gate runs as uid $uuid, not $duid"
   wait_for "the user unit's listener on 127.0.0.1:$proxy_port2" 10 \
