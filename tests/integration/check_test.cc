@@ -149,6 +149,21 @@ TEST_CASE("check: 407 from the proxy, with and without credentials", "[check]") 
   INFO(r.out);
   CHECK(r.exit_code == 0);
   CHECK(!has(r.out, "s3cret"));
+
+  // auto over h2: the 407 names Basic; the retry is a new stream on the
+  // same h2 connection (one TLS handshake, one session).
+  r = check({env.nginx.httpsUrl("/1k"), "--upstream", "https://alice:s3cret@127.0.0.1:" + port,
+             "--cacert", env.ca.caCertPath(), "--proxy-auth", "auto"});
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "nothing sent up front (the scheme is learnt from the proxy's 407)"));
+  CHECK(has(r.out, "the proxy offers Basic: auto picks basic; one retry with it"));
+  CHECK(has(r.out, "Basic accepted (200"));
+  CHECK(countOccurrences(r.out, "ok    tls") == 1);
+  CHECK(countOccurrences(r.out, "session up") == 1);
+  CHECK(!has(r.out, "reconnect"));
+  CHECK(lastLine(r.out).rfind("OK: ", 0) == 0);
+  CHECK(!has(r.out, "s3cret"));
 }
 
 TEST_CASE("check: the proxy refuses the CONNECT (squid ACL)", "[check]") {
