@@ -20,6 +20,7 @@
 #include "config/loader.h"
 #include "filters/filter.h"
 #include "filters/registry.h"
+#include "gateway/check_auth.h"
 #include "gateway/check_report.h"
 #include "gateway/http1/codec.h"
 #include "gateway/http1/parser.h"
@@ -138,9 +139,12 @@ std::string parseUrl(const std::string& url, Target* t) {
 class Checker {
  public:
   Checker(const config::Bootstrap& b, const Options& o, std::ostream& out)
-      : bootstrap_(b), options_(o), out_(out), report_(out) {}
+      : bootstrap_(b),
+        options_(o),
+        out_(out),
+        report_(out),
+        auth_walk_(io_, report_, o.step_timeout, kConnId) {}
   ~Checker() {
-    config::wipe(authorization_);
     if (tunnel_) tunnel_->abort();
     if (h2_) h2_->close("check finished", false);
     io_.restart();
@@ -269,20 +273,13 @@ class Checker {
     io_.poll();
     collector_.reset();
     socket_.reset();
-    retry_ = false;
-    sent_.clear();
-    local_failure_.clear();
-    config::wipe(authorization_);
-    handshake_ = false;
-    request_auth_.reset();
+    auth_walk_.resetRequest();
     if (!next_cluster) return;
     // TLS contexts stay until the end: connections closed above may still
     // hold SSL objects that call back into theirs.
     if (tls_ctx_) old_tls_.push_back(std::move(tls_ctx_));
-    auth_.reset();
-    health_.reset();
+    auth_walk_.setCluster(nullptr);
     has_credentials_ = false;
-    http1_only_ = false;
     cluster_ = nullptr;
   }
 
@@ -367,7 +364,7 @@ class Checker {
       return report_.fail("route", "cluster '" + info_.cluster + "' has no endpoint",
                           "fix the configuration");
     cluster_ = cluster;
-    setupAuth(*cluster);
+    auth_walk_.setCluster(cluster);
     const size_t n = cluster->endpoints.size();
     // As the pool of a daemon that just started: round robin from the first
     // endpoint, the next one when a connection to one fails.
@@ -395,33 +392,36 @@ class Checker {
   // One endpoint: connection, authentication legs, CONNECT (or HEAD), and
   // the request through the tunnel.
   bool viaEndpoint(const config::Cluster& cluster, const config::SocketAddress& ep) {
-    http1_only_ = auth_ && auth_->http1Only(endpoint_);
+    auth_walk_.startEndpoint(endpoint_);
     std::unique_ptr<upstream::Transport> transport;
     std::string alpn;
     if (!connectProxy(cluster, ep, &transport, &alpn)) return false;
     info_.upstream = peer_;
-    if (!describeAuth(cluster)) return false;
+    if (!auth_walk_.describe(upstream::carriesAuthorization(target_.head, info_, cluster),
+                             &has_credentials_))
+      return false;
     // At most three attempts: RequestAuth retries once (auto, after the 407
     // that names the scheme), and a proxy that wants NTLM while spoken to
     // over h2 is reached again over HTTP/1.1, as the pool does.
     for (int attempt = 0; attempt < 3; ++attempt) {
-      const bool h2 = alpn == "h2" && !http1_only_;
+      const bool h2 = alpn == "h2" && !auth_walk_.http1Only();
       if (h2 ? (!h2_ && !transport) : !transport) {
-        if (h2_ && http1_only_) {
+        if (h2_ && auth_walk_.http1Only()) {
           h2_->close("the proxy wants NTLM: HTTP/1.1 from now on", false);
           h2_.reset();
         }
-        report_.note("reconnect", std::string(http1_only_ ? "over HTTP/1.1 (NTLM needs a "
-                                                            "connection of its own)"
-                                                          : "a new connection") +
-                                      ", as the daemon does for the next attempt");
+        report_.note("reconnect",
+                     std::string(auth_walk_.http1Only() ? "over HTTP/1.1 (NTLM needs a "
+                                                          "connection of its own)"
+                                                        : "a new connection") +
+                         ", as the daemon does for the next attempt");
         if (!connectProxy(cluster, ep, &transport, &alpn)) return false;
         info_.upstream = peer_;
       }
-      retry_ = false;
-      const bool ok = (alpn == "h2" && !http1_only_) ? h2Request(std::move(transport))
-                                                     : h1Request(std::move(transport));
-      if (!retry_) return ok;
+      auth_walk_.clearRetry();
+      const bool ok = (alpn == "h2" && !auth_walk_.http1Only()) ? h2Request(std::move(transport))
+                                                                : h1Request(std::move(transport));
+      if (!auth_walk_.retryRequested()) return ok;
       transport.reset();
       if (tunnel_) tunnel_->abort();
       tunnel_.reset();
@@ -466,7 +466,7 @@ class Checker {
             ctx->prepare(ssl, ep.address, ep.address + ":" + std::to_string(ep.port_value));
         !e.empty())
       return report_.fail("tls", "TLS setup: " + e, "fix the cluster's TLS settings");
-    if (http1_only_) {
+    if (auth_walk_.http1Only()) {
       // As the pool's Connector for a proxy that wants NTLM.
       static constexpr unsigned char kHttp1[] = "\x08http/1.1";
       SSL_set_alpn_protos(ssl, kHttp1, sizeof kHttp1 - 1);
@@ -525,189 +525,6 @@ class Checker {
     return true;
   }
 
-  // The cluster's authentication, with the gateway's own classes: one
-  // auth::ProxyAuth (as a pool has per cluster) and one auth::RequestAuth
-  // (as a request has across its attempts). Each leg is printed: what went
-  // up front, the proxy's 407 and what auto chose from it, NTLM's challenge
-  // and authenticate messages on one connection, the Negotiate answer and
-  // its mutual-authentication token. Never a credential: only schemes,
-  // user names and token sizes.
-  void setupAuth(const config::Cluster& cluster) {
-    if (!upstream::auth::ProxyAuth::configured(cluster)) return;
-    std::vector<std::string> labels;
-    for (const config::SocketAddress& e : cluster.endpoints)
-      labels.push_back(upstream::endpointLabel(e.address, e.port_value));
-    health_ = std::make_shared<upstream::ClusterHealth>(cluster.name, std::move(labels));
-    auth_ = std::make_shared<upstream::auth::ProxyAuth>(
-        cluster, io_, metrics::Registry::global().newShard(), health_);
-    auth_->onHttp1Required([this](size_t) { http1_only_ = true; });
-    auth_->setObserver(
-        [this](upstream::auth::Scheme s, upstream::auth::Outcome o, const std::string& why) {
-          if (o == upstream::auth::Outcome::Failed) {
-            // Without the daemon's "what happens next" (its log's reader
-            // needs it; here the next lines show it).
-            local_failure_ = why.substr(0, why.find("; requests go without"));
-            local_failure_scheme_ = s;
-          }
-        });
-    http1_only_ = auth_->http1Only(endpoint_);
-  }
-
-  // The line saying which authentication is configured (or carried by
-  // upstream_headers).
-  bool describeAuth(const config::Cluster& cluster) {
-    report_.begin();
-    if (upstream::carriesAuthorization(target_.head, info_, cluster)) {
-      report_.ok("proxy-auth", "Proxy-Authorization from upstream_headers");
-      has_credentials_ = true;
-      auth_.reset();
-      return true;
-    }
-    if (!auth_) {
-      report_.note("proxy-auth", "none configured");
-      return true;
-    }
-    request_auth_ =
-        std::make_shared<upstream::auth::RequestAuth>(auth_, kConnId, 1, /*has_body=*/false);
-    has_credentials_ = true;
-    const std::string shown =
-        !cluster.authentication ? "basic (proxy_credentials)"
-        : cluster.authentication->scheme == config::ProxyAuthentication::Scheme::Auto
-            ? "auto (the strongest scheme the proxy offers: Negotiate > NTLM > Basic)"
-            : std::string(upstream::auth::schemeLabel(auth_->upFront(endpoint_)));
-    report_.note("proxy-auth", "configured: " + shown + who());
-    return true;
-  }
-
-  std::string who() const {
-    return cluster_ && cluster_->credentials ? " as '" + cluster_->credentials->username + "'"
-                                             : std::string();
-  }
-
-  // The scheme of a Proxy-Authorization value ("Negotiate", "NTLM", …).
-  static std::string schemeOf(const std::string& authorization) {
-    return authorization.substr(0, authorization.find(' '));
-  }
-  // "Negotiate token (1466 bytes)": what went, never the value.
-  static std::string sentText(const std::string& authorization) {
-    const size_t sp = authorization.find(' ');
-    const size_t n = sp == std::string::npos ? 0 : authorization.size() - sp - 1;
-    return schemeOf(authorization) + " (" + std::to_string(n) + " characters, not shown)";
-  }
-  static std::string offersText(const ResponseHead& h) {
-    std::string schemes;
-    for (const upstream::auth::Challenge& c : upstream::auth::challengesOf(h.headers))
-      schemes += (schemes.empty() ? "" : ", ") + c.scheme;
-    return schemes.empty() ? std::string("no Proxy-Authenticate") : schemes;
-  }
-
-  // The credentials for the next attempt, as the pool asks for them; prints
-  // what is sent. `authorization_` gets the header value.
-  bool prepareAuth(bool h2) {
-    config::wipe(authorization_);
-    handshake_ = false;
-    if (!request_auth_) return true;
-    report_.begin();
-    local_failure_.clear();
-    std::optional<upstream::auth::Prepared> prepared;
-    // A Kerberos token may be made on a token thread and posted back: the
-    // loop must wait for it even with nothing else to do.
-    auto guard = asio::make_work_guard(io_);
-    request_auth_->prepare(endpoint_, h2, /*connection_authenticated=*/false,
-                           [&](upstream::auth::Prepared p) { prepared = std::move(p); });
-    if (!runUntil(
-            io_, [&] { return prepared.has_value(); }, options_.step_timeout))
-      return report_.fail(
-          "proxy-auth",
-          "no Kerberos token within " + std::to_string(options_.step_timeout.count()) + " ms",
-          "the KDC does not answer: check krb5.conf's kdc for the realm and "
-          "that it is reachable (kinit works?)");
-    authorization_ = std::move(prepared->authorization);
-    handshake_ = prepared->handshake;
-    if (!local_failure_.empty())
-      report_.note("proxy-auth",
-                   "cannot make " +
-                       std::string(upstream::auth::schemeLabel(local_failure_scheme_)) +
-                       " credentials: " + local_failure_);
-    if (authorization_.empty())
-      report_.note("proxy-auth",
-                   "nothing sent up front" + std::string(local_failure_.empty()
-                                                             ? " (the scheme is learnt from the "
-                                                               "proxy's 407)"
-                                                             : ""));
-    else
-      report_.ok("proxy-auth",
-                 "sending " + sentText(authorization_) +
-                     (handshake_ ? ": NTLM negotiate message (type 1), the challenge comes "
-                                   "back on this connection"
-                                 : "") +
-                     who());
-    sent_ = schemeOf(authorization_);
-    return true;
-  }
-
-  // The proxy's final answer to one leg, judged by RequestAuth as in the
-  // daemon (both the h2 stream's and the HTTP/1.1 exchange's hook).
-  upstream::auth::Verdict onAuthResponse(const ResponseHead& head, bool can_retry,
-                                         bool same_connection) {
-    using Kind = upstream::auth::Verdict::Kind;
-    const std::string sent = sent_;
-    upstream::auth::Verdict v = request_auth_->onResponse(head, can_retry, same_connection);
-    const std::string answer =
-        std::to_string(head.status) + (head.reason.empty() ? "" : " " + head.reason);
-    switch (v.kind) {
-      case Kind::Retry: {
-        retry_ = true;
-        const upstream::auth::Scheme learnt = auth_->upFront(endpoint_);
-        report_.note("proxy-auth",
-                     answer + ", the proxy offers " + offersText(head) +
-                         (learnt != upstream::auth::Scheme::None
-                              ? ": auto picks " + std::string(upstream::auth::schemeLabel(learnt))
-                              : std::string()) +
-                         "; one retry with it, as the daemon does");
-        break;
-      }
-      case Kind::Continue:
-        if (v.handshake) {
-          report_.note("proxy-auth", answer + ", the proxy offers " + offersText(head) +
-                                         ": using ntlm on this connection");
-          report_.ok("proxy-auth", "sending " + sentText(v.authorization) +
-                                       ": NTLM negotiate message (type 1)" + who());
-        } else {
-          report_.ok("proxy-auth", answer + " with the NTLM challenge (type 2): sending " +
-                                       sentText(v.authorization) +
-                                       ", the authenticate message (type 3), on the same "
-                                       "connection");
-        }
-        sent_ = schemeOf(v.authorization);
-        break;
-      case Kind::Fail:
-        report_.fail("proxy-auth", v.reason,
-                     "the proxy's answer does not prove it holds the service key of its "
-                     "principal: a proxy in the way, or the wrong keytab on the proxy");
-        break;
-      case Kind::Deliver:
-        if (head.status == 407 || sent.empty()) break;
-        if (strcasecmp(sent.c_str(), "Negotiate") == 0) {
-          const auto answer_challenges = upstream::auth::challengesOf(head.headers);
-          const upstream::auth::Challenge* c =
-              upstream::auth::findChallenge(answer_challenges, "Negotiate");
-          report_.ok("proxy-auth", "Negotiate accepted (" + answer + "); " +
-                                       (c && !c->token68.empty()
-                                            ? "the proxy's mutual-authentication token verified"
-                                            : "the proxy sent no mutual-authentication token"));
-        } else if (strcasecmp(sent.c_str(), "NTLM") == 0) {
-          report_.ok("proxy-auth", "NTLM accepted (" + answer +
-                                       "): the connection is "
-                                       "authenticated");
-        } else {
-          report_.ok("proxy-auth", sent + " accepted (" + answer + ")");
-        }
-        break;
-    }
-    return v;
-  }
-
   // Judges the proxy's answer to the CONNECT (or to the absolute-form HEAD).
   bool judgeProxyAnswer(const std::string& step) {
     if (!collector_->head) {
@@ -721,40 +538,7 @@ class Checker {
     }
     const ResponseHead& h = *collector_->head;
     const std::string answer = std::to_string(h.status) + (h.reason.empty() ? "" : " " + h.reason);
-    if (h.status == 407) {
-      const std::string what =
-          "407 proxy authentication required (the proxy offers: " + offersText(h) + ")";
-      if (!local_failure_.empty()) {
-        report_.failLine(step, what);
-        const bool kerberos = local_failure_scheme_ == upstream::auth::Scheme::Negotiate;
-        return report_.fail(
-            "proxy-auth",
-            "no " + std::string(upstream::auth::schemeLabel(local_failure_scheme_)) +
-                " credentials: " + local_failure_,
-            kerberos ? "get a Kerberos ticket: run kinit (klist shows the credential cache "
-                       "KRB5CCNAME names), or give the cluster a client_keytab"
-                     : "give the cluster proxy_authentication.credentials");
-      }
-      if (!sent_.empty()) {
-        report_.failLine(step, what);
-        return report_.fail("proxy-auth",
-                            "the proxy rejected the " + sent_ + " credentials" + who(),
-                            strcasecmp(sent_.c_str(), "Negotiate") == 0
-                                ? "the ticket is not accepted: kinit as a user the proxy "
-                                  "knows, check the spn (klist after a try shows the "
-                                  "service ticket)"
-                                : "check user name and password (and DOMAIN\\user for NTLM)");
-      }
-      if (request_auth_)
-        return report_.fail(step, what,
-                            "the proxy asks for a scheme the cluster's proxy_authentication "
-                            "cannot answer: set scheme to one it offers");
-      return report_.fail(step, what,
-                          has_credentials_
-                              ? "the proxy rejected the credentials: check user name and password"
-                              : "give credentials: https://USER:PASSWORD@HOST:PORT in --upstream, "
-                                "or credentials in the cluster");
-    }
+    if (h.status == 407) return auth_walk_.fail407(h, step, has_credentials_);
     if (target_.tls && (h.status < 200 || h.status > 299))
       return report_.fail(step, "CONNECT " + target_.head.authority() + " refused: " + answer,
                           h.status == 403   ? "the proxy's policy denies this destination or "
@@ -799,15 +583,13 @@ class Checker {
             "the proxy offered h2 in ALPN but does not speak it");
       report_.ok("h2", "session up (SETTINGS exchanged)");
     }
-    if (!prepareAuth(true)) return false;
+    if (!auth_walk_.prepare(true)) return false;
     auto stream = std::make_shared<upstream::H2Stream>(h2_, kConnId, ++stream_id_);
-    if (request_auth_) {
-      stream->setAuthorization(authorization_);
+    if (auth_walk_.active()) {
+      stream->setAuthorization(auth_walk_.authorization());
       stream->setAuthHook([this](const ResponseHead& head, bool can_retry) {
-        return onAuthResponse(head, can_retry, /*same_connection=*/false);
+        return auth_walk_.onResponse(head, can_retry, /*same_connection=*/false);
       });
-    } else if (!authorization_.empty()) {
-      stream->setAuthorization(authorization_);
     }
     return openTunnel(stream);
   }
@@ -830,20 +612,20 @@ class Checker {
 
   bool h1Request(std::unique_ptr<upstream::Transport> transport) {
     info_.protocol = "http1";
-    if (!prepareAuth(false)) return false;
+    if (!auth_walk_.prepare(false)) return false;
     const RequestHead& h = target_.head;
-    std::string bytes = h1Head(authorization_);
+    std::string bytes = h1Head(auth_walk_.authorization());
     auto exchange = std::make_shared<upstream::Http1Exchange>(
         std::move(transport),
         h.is_connect ? upstream::Http1Exchange::Kind::ProxyConnect
                      : upstream::Http1Exchange::Kind::Request,
         std::move(bytes), kConnId, ++stream_id_);
     config::wipe(bytes);
-    if (request_auth_) {
+    if (auth_walk_.active()) {
       upstream::Http1Exchange::AuthHooks hooks;
-      hooks.handshake = handshake_;
+      hooks.handshake = auth_walk_.handshake();
       hooks.on_response = [this](const ResponseHead& head, bool can_retry, bool keep_alive) {
-        return onAuthResponse(head, can_retry, keep_alive);
+        return auth_walk_.onResponse(head, can_retry, keep_alive);
       };
       hooks.head = [this](const std::string& authorization, bool) { return h1Head(authorization); };
       exchange->setAuth(std::move(hooks));
@@ -858,9 +640,12 @@ class Checker {
     tunnel_->open(target_.head, info_, *collector_);
     if (!target_.tls) tunnel_->endOfRequest();
     runUntil(
-        io_, [&] { return collector_->head.has_value() || collector_->ended || retry_; },
+        io_,
+        [&] {
+          return collector_->head.has_value() || collector_->ended || auth_walk_.retryRequested();
+        },
         options_.step_timeout);
-    if (retry_) return false;
+    if (auth_walk_.retryRequested()) return false;
     if (!judgeProxyAnswer(target_.tls ? "connect" : "request")) return false;
     if (!target_.tls) return true;
     return originRequest();
@@ -1026,6 +811,7 @@ class Checker {
   std::ostream& out_;
   Report report_;
   asio::io_context io_;
+  AuthWalk auth_walk_;                        // uses io_ and report_
   std::shared_ptr<net::TlsContext> tls_ctx_;  // outlives the connections below
   Target target_;
   StreamInfo info_;
@@ -1034,20 +820,8 @@ class Checker {
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::string peer_;
   bool has_credentials_ = false;
-  std::shared_ptr<upstream::ClusterHealth> health_;
-  std::shared_ptr<upstream::auth::ProxyAuth> auth_;
-  std::shared_ptr<upstream::auth::RequestAuth> request_auth_;
-  std::string authorization_;  // the cluster's Proxy-Authorization; a secret, wiped
-  bool handshake_ = false;     // authorization_ is an NTLM negotiate message
-  std::string sent_;           // the scheme of the last leg's credentials, "" none
-  size_t endpoint_ = 0;        // the cluster endpoint being checked
-  uint64_t stream_id_ = 0;     // per attempt, for the gateway code's log lines
-  bool retry_ = false;         // RequestAuth asked for another attempt
-  bool http1_only_ = false;    // the proxy wants NTLM: HTTP/1.1 connections only
-  // What the platform said when credentials could not be made (never a
-  // secret), and for which scheme.
-  std::string local_failure_;
-  upstream::auth::Scheme local_failure_scheme_ = upstream::auth::Scheme::None;
+  size_t endpoint_ = 0;     // the cluster endpoint being checked
+  uint64_t stream_id_ = 0;  // per attempt, for the gateway code's log lines
   int status_ = 0;
   // One per h2 connection, kept to the end (a closed connection may still
   // report to its owner while the loop runs).
