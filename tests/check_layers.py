@@ -37,7 +37,8 @@ LAYERS = [
     (4, "downstream", ["gateway/downstream/"]),
     (5, "worker", ["gateway/worker."]),
     (6, "server", ["gateway/server.", "gateway/server_", "gateway/admin.", "gateway/cli.", "gateway/main.",
-                   "gateway/reload_plan.", "gateway/own_addresses.", "gateway/load_config.", "gateway/check."]),
+                   "gateway/reload_plan.", "gateway/own_addresses.", "gateway/load_config.", "gateway/check.",
+                   "gateway/check_"]),
 ]
 
 SOURCE_DIRS = ("config", "filters", "gateway")
