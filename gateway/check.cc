@@ -20,6 +20,8 @@
 #include "config/loader.h"
 #include "filters/filter.h"
 #include "filters/registry.h"
+#include "gateway/check_auth.h"
+#include "gateway/check_report.h"
 #include "gateway/http1/codec.h"
 #include "gateway/http1/parser.h"
 #include "gateway/metrics/registry.h"
@@ -38,7 +40,6 @@
 namespace h2gate::check {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 // Log lines of the gateway code used here carry this connection id.
 constexpr uint64_t kConnId = 1;
 
@@ -54,117 +55,6 @@ bool runUntil(asio::io_context& io, const std::function<bool()>& done, Clock::du
   }
   return true;
 }
-
-std::string opensslErrors() {
-  std::string out;
-  while (unsigned long e = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(e, buf, sizeof buf);
-    if (!out.empty()) out += "; ";
-    out += buf;
-  }
-  return out;
-}
-
-std::string nameText(X509_NAME* name) {
-  if (name == nullptr) return "?";
-  // The CN alone when there is one: a chain line stays readable.
-  const int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
-  if (i >= 0) {
-    ASN1_STRING* s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
-    unsigned char* utf8 = nullptr;
-    const int n = ASN1_STRING_to_UTF8(&utf8, s);
-    if (n >= 0) {
-      std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
-      OPENSSL_free(utf8);
-      return "CN=" + cn;
-    }
-  }
-  char buf[256];
-  X509_NAME_oneline(name, buf, sizeof buf);
-  return buf;
-}
-
-// "CN=proxy.example (issuer CN=Corp CA, until Jan  1 00:00:00 2030 GMT) ← …"
-std::string chainText(SSL* ssl) {
-  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
-  if (chain == nullptr || sk_X509_num(chain) == 0) return "no certificate";
-  std::string out;
-  for (int i = 0; i < sk_X509_num(chain); ++i) {
-    X509* c = sk_X509_value(chain, i);
-    if (i > 0) out += " <- ";
-    out += nameText(X509_get_subject_name(c)) + " (issuer " + nameText(X509_get_issuer_name(c));
-    BIO* b = BIO_new(BIO_s_mem());
-    if (b != nullptr) {
-      ASN1_TIME_print(b, X509_get0_notAfter(c));
-      char* p = nullptr;
-      const long n = BIO_get_mem_data(b, &p);
-      out += ", until " + std::string(p, static_cast<size_t>(n));
-      BIO_free(b);
-    }
-    out += ")";
-  }
-  return out;
-}
-
-// What a user can do about a failed certificate verification.
-std::string verifyAdvice(long result, const std::string& host) {
-  switch (result) {
-    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-      return "unknown CA: pass --cacert FILE (or set trusted_ca in the cluster's "
-             "validation_context), or add the company CA to the system store "
-             "(/usr/local/share/ca-certificates, then update-ca-certificates)";
-    case X509_V_ERR_HOSTNAME_MISMATCH:
-    case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      return "the certificate is not issued for '" + host +
-             "': use the proxy's name as written in its certificate, or set sni";
-    case X509_V_ERR_CERT_HAS_EXPIRED:
-    case X509_V_ERR_CERT_NOT_YET_VALID:
-      return "check this machine's clock; otherwise the proxy's certificate must be renewed";
-    default:
-      return "ask the proxy's administrator which CA issues its certificate";
-  }
-}
-
-// One line per step; remembers the first failure and the warnings.
-class Report {
- public:
-  explicit Report(std::ostream& out) : out_(out) {}
-  void begin() { started_ = Clock::now(); }
-  void ok(const std::string& step, const std::string& detail) { line("ok", step, detail); }
-  void note(const std::string& step, const std::string& detail) { line("--", step, detail); }
-  void warn(const std::string& step, const std::string& detail, const std::string& advice = "") {
-    line("WARN", step, detail);
-    warnings_.push_back(step);
-    if (!advice.empty()) out_ << std::string(31, ' ') << "-> " << advice << "\n";
-  }
-  // Returns false, so that a step can `return report.fail(...)`.
-  bool fail(const std::string& step, const std::string& detail, const std::string& advice) {
-    line("FAIL", step, detail);
-    if (failure_.empty()) failure_ = "FAIL (" + step + "): " + detail + " — " + advice;
-    return false;
-  }
-  bool failed() const { return !failure_.empty(); }
-  const std::string& failure() const { return failure_; }
-  const std::vector<std::string>& warnings() const { return warnings_; }
-
- private:
-  void line(const char* verdict, const std::string& step, const std::string& detail) {
-    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
-    char head[64];
-    std::snprintf(head, sizeof head, "  %-5s %-11s %8.1f ms  ", verdict, step.c_str(), ms);
-    out_ << head << detail << "\n" << std::flush;
-    started_ = Clock::now();
-  }
-  std::ostream& out_;
-  Clock::time_point started_ = Clock::now();
-  std::string failure_;
-  std::vector<std::string> warnings_;
-};
 
 // Collects what a Tunnel reports. Bytes are copied, and `done` is posted,
 // so the tunnel's buffer is released as an app socket's write would.
@@ -249,9 +139,12 @@ std::string parseUrl(const std::string& url, Target* t) {
 class Checker {
  public:
   Checker(const config::Bootstrap& b, const Options& o, std::ostream& out)
-      : bootstrap_(b), options_(o), out_(out), report_(out) {}
+      : bootstrap_(b),
+        options_(o),
+        out_(out),
+        report_(out),
+        auth_walk_(io_, report_, o.step_timeout, kConnId) {}
   ~Checker() {
-    config::wipe(authorization_);
     if (tunnel_) tunnel_->abort();
     if (h2_) h2_->close("check finished", false);
     io_.restart();
@@ -267,8 +160,9 @@ class Checker {
     target_ = std::move(t);
     out_ << "h2gate check " << options_.url << " (config " << bootstrap_.source << ")\n";
     bool ok = route();
-    if (ok) ok = info_.cluster.empty() ? direct() : viaProxy();
+    if (ok) ok = routes();
     if (!ok || report_.failed()) {
+      for (const std::string& t : report_.tried()) out_ << "  (tried before: " << t << ")\n";
       out_ << report_.failure() << "\n";
       return 1;
     }
@@ -276,6 +170,11 @@ class Checker {
                        (info_.cluster.empty() ? "directly (DIRECT)"
                                               : "through cluster '" + info_.cluster + "' (" +
                                                     info_.upstream + ", " + info_.protocol + ")");
+    if (!report_.tried().empty()) {
+      line += "; after " + std::to_string(report_.tried().size()) + " that could not be reached:";
+      for (size_t i = 0; i < report_.tried().size(); ++i)
+        line += (i ? "; " : " ") + report_.tried()[i];
+    }
     if (!report_.warnings().empty()) {
       line += "; warnings (above):";
       for (const std::string& w : report_.warnings()) line += " " + w;
@@ -327,8 +226,61 @@ class Checker {
         "listener '" + listener->name + "': " + target_.head.method + " " + target_.head.target +
             " goes " +
             (info_.cluster.empty() ? std::string("DIRECT") : "to cluster '" + info_.cluster + "'") +
-            (fallbacks.empty() ? "" : " (fallbacks, not checked: " + fallbacks + ")"));
+            (fallbacks.empty() ? "" : " (then, if it cannot be reached: " + fallbacks + ")"));
     return true;
+  }
+
+  static std::string routeName(const std::string& cluster) {
+    return cluster.empty() ? std::string("DIRECT") : "cluster '" + cluster + "'";
+  }
+  // A failure after which the daemon goes on to the next endpoint of the
+  // cluster (the pool marks the endpoint down) or, when every endpoint
+  // failed so, to the next route (FallbackTunnel, router.cc: the request
+  // never reached a proxy that could act on it).
+  bool unreachable() const {
+    const std::string& s = report_.failedStep();
+    return s == "dns" || s == "tcp" || s == "tls";
+  }
+
+  // The route, then its fallbacks in the order the daemon tries them.
+  bool routes() {
+    std::vector<std::string> order{info_.cluster};
+    order.insert(order.end(), info_.fallbacks.begin(), info_.fallbacks.end());
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (i > 0) {
+        report_.recover(routeName(order[i - 1]));
+        report_.begin();
+        report_.note("fallback", routeName(order[i - 1]) + " cannot be reached: on to " +
+                                     routeName(order[i]) + ", as the daemon does");
+      }
+      resetConnection(/*next_cluster=*/true);
+      info_.cluster = order[i];
+      info_.fallbacks.assign(order.begin() + static_cast<std::ptrdiff_t>(i) + 1, order.end());
+      const bool ok = order[i].empty() ? direct() : viaProxy();
+      if (ok || !unreachable() || i + 1 == order.size()) return ok;
+    }
+    return false;
+  }
+
+  // Drops what the last endpoint's attempt left (connection, tunnel,
+  // per-request credentials); with `next_cluster` the cluster's too.
+  void resetConnection(bool next_cluster) {
+    if (tunnel_) tunnel_->abort();
+    tunnel_.reset();
+    if (h2_) h2_->close("check: next endpoint", false);
+    h2_.reset();
+    io_.restart();
+    io_.poll();
+    collector_.reset();
+    socket_.reset();
+    auth_walk_.resetRequest();
+    if (!next_cluster) return;
+    // TLS contexts stay until the end: connections closed above may still
+    // hold SSL objects that call back into theirs.
+    if (tls_ctx_) old_tls_.push_back(std::move(tls_ctx_));
+    auth_walk_.setCluster(nullptr);
+    has_credentials_ = false;
+    cluster_ = nullptr;
   }
 
   // DNS of `host` (an IP literal is taken as it is).
@@ -412,32 +364,90 @@ class Checker {
       return report_.fail("route", "cluster '" + info_.cluster + "' has no endpoint",
                           "fix the configuration");
     cluster_ = cluster;
-    const config::SocketAddress& ep = cluster->endpoints.front();
-    if (cluster->endpoints.size() > 1)
-      report_.note("endpoint",
-                   "checking the first of " + std::to_string(cluster->endpoints.size()) +
-                       " endpoints: " + ep.address + ":" + std::to_string(ep.port_value));
+    auth_walk_.setCluster(cluster);
+    const size_t n = cluster->endpoints.size();
+    // As the pool of a daemon that just started: round robin from the first
+    // endpoint, the next one when a connection to one fails.
+    for (endpoint_ = 0; endpoint_ < n; ++endpoint_) {
+      const config::SocketAddress& ep = cluster->endpoints[endpoint_];
+      const std::string label = upstream::endpointLabel(ep.address, ep.port_value);
+      if (endpoint_ > 0) {
+        const config::SocketAddress& prev = cluster->endpoints[endpoint_ - 1];
+        report_.recover("cluster '" + cluster->name + "' endpoint " +
+                        upstream::endpointLabel(prev.address, prev.port_value));
+        resetConnection(/*next_cluster=*/false);
+      }
+      if (n > 1) {
+        report_.begin();
+        report_.note("endpoint", "cluster '" + cluster->name + "' endpoint " +
+                                     std::to_string(endpoint_ + 1) + " of " + std::to_string(n) +
+                                     ": " + label);
+      }
+      const bool ok = viaEndpoint(*cluster, ep);
+      if (ok || !unreachable() || endpoint_ + 1 == n) return ok;
+    }
+    return false;
+  }
+
+  // One endpoint: connection, authentication legs, CONNECT (or HEAD), and
+  // the request through the tunnel.
+  bool viaEndpoint(const config::Cluster& cluster, const config::SocketAddress& ep) {
+    auth_walk_.startEndpoint(endpoint_);
+    std::unique_ptr<upstream::Transport> transport;
+    std::string alpn;
+    if (!connectProxy(cluster, ep, &transport, &alpn)) return false;
+    info_.upstream = peer_;
+    if (!auth_walk_.describe(upstream::carriesAuthorization(target_.head, info_, cluster),
+                             &has_credentials_))
+      return false;
+    // At most three attempts: RequestAuth retries once (auto, after the 407
+    // that names the scheme), and a proxy that wants NTLM while spoken to
+    // over h2 is reached again over HTTP/1.1, as the pool does.
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      const bool h2 = alpn == "h2" && !auth_walk_.http1Only();
+      if (h2 ? (!h2_ && !transport) : !transport) {
+        if (h2_ && auth_walk_.http1Only()) {
+          h2_->close("the proxy wants NTLM: HTTP/1.1 from now on", false);
+          h2_.reset();
+        }
+        report_.note("reconnect",
+                     std::string(auth_walk_.http1Only() ? "over HTTP/1.1 (NTLM needs a "
+                                                          "connection of its own)"
+                                                        : "a new connection") +
+                         ", as the daemon does for the next attempt");
+        if (!connectProxy(cluster, ep, &transport, &alpn)) return false;
+        info_.upstream = peer_;
+      }
+      auth_walk_.clearRetry();
+      const bool ok = (alpn == "h2" && !auth_walk_.http1Only()) ? h2Request(std::move(transport))
+                                                                : h1Request(std::move(transport));
+      if (!auth_walk_.retryRequested()) return ok;
+      transport.reset();
+      if (tunnel_) tunnel_->abort();
+      tunnel_.reset();
+    }
+    return report_.fail("proxy-auth", "the proxy still asks for authentication after a retry",
+                        "see the lines above for what it asked and what was sent");
+  }
+
+  // DNS, TCP and (for an https:// proxy) TLS to endpoint `ep`: a new
+  // connection in `*out`, the ALPN protocol chosen in `*alpn`.
+  bool connectProxy(const config::Cluster& cluster, const config::SocketAddress& ep,
+                    std::unique_ptr<upstream::Transport>* out, std::string* alpn) {
     const std::string proxy = "proxy";
     std::vector<asio::ip::tcp::endpoint> addresses;
-    if (!resolve(proxy, ep.address, ep.port_value, cluster->connect_timeout, &addresses,
+    if (!resolve(proxy, ep.address, ep.port_value, cluster.connect_timeout, &addresses,
                  "check the proxy's name in the config (--upstream or the cluster's "
                  "endpoints) and this machine's DNS (/etc/resolv.conf)"))
       return false;
-    if (!connect(proxy, addresses, cluster->connect_timeout,
+    if (!connect(proxy, addresses, cluster.connect_timeout,
                  "check the proxy's address and port in the config"))
       return false;
-    std::unique_ptr<upstream::Transport> transport;
-    std::string alpn;
-    if (cluster->tls) {
-      if (!proxyTls(*cluster, ep, &transport, &alpn)) return false;
-    } else {
-      report_.note("tls", "none: the cluster is a plain-TCP (http://) proxy; HTTP/1.1");
-      transport = std::make_unique<upstream::Transport>(std::move(*socket_));
-    }
-    info_.upstream = peer_;
-    if (!proxyAuth(*cluster, alpn == "h2")) return false;
-    if (alpn == "h2") return h2Request(std::move(transport));
-    return h1Request(std::move(transport));
+    alpn->clear();
+    if (cluster.tls) return proxyTls(cluster, ep, out, alpn);
+    report_.note("tls", "none: the cluster is a plain-TCP (http://) proxy; HTTP/1.1");
+    *out = std::make_unique<upstream::Transport>(std::move(*socket_));
+    return true;
   }
 
   bool proxyTls(const config::Cluster& cluster, const config::SocketAddress& ep,
@@ -445,7 +455,7 @@ class Checker {
     report_.begin();
     std::string err;
     // Kept until the end: its SSL objects call back into it (sessions).
-    tls_ctx_ = net::TlsContext::create(*cluster.tls, cluster.name, &err);
+    if (!tls_ctx_) tls_ctx_ = net::TlsContext::create(*cluster.tls, cluster.name, &err);
     const auto& ctx = tls_ctx_;
     if (!ctx)
       return report_.fail("tls", err, "fix the cluster's TLS settings (file paths, versions)");
@@ -456,6 +466,11 @@ class Checker {
             ctx->prepare(ssl, ep.address, ep.address + ":" + std::to_string(ep.port_value));
         !e.empty())
       return report_.fail("tls", "TLS setup: " + e, "fix the cluster's TLS settings");
+    if (auth_walk_.http1Only()) {
+      // As the pool's Connector for a proxy that wants NTLM.
+      static constexpr unsigned char kHttp1[] = "\x08http/1.1";
+      SSL_set_alpn_protos(ssl, kHttp1, sizeof kHttp1 - 1);
+    }
     std::optional<asio::error_code> result;
     transport->asyncHandshake([&](const asio::error_code& e) { result = e; });
     if (!runUntil(
@@ -510,58 +525,10 @@ class Checker {
     return true;
   }
 
-  // Proxy authentication as the request will carry it, made by the
-  // gateway's own auth::RequestAuth: Basic, or a Negotiate token when the
-  // cluster's proxy_authentication says negotiate (auto learns the scheme
-  // from the proxy's 407, so nothing goes up front). A Proxy-Authorization
-  // from upstream_headers wins over both, as in the daemon. The 407 is
-  // judged by RequestAuth::onResponse below; check does not walk a second
-  // leg (auto's retry, NTLM's challenge): it reports what the proxy asked for.
-  bool proxyAuth(const config::Cluster& cluster, bool h2) {
-    report_.begin();
-    if (upstream::carriesAuthorization(target_.head, info_, cluster)) {
-      report_.ok("proxy-auth", "Proxy-Authorization from upstream_headers");
-      has_credentials_ = true;
-      return true;
-    }
-    if (!upstream::auth::ProxyAuth::configured(cluster)) {
-      report_.note("proxy-auth", "none configured");
-      return true;
-    }
-    health_ = std::make_shared<upstream::ClusterHealth>(
-        cluster.name,
-        std::vector<std::string>{upstream::endpointLabel(cluster.endpoints.front().address,
-                                                         cluster.endpoints.front().port_value)});
-    auth_ = std::make_shared<upstream::auth::ProxyAuth>(
-        cluster, io_, metrics::Registry::global().newShard(), health_);
-    request_auth_ =
-        std::make_shared<upstream::auth::RequestAuth>(auth_, kConnId, 1, /*has_body=*/false);
-    std::optional<upstream::auth::Prepared> prepared;
-    request_auth_->prepare(0, h2, false,
-                           [&](upstream::auth::Prepared p) { prepared = std::move(p); });
-    if (!runUntil(
-            io_, [&] { return prepared.has_value(); }, options_.step_timeout))
-      return report_.fail("proxy-auth", "no credentials within the step's time (Kerberos KDC?)",
-                          "check the KDC is reachable and the ticket valid (klist)");
-    authorization_ = std::move(prepared->authorization);
-    has_credentials_ = true;
-    const auto scheme = auth_->upFront(0);
-    const std::string who =
-        cluster.credentials ? " as '" + cluster.credentials->username + "'" : std::string();
-    if (authorization_.empty())
-      report_.note("proxy-auth", std::string(upstream::auth::schemeLabel(scheme)) +
-                                     ": nothing up front (the scheme is chosen from the proxy's "
-                                     "407)" +
-                                     who);
-    else
-      report_.ok("proxy-auth",
-                 std::string(upstream::auth::schemeLabel(scheme)) + " up front" + who);
-    return true;
-  }
-
   // Judges the proxy's answer to the CONNECT (or to the absolute-form HEAD).
   bool judgeProxyAnswer(const std::string& step) {
     if (!collector_->head) {
+      if (report_.failed()) return false;  // the auth hook said why
       if (collector_->failed_status != 0 || collector_->reset)
         return report_.fail(step, "no answer: " + collector_->reason,
                             "the proxy closed the connection; see its logs");
@@ -571,31 +538,7 @@ class Checker {
     }
     const ResponseHead& h = *collector_->head;
     const std::string answer = std::to_string(h.status) + (h.reason.empty() ? "" : " " + h.reason);
-    if (h.status == 407) {
-      std::string why;
-      if (request_auth_) {
-        upstream::auth::Verdict v = request_auth_->onResponse(h, true, false);
-        if (v.kind == upstream::auth::Verdict::Kind::Fail) why = v.reason;
-        if (v.kind == upstream::auth::Verdict::Kind::Retry ||
-            v.kind == upstream::auth::Verdict::Kind::Continue)
-          report_.note(step, "the proxy asks for another leg (" +
-                                 std::string(v.handshake ? "NTLM challenge"
-                                                         : "a retry with the "
-                                                           "scheme it offers") +
-                                 "): the daemon does it; check stops here");
-      }
-      std::string schemes;
-      for (const Header& x : h.headers)
-        if (strcasecmp(x.name.c_str(), "Proxy-Authenticate") == 0)
-          schemes += (schemes.empty() ? "" : ", ") + x.value.substr(0, x.value.find(' '));
-      return report_.fail(
-          step,
-          "407 proxy authentication required (the proxy offers: " +
-              (schemes.empty() ? std::string("no Proxy-Authenticate") : schemes) + ")",
-          has_credentials_ ? "the proxy rejected the credentials: check user name and password"
-                           : "give credentials: https://USER:PASSWORD@HOST:PORT in --upstream, or "
-                             "credentials in the cluster");
-    }
+    if (h.status == 407) return auth_walk_.fail407(h, step, has_credentials_);
     if (target_.tls && (h.status < 200 || h.status > 299))
       return report_.fail(step, "CONNECT " + target_.head.authority() + " refused: " + answer,
                           h.status == 403   ? "the proxy's policy denies this destination or "
@@ -616,48 +559,77 @@ class Checker {
     return true;
   }
 
+  // Over h2: the session (once per connection), then a stream with the
+  // credentials and the daemon's auth hook.
   bool h2Request(std::unique_ptr<upstream::Transport> transport) {
-    report_.begin();
     info_.protocol = "h2";
-    stats_ = upstream::makeEndpointStats(metrics::Registry::global().newShard(), cluster_->name,
-                                         peer_, 0);
-    h2_ = std::make_shared<upstream::H2Connection>(std::move(transport), *cluster_, kConnId, peer_,
-                                                   &owner_, stats_);
-    if (std::string err = h2_->start(); !err.empty())
-      return report_.fail("h2", err, "see the proxy's logs");
-    if (!runUntil(
-            io_, [&] { return owner_.capacity_changes > 0 || owner_.closed; },
-            options_.step_timeout) ||
-        owner_.closed)
-      return report_.fail(
-          "h2",
-          "no HTTP/2 SETTINGS from the proxy" + (owner_.reason.empty() ? "" : ": " + owner_.reason),
-          "the proxy offered h2 in ALPN but does not speak it");
-    report_.ok("h2", "session up (SETTINGS exchanged)");
-    auto stream = std::make_shared<upstream::H2Stream>(h2_, kConnId, 1);
-    if (!authorization_.empty()) stream->setAuthorization(authorization_);
+    if (!h2_) {
+      report_.begin();
+      stats_ = upstream::makeEndpointStats(metrics::Registry::global().newShard(), cluster_->name,
+                                           peer_, endpoint_);
+      owners_.push_back(std::make_unique<H2Owner>());
+      H2Owner& owner = *owners_.back();
+      h2_ = std::make_shared<upstream::H2Connection>(std::move(transport), *cluster_, kConnId,
+                                                     peer_, &owner, stats_);
+      if (std::string err = h2_->start(); !err.empty())
+        return report_.fail("h2", err, "see the proxy's logs");
+      if (!runUntil(
+              io_, [&] { return owner.capacity_changes > 0 || owner.closed; },
+              options_.step_timeout) ||
+          owner.closed)
+        return report_.fail(
+            "h2",
+            "no HTTP/2 SETTINGS from the proxy" + (owner.reason.empty() ? "" : ": " + owner.reason),
+            "the proxy offered h2 in ALPN but does not speak it");
+      report_.ok("h2", "session up (SETTINGS exchanged)");
+    }
+    if (!auth_walk_.prepare(true)) return false;
+    auto stream = std::make_shared<upstream::H2Stream>(h2_, kConnId, ++stream_id_);
+    if (auth_walk_.active()) {
+      stream->setAuthorization(auth_walk_.authorization());
+      stream->setAuthHook([this](const ResponseHead& head, bool can_retry) {
+        return auth_walk_.onResponse(head, can_retry, /*same_connection=*/false);
+      });
+    }
     return openTunnel(stream);
   }
 
-  bool h1Request(std::unique_ptr<upstream::Transport> transport) {
-    info_.protocol = "http1";
+  // The request head for an HTTP/1.1 proxy, as the pool writes it (pool.cc,
+  // h1Head); a secret while it carries credentials.
+  std::string h1Head(const std::string& authorization) const {
     const RequestHead& h = target_.head;
-    // As UpstreamPool sends it (pool.cc, attachH1).
     std::string bytes =
         h.is_connect
             ? "CONNECT " + h.authority() + " HTTP/1.1\r\nHost: " + h.authority() + "\r\n"
             : h.method + " " + h.target + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) + "\r\n";
-    for (Header& x : upstream::forwardedHeaders(h, info_, *cluster_, false, authorization_)) {
+    for (Header& x : upstream::forwardedHeaders(h, info_, *cluster_, false, authorization)) {
       bytes += x.name + ": " + x.value + "\r\n";
       config::wipe(x.value);  // credentials among them
     }
     bytes += "\r\n";
+    return bytes;
+  }
+
+  bool h1Request(std::unique_ptr<upstream::Transport> transport) {
+    info_.protocol = "http1";
+    if (!auth_walk_.prepare(false)) return false;
+    const RequestHead& h = target_.head;
+    std::string bytes = h1Head(auth_walk_.authorization());
     auto exchange = std::make_shared<upstream::Http1Exchange>(
         std::move(transport),
         h.is_connect ? upstream::Http1Exchange::Kind::ProxyConnect
                      : upstream::Http1Exchange::Kind::Request,
-        std::move(bytes), kConnId, 1);
-    OPENSSL_cleanse(bytes.data(), bytes.size());
+        std::move(bytes), kConnId, ++stream_id_);
+    config::wipe(bytes);
+    if (auth_walk_.active()) {
+      upstream::Http1Exchange::AuthHooks hooks;
+      hooks.handshake = auth_walk_.handshake();
+      hooks.on_response = [this](const ResponseHead& head, bool can_retry, bool keep_alive) {
+        return auth_walk_.onResponse(head, can_retry, keep_alive);
+      };
+      hooks.head = [this](const std::string& authorization, bool) { return h1Head(authorization); };
+      exchange->setAuth(std::move(hooks));
+    }
     return openTunnel(exchange);
   }
 
@@ -668,8 +640,12 @@ class Checker {
     tunnel_->open(target_.head, info_, *collector_);
     if (!target_.tls) tunnel_->endOfRequest();
     runUntil(
-        io_, [&] { return collector_->head.has_value() || collector_->ended; },
+        io_,
+        [&] {
+          return collector_->head.has_value() || collector_->ended || auth_walk_.retryRequested();
+        },
         options_.step_timeout);
+    if (auth_walk_.retryRequested()) return false;
     if (!judgeProxyAnswer(target_.tls ? "connect" : "request")) return false;
     if (!target_.tls) return true;
     return originRequest();
@@ -835,6 +811,7 @@ class Checker {
   std::ostream& out_;
   Report report_;
   asio::io_context io_;
+  AuthWalk auth_walk_;                        // uses io_ and report_
   std::shared_ptr<net::TlsContext> tls_ctx_;  // outlives the connections below
   Target target_;
   StreamInfo info_;
@@ -843,12 +820,13 @@ class Checker {
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::string peer_;
   bool has_credentials_ = false;
-  std::shared_ptr<upstream::ClusterHealth> health_;
-  std::shared_ptr<upstream::auth::ProxyAuth> auth_;
-  std::shared_ptr<upstream::auth::RequestAuth> request_auth_;
-  std::string authorization_;  // the cluster's Proxy-Authorization; a secret, wiped
+  size_t endpoint_ = 0;     // the cluster endpoint being checked
+  uint64_t stream_id_ = 0;  // per attempt, for the gateway code's log lines
   int status_ = 0;
-  H2Owner owner_;
+  // One per h2 connection, kept to the end (a closed connection may still
+  // report to its owner while the loop runs).
+  std::vector<std::unique_ptr<H2Owner>> owners_;
+  std::vector<std::shared_ptr<net::TlsContext>> old_tls_;
   std::shared_ptr<upstream::EndpointStats> stats_;
   std::shared_ptr<upstream::H2Connection> h2_;
   std::unique_ptr<Collector> collector_;

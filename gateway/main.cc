@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
     // The gateway code it uses logs at debug level; only warnings and errors here
     // unless --log-level says otherwise.
     if (!opts.log_level) log::setLevel(log::Level::Warn);
+    // As the daemon: NTLMv2 only (gss-ntlmssp), before any thread starts.
+    if (const std::string note = upstream::auth::initPlatformAuth(); !note.empty())
+      H2G_LOG(Warn, 0, 0, note);
     check::Options o;
     if (!opts.check_url.empty()) o.url = opts.check_url;
     return check::run(loaded.bootstrap, o, std::cout);

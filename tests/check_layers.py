@@ -36,8 +36,9 @@ LAYERS = [
     (3, "filters and PAC", ["filters/", "gateway/pac/"]),
     (4, "downstream", ["gateway/downstream/"]),
     (5, "worker", ["gateway/worker."]),
-    (6, "server", ["gateway/server.", "gateway/server_", "gateway/service.", "gateway/service_", "gateway/admin.", "gateway/cli.", "gateway/main.",
-                   "gateway/reload_plan.", "gateway/own_addresses.", "gateway/load_config.", "gateway/check."]),
+    (6, "server", ["gateway/server.", "gateway/server_", "gateway/service.", "gateway/service_", "gateway/admin.",
+                   "gateway/cli.", "gateway/main.", "gateway/reload_plan.", "gateway/own_addresses.",
+                   "gateway/load_config.", "gateway/check.", "gateway/check_"]),
 ]
 
 SOURCE_DIRS = ("config", "filters", "gateway")

@@ -18,6 +18,10 @@
 #     - systemctl reload h2gate: the listener moves to the port the edited file names
 #     - systemctl stop h2gate with a slow download running: it waits, and the download
 #       finishes intact (drain)
+#     - the user unit under a real user manager (user@UID.service, started by
+#       loginctl enable-linger for a new user): systemctl --user start h2gate copies
+#       the conffile to ~/.config/h2gate, h2gate runs as that user, curl fetches 1 MiB
+#       through it, systemctl --user stop h2gate
 #     - dpkg -r leaves /etc/h2gate/h2gate.yaml, dpkg -P removes it
 #     Exit 77 (skipped) with the reason where podman cannot run containers.
 set -euo pipefail
@@ -175,7 +179,7 @@ install_test() {
   mkdir -p "$TMP/ctx"
   cat >"$TMP/ctx/Containerfile" <<'EOF'
 FROM debian:bookworm
-RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus
+RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus libpam-systemd
 CMD ["/lib/systemd/systemd"]
 EOF
   log "podman build: debian:bookworm + systemd, curl"
@@ -267,6 +271,44 @@ EOF
   result=$(podman exec "$name" systemctl show -p Result --value h2gate)
   [[ $result == success ]] || fail "h2gate's stop result is '$result'"
   log "ok: systemctl stop h2gate took ${took}s: it drained the running 16 MiB download, intact; result $result"
+
+  # The user unit under a user manager: lingering starts user@UID.service (it
+  # needs pam_systemd, from libpam-systemd, for its XDG_RUNTIME_DIR); systemctl
+  # --user reaches it through $XDG_RUNTIME_DIR/systemd/private (-M user@ needs
+  # systemd-machined, which the container lacks). The first start copies the
+  # conffile, whose ports are free now that the system service is stopped.
+  podman exec "$name" useradd -m h2gate-desk || fail "useradd h2gate-desk"
+  local duid
+  duid=$(podman exec "$name" id -u h2gate-desk)
+  podman exec "$name" loginctl enable-linger h2gate-desk || fail "loginctl enable-linger"
+  # shellcheck disable=SC2317
+  user_manager() { [[ $(podman exec "$name" systemctl is-active "user@$duid.service") == active ]]; }
+  wait_for "user@$duid.service (the user manager)" 20 user_manager
+  as_user() { podman exec "$name" runuser -u h2gate-desk -- env "XDG_RUNTIME_DIR=/run/user/$duid" "$@"; }
+  as_user systemctl --user start h2gate || {
+    as_user journalctl --user -u h2gate --no-pager | tail -n 30 >&2
+    fail "systemctl --user start h2gate"
+  }
+  as_user test -f "/home/h2gate-desk/.config/h2gate/h2gate.yaml" ||
+    fail "the user unit did not copy the conffile to ~/.config/h2gate"
+  local upid uuid
+  upid=$(as_user systemctl --user show -p MainPID --value h2gate)
+  [[ $upid != 0 ]] || {
+    podman exec "$name" journalctl --no-pager "_UID=$duid" | tail -n 20 >&2
+    fail "the user unit's h2gate is not running after systemctl --user start"
+  }
+  uuid=$(podman exec "$name" awk '/^Uid:/{print $2}' "/proc/$upid/status")
+  [[ $uuid == "$duid" ]] || fail "the user unit's h2gate runs as uid $uuid, not $duid"
+  wait_for "the user unit's listener on 127.0.0.1:$proxy_port2" 10 \
+    curl -fsS -o /dev/null -x "http://127.0.0.1:$proxy_port2" "http://127.0.0.1:$origin_port/1m.bin"
+  curl -fsS -x "http://127.0.0.1:$proxy_port2" -o "$TMP/user.bin" "http://127.0.0.1:$origin_port/1m.bin" ||
+    fail "curl through the user unit's h2gate"
+  cmp -s "$TMP/user.bin" "$TMP/www/1m.bin" || fail "1 MiB through the user unit differs"
+  as_user systemctl --user stop h2gate || fail "systemctl --user stop h2gate"
+  [[ $(as_user systemctl --user show -p Result --value h2gate) == success ]] ||
+    fail "the user unit's stop result is not success"
+  podman exec "$name" loginctl disable-linger h2gate-desk || true
+  log "ok: the user unit under user@$duid.service: ~/.config/h2gate/h2gate.yaml made on first start, PID $upid as uid $duid, 1 MiB intact through it, stopped (success)"
 
   # Remove, then purge.
   podman exec "$name" dpkg -r h2gate >/dev/null 2>&1 || fail "dpkg -r h2gate"

@@ -2,12 +2,22 @@
 // HTTPS port speaking HTTP/1.1 only, squid with Basic authentication or a
 // CONNECT-denying ACL) and nginx: every failure the testbed can produce
 // gives the right first failure, its advice and exit 1; a working path
-// gives exit 0. No h2gate daemon runs in these tests.
+// gives exit 0. No h2gate daemon runs in these tests. Proxy authentication
+// (Negotiate with a real KDC and squid, NTLM with the pyspnego test proxy)
+// and fallback (endpoints, fallback_clusters) are walked as the daemon
+// walks them.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "tests/support/auth_proxy.h"
+#include "tests/support/kerberos.h"
 #include "tests/support/upstream_env.h"
 
 using namespace h2gate::test;
@@ -127,14 +137,33 @@ TEST_CASE("check: 407 from the proxy, with and without credentials", "[check]") 
              "--cacert", env.ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 1);
-  CHECK(has(r.out, "basic up front as 'alice'"));
-  CHECK(has(lastLine(r.out), "the proxy rejected the credentials"));
+  CHECK(has(r.out, "sending Basic ("));
+  CHECK(has(r.out, "characters, not shown) as 'alice'"));
+  CHECK(has(r.out, "FAIL  connect"));
+  CHECK(has(lastLine(r.out),
+            "FAIL (proxy-auth): the proxy rejected the Basic credentials as "
+            "'alice' — check user name and password"));
   CHECK(!has(r.out, "wrong"));  // the password is never printed
 
   r = check({env.nginx.httpsUrl("/1k"), "--upstream", "https://alice:s3cret@127.0.0.1:" + port,
              "--cacert", env.ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 0);
+  CHECK(!has(r.out, "s3cret"));
+
+  // auto over h2: the 407 names Basic; the retry is a new stream on the
+  // same h2 connection (one TLS handshake, one session).
+  r = check({env.nginx.httpsUrl("/1k"), "--upstream", "https://alice:s3cret@127.0.0.1:" + port,
+             "--cacert", env.ca.caCertPath(), "--proxy-auth", "auto"});
+  INFO(r.out);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "nothing sent up front (the scheme is learnt from the proxy's 407)"));
+  CHECK(has(r.out, "the proxy offers Basic: auto picks basic; one retry with it"));
+  CHECK(has(r.out, "Basic accepted (200"));
+  CHECK(countOccurrences(r.out, "ok    tls") == 1);
+  CHECK(countOccurrences(r.out, "session up") == 1);
+  CHECK(!has(r.out, "reconnect"));
+  CHECK(lastLine(r.out).rfind("OK: ", 0) == 0);
   CHECK(!has(r.out, "s3cret"));
 }
 
@@ -209,4 +238,340 @@ TEST_CASE("check: a config file, and usage errors", "[check]") {
   r = check({"example.com"});
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "check: expected a URL"));
+}
+
+// --- Proxy authentication (issue 18's schemes) walked as the daemon does:
+// squid with negotiate_kerberos_auth (a real MIT KDC), the NTLM test proxy
+// (pyspnego verifies NTLMv2), each first proven with curl's own client.
+
+namespace {
+
+const char* const kRealm = "H2GATE.TEST";
+
+// One listener to cluster "proxy" at host:port, TLS verified with `ca`
+// unless it is empty, `auth` under proxy_authentication (indented 6).
+std::string authYaml(const std::string& host, uint16_t port, const std::string& ca,
+                     const std::string& auth) {
+  std::string y = directModeYaml() +
+                  "        typed_config: {cluster: proxy}\n"
+                  "  clusters:\n"
+                  "  - name: proxy\n"
+                  "    proxy_authentication:\n" +
+                  auth +
+                  "    load_assignment:\n"
+                  "      endpoints:\n"
+                  "      - lb_endpoints:\n"
+                  "        - endpoint: {address: {socket_address: {address: " +
+                  host + ", port_value: " + str(port) + "}}}\n";
+  if (!ca.empty())
+    y += "    transport_socket:\n"
+         "      name: envoy.transport_sockets.tls\n"
+         "      typed_config:\n"
+         "        common_tls_context:\n"
+         "          validation_context: {trusted_ca: {filename: " +
+         ca + "}}\n";
+  return y;
+}
+
+// `h2gate check URL -c FILE` with `env` on top.
+// An ASan build that uses NTLM: gss-ntlmssp's own leak is suppressed
+// (tests/lsan.supp), which needs full stack unwinding, as for the daemon in
+// upstream_auth_test.cc. Without ASan these variables do nothing.
+CommandResult checkWith(const TempDir& dir, const std::string& yaml, const std::string& url,
+                        std::map<std::string, std::optional<std::string>> env) {
+  testFile("1k");
+  const std::string cfg = dir.write("check-" + str(freePort()) + ".yaml", yaml);
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  env["ASAN_OPTIONS"] = std::string(asan ? asan : "") + ":fast_unwind_on_malloc=0";
+  env["LSAN_OPTIONS"] = "suppressions=" H2GATE_SOURCE_DIR "/tests/lsan.supp";
+  return runCommand({H2GATE_BINARY, "check", url, "-c", cfg}, env, milliseconds(60000));
+}
+
+// Nothing check printed may carry a credential: no Kerberos token (base64
+// of its DER starts "YII"), no NTLM message ("NTLMSSP" in base64), no
+// password.
+void checkNoSecretsPrinted(const CommandResult& r, const std::vector<std::string>& passwords) {
+  const std::string all = r.out + r.err;
+  CHECK(!has(all, "YII"));
+  CHECK(!has(all, "TlRMTVNTUA"));
+  CHECK(!has(all, "Negotiate Y"));
+  for (const std::string& p : passwords) CHECK(!has(all, p));
+}
+
+#define REQUIRE_AUTH_TOOLS()                                                 \
+  do {                                                                       \
+    const std::string missing = kerberosToolsMissing() + authProxyMissing(); \
+    if (!missing.empty()) FAIL("not installed:" << missing);                 \
+  } while (0)
+
+// The realm with alice and HTTP/localhost; squid (https_port) with
+// negotiate_kerberos_auth in front of nginx.
+struct KerberosCheckEnv {
+  KerberosCheckEnv() {
+    kdc.addPrincipal("alice", "alice-pw");
+    kdc.addRandomKey("HTTP/localhost");
+    http_keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
+    alice = kdc.kinit("alice", "alice-pw");
+    Squid::Options s;
+    s.ca = &ca;
+    s.https = true;
+    s.negotiate_keytab = http_keytab;
+    s.negotiate_principal = std::string("HTTP/localhost@") + kRealm;
+    s.krb5_conf = kdc.krb5Conf();
+    squid = std::make_unique<Squid>(s);
+  }
+  static Nginx::Options nginxOptions(TestCA& ca) {
+    Nginx::Options n;
+    n.ca = &ca;
+    return n;
+  }
+  TempDir work{"check-krb"};
+  TestCA ca{work.path().string()};
+  Kdc kdc;
+  std::string http_keytab;
+  std::string alice;
+  Nginx nginx{nginxOptions(ca)};
+  std::unique_ptr<Squid> squid;
+};
+
+}  // namespace
+
+TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][auth][kerberos]") {
+  REQUIRE_AUTH_TOOLS();
+  KerberosCheckEnv env;
+  const std::string url = env.nginx.httpsUrl("/1k");
+  // The fixture: curl's own GSSAPI client gets through with alice's ticket.
+  {
+    std::vector<std::string> argv{"env"};
+    for (const auto& [k, v] : env.kdc.env(env.alice))
+      if (v) argv.push_back(k + "=" + *v);
+    argv.insert(argv.end(), {curlBinary(), "-q", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
+                             "--proxy", "https://localhost:" + str(env.squid->httpsPort()),
+                             "--proxy-cacert", env.ca.caCertPath(), "--cacert", env.ca.caCertPath(),
+                             "--proxy-negotiate", "-U", ":", url});
+    CommandResult c = runCommand(argv, milliseconds(30000));
+    INFO(c.err);
+    REQUIRE(c.out == "200");
+  }
+  const std::string yaml = authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                                    "      scheme: negotiate\n");
+
+  CommandResult r = checkWith(env.work, yaml, url, env.kdc.env(env.alice));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "--    proxy-auth"));
+  CHECK(has(r.out, "configured: negotiate"));
+  CHECK(has(r.out, "ok    proxy-auth"));
+  CHECK(has(r.out, "sending Negotiate ("));
+  CHECK(has(r.out, "characters, not shown)"));
+  // squid sends no mutual-authentication token: said, not a failure.
+  CHECK(has(r.out, "Negotiate accepted (200"));
+  CHECK(has(r.out, "the proxy sent no mutual-authentication token"));
+  CHECK(has(r.out, "ok    connect"));
+  CHECK(lastLine(r.out).rfind("OK: " + url, 0) == 0);
+  checkNoSecretsPrinted(r, {"alice-pw"});
+  // squid saw alice's ticket: curl's CONNECT and check's.
+  const auto lines = env.squid->waitForAccessLines(2, "CONNECT", milliseconds(5000));
+  INFO(env.squid->accessLog());
+  CHECK(std::count_if(lines.begin(), lines.end(),
+                      [](const std::string& l) { return l.ends_with(" alice@H2GATE.TEST"); }) == 2);
+
+  // No credential cache: the first failure is the missing ticket.
+  r = checkWith(env.work, yaml, url, env.kdc.env("FILE:" + env.work.file("no-such-cache")));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "cannot make negotiate credentials"));
+  CHECK(has(r.out, "FAIL  connect"));
+  CHECK(has(r.out, "407 proxy authentication required (the proxy offers: Negotiate)"));
+  CHECK(lastLine(r.out).rfind("FAIL (proxy-auth): no negotiate credentials: ", 0) == 0);
+  CHECK(has(lastLine(r.out), "no Kerberos ticket: run kinit"));
+  CHECK(has(lastLine(r.out), "— get a Kerberos ticket: run kinit"));
+  checkNoSecretsPrinted(r, {"alice-pw"});
+
+  // auto: the 407 names Negotiate; one retry with a ticket.
+  r = checkWith(
+      env.work,
+      authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(), "      scheme: auto\n"),
+      url, env.kdc.env(env.alice));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "nothing sent up front (the scheme is learnt from the proxy's 407)"));
+  CHECK(has(r.out,
+            "407 Proxy Authentication Required, the proxy offers Negotiate: auto picks "
+            "negotiate; one retry with it"));
+  CHECK(has(r.out, "Negotiate accepted (200"));
+  CHECK(lastLine(r.out).rfind("OK: ", 0) == 0);
+  checkNoSecretsPrinted(r, {"alice-pw"});
+}
+
+TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer fails",
+          "[check][auth][kerberos]") {
+  REQUIRE_AUTH_TOOLS();
+  TempDir work("check-mutual");
+  TestCA ca{work.path().string()};
+  Nginx::Options no;
+  no.ca = &ca;
+  Nginx nginx(no);
+  Kdc kdc;
+  kdc.addPrincipal("alice", "alice-pw");
+  kdc.addRandomKey("HTTP/localhost");
+  const std::string keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
+  const std::string alice = kdc.kinit("alice", "alice-pw");
+  const std::string mutual = GENERATE("ok", "forged");
+  AuthProxy::Options o;
+  // auto picks Negotiate among the three.
+  o.schemes = "basic,ntlm,negotiate";
+  o.keytab = keytab;
+  o.krb5_conf = kdc.krb5Conf();
+  o.mutual = mutual;
+  o.ntlm_users = {"CORP:alice:ntlm-pw"};
+  o.basic = "CORP\\alice:ntlm-pw";
+  AuthProxy proxy(o);
+  const std::string url = nginx.httpsUrl("/1k");
+  CommandResult r = checkWith(work,
+                              authYaml("localhost", proxy.port(), "",
+                                       "      scheme: auto\n"
+                                       "      credentials: {username: 'CORP\\alice', password: "
+                                       "ntlm-pw}\n"),
+                              url, kdc.env(alice));
+  INFO(r.out << r.err << proxy.logText());
+  // Offered in the proxy's order; auto takes the strongest.
+  CHECK(has(r.out, ", the proxy offers "));
+  CHECK(has(r.out, ": auto picks negotiate; one retry with it"));
+  if (mutual == "ok") {
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out, "Negotiate accepted (200"));
+    CHECK(has(r.out, "the proxy's mutual-authentication token verified"));
+  } else {
+    CHECK(r.exit_code == 1);
+    CHECK(lastLine(r.out).rfind("FAIL (proxy-auth): the upstream proxy could not prove its "
+                                "identity (Kerberos mutual authentication failed",
+                                0) == 0);
+    CHECK(!has(r.out, "ok    connect"));
+  }
+  checkNoSecretsPrinted(r, {"alice-pw", "ntlm-pw"});
+}
+
+TEST_CASE("check: NTLM's three messages on one connection; a wrong password",
+          "[check][auth][ntlm]") {
+  REQUIRE_AUTH_TOOLS();
+  TempDir work("check-ntlm");
+  TestCA ca{work.path().string()};
+  Nginx::Options no;
+  no.ca = &ca;
+  Nginx nginx(no);
+  AuthProxy::Options o;
+  o.schemes = "ntlm";
+  o.ntlm_users = {"CORP:alice:ntlm-pw"};
+  AuthProxy proxy(o);
+  const std::string url = nginx.httpsUrl("/1k");
+  // The fixture: curl --proxy-ntlm gets through with the password, not without.
+  auto curl = [&](const std::string& user) {
+    return runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--cacert", ca.caCertPath(),
+                    "--proxy", proxy.url(), "--proxy-ntlm", "-U", user, url},
+                   milliseconds(30000));
+  };
+  REQUIRE(curl("CORP\\alice:ntlm-pw").out == "200");
+  REQUIRE(curl("CORP\\alice:wrong").out == "407");
+  const size_t before = proxy.requests().size();
+
+  const std::string password = GENERATE("ntlm-pw", "not-the-password");
+  const std::string scheme = GENERATE("ntlm", "auto");
+  INFO(scheme << " " << password);
+  CommandResult r = checkWith(work,
+                              authYaml("127.0.0.1", proxy.port(), "",
+                                       "      scheme: " + scheme +
+                                           "\n"
+                                           "      credentials: {username: 'CORP\\alice', "
+                                           "password: " +
+                                           password + "}\n"),
+                              url, {});
+  INFO(r.out << r.err << proxy.logText());
+  if (scheme == "auto") CHECK(has(r.out, "the proxy offers NTLM: using ntlm on this connection"));
+  CHECK(has(r.out, "NTLM negotiate message (type 1)"));
+  CHECK(has(r.out, "with the NTLM challenge (type 2): sending NTLM ("));
+  CHECK(has(r.out, "the authenticate message (type 3), on the same connection"));
+  // The proxy saw the handshake on one connection.
+  std::vector<std::map<std::string, std::string>> mine;
+  const auto all = proxy.requests();
+  mine.assign(all.begin() + static_cast<std::ptrdiff_t>(before), all.end());
+  std::set<std::string> clients;
+  for (const auto& e : mine) clients.insert(e.at("client"));
+  CHECK(clients.size() == 1);
+  if (password == "ntlm-pw") {
+    CHECK(r.exit_code == 0);
+    CHECK(has(r.out, "NTLM accepted (200"));
+    CHECK(has(r.out, "the connection is authenticated"));
+    CHECK(lastLine(r.out).rfind("OK: " + url, 0) == 0);
+  } else {
+    CHECK(r.exit_code == 1);
+    CHECK(has(r.out, "FAIL  connect"));
+    CHECK(lastLine(r.out) ==
+          "FAIL (proxy-auth): the proxy rejected the NTLM credentials as 'CORP\\alice' — check "
+          "user name and password (and DOMAIN\\user for NTLM)");
+    // One handshake, rejected: no loop.
+    size_t rejected = 0;
+    for (const auto& e : mine) rejected += e.at("scheme") == "ntlm-rejected";
+    CHECK(rejected == 1);
+  }
+  checkNoSecretsPrinted(r, {password});
+}
+
+TEST_CASE("check: a proxy that cannot be reached, then the next endpoint and the fallback route",
+          "[check][fallback]") {
+  H2Env env;
+  const uint16_t dead = freePort();
+  TempDir dir("check-fallback");
+  const std::vector<std::string> fast{"connect_timeout: 2s"};
+
+  // Two endpoints: the first down, the second nghttpx.
+  std::string yaml =
+      directModeYaml() +
+      "        typed_config: {cluster: proxy}\n"
+      "  clusters:\n" +
+      clusterYaml("proxy", {dead, env.nghttpx.port()}, env.ca.caCertPath(), {}, fast);
+  CommandResult r = runCommand(
+      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("eps.yaml", yaml)},
+      milliseconds(60000));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "endpoint 1 of 2: 127.0.0.1:" + str(dead)));
+  CHECK(has(r.out, "FAIL  tcp"));
+  CHECK(has(r.out, "endpoint 2 of 2: 127.0.0.1:" + str(env.nghttpx.port())));
+  CHECK(has(lastLine(r.out),
+            "answered 200 through cluster 'proxy' (127.0.0.1:" + str(env.nghttpx.port()) +
+                ", h2); after 1 that could not be "
+                "reached: cluster 'proxy' endpoint 127.0.0.1:" +
+                str(dead) + ": tcp: connecting to proxy failed"));
+
+  // fallback_clusters: the primary cluster is down, the backup works.
+  yaml = directModeYaml() +
+         "        typed_config: {cluster: primary, fallback_clusters: [backup]}\n"
+         "  clusters:\n" +
+         clusterYaml("primary", {dead}, env.ca.caCertPath(), {}, fast) +
+         clusterYaml("backup", {env.nghttpx.port()}, env.ca.caCertPath(), {}, fast);
+  r = runCommand(
+      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("fb.yaml", yaml)},
+      milliseconds(60000));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "goes to cluster 'primary' (then, if it cannot be reached: cluster 'backup')"));
+  CHECK(has(r.out, "cluster 'primary' cannot be reached: on to cluster 'backup', as the daemon"));
+  CHECK(has(lastLine(r.out), "through cluster 'backup' (127.0.0.1:" + str(env.nghttpx.port()) +
+                                 ", h2); after 1 that could not be reached: cluster 'primary': "
+                                 "tcp: connecting to proxy failed"));
+
+  // Both down: the failure of the last, the others said before it.
+  yaml = directModeYaml() +
+         "        typed_config: {cluster: primary, fallback_clusters: [backup]}\n"
+         "  clusters:\n" +
+         clusterYaml("primary", {dead}, env.ca.caCertPath(), {}, fast) +
+         clusterYaml("backup", {freePort()}, env.ca.caCertPath(), {}, fast);
+  r = runCommand(
+      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("fb2.yaml", yaml)},
+      milliseconds(60000));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "(tried before: cluster 'primary': tcp: connecting to proxy failed"));
+  CHECK(lastLine(r.out).rfind("FAIL (tcp): connecting to proxy failed", 0) == 0);
 }

@@ -220,6 +220,7 @@ void ProxyAuth::record(Scheme scheme, Outcome outcome, uint64_t conn_id, uint64_
           {cluster_.name, std::string(schemeLabel(scheme)), std::string(outcomeLabel(outcome))});
     cells_[i]->add();
   }
+  if (observer_) observer_(scheme, outcome, why);
   if (outcome == Outcome::Success) {
     if (failures_since_success_) {
       failures_since_success_ = false;

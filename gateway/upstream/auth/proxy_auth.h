@@ -141,6 +141,11 @@ class ProxyAuth : public std::enable_shared_from_this<ProxyAuth> {
   // the first time its cause is seen for the cluster, at debug after that.
   void record(Scheme scheme, Outcome outcome, uint64_t conn_id, uint64_t stream_id,
               const std::string& why = "");
+  // Also tells `fn` of every outcome record() counts, with its `why`
+  // (never a secret), on this thread: for `h2gate check`, which prints
+  // each leg of the exchange instead of reading the log.
+  using Observer = std::function<void(Scheme, Outcome, const std::string& why)>;
+  void setObserver(Observer fn) { observer_ = std::move(fn); }
   // Logs `message` at warn once per cluster and `key`, at debug after that.
   void warnOnce(const std::string& key, uint64_t conn_id, uint64_t stream_id,
                 const std::string& message);
@@ -158,6 +163,7 @@ class ProxyAuth : public std::enable_shared_from_this<ProxyAuth> {
   std::array<metrics::Counter*, 16> cells_{};  // [scheme-1][outcome], resolved on first use
   bool failures_since_success_ = false;
   std::function<void(size_t)> http1_required_;
+  Observer observer_;
 };
 
 // One app request's authentication across its attempts. Used on the
