@@ -17,9 +17,12 @@ fail() {
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/h2gate-package-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 zip=$("$ROOT/deploy/windows/package.sh" "$BUILD" "$TMP") || fail "package.sh failed"
-echo "ok: $(basename "$zip"): $(unzip -Z1 "$zip" | tr '\n' ' ')"
+# The listing is read once: `unzip | grep -q` under pipefail fails when
+# grep stops reading early and unzip gets SIGPIPE.
+listing=$(unzip -Z1 "$zip")
+echo "ok: $(basename "$zip"): $(tr '\n' ' ' <<<"$listing")"
 for f in h2gate.exe h2gate.yaml README-windows.txt; do
-  unzip -Z1 "$zip" | grep -q "/$f\$" || fail "the zip lacks $f"
+  grep -q "/$f\$" <<<"$listing" || fail "the zip lacks $f"
 done
 mkdir "$TMP/unpacked"
 unzip -q "$zip" -d "$TMP/unpacked"
