@@ -1,9 +1,24 @@
 #include "gateway/net/host_addresses.h"
 
+#include <algorithm>
+
 #include <asio/io_context.hpp>
 #include <asio/ip/udp.hpp>
 
 namespace h2gate::net {
+
+IpAddress toIpAddress(const asio::ip::address& a) {
+  IpAddress ip;
+  if (a.is_v4()) {
+    const auto b = a.to_v4().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  } else {
+    ip.v6 = true;
+    const auto b = a.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+  }
+  return ip;
+}
 
 std::optional<asio::ip::address> routeSourceAddress(const asio::ip::address& destination) {
   // The socket is never run: its io_context only owns it.

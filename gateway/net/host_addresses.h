@@ -10,6 +10,8 @@
 
 #include <asio/ip/address.hpp>
 
+#include "gateway/net/ip_address.h"
+
 namespace h2gate::net {
 
 // IPv4 in any notation inet_aton(3) (and so getaddrinfo) reads: 1 to 4
@@ -26,6 +28,9 @@ enum class Interfaces {
 // The addresses of the machine's network interfaces, IPv4 and IPv6
 // (loopback included); empty when they cannot be read.
 std::vector<asio::ip::address> interfaceAddresses(Interfaces which = Interfaces::kAll);
+
+// `a` as the IpAddress h2gate's rules compare (IPv4 stays IPv4).
+IpAddress toIpAddress(const asio::ip::address& a);
 
 // The local address the system would send from to reach `destination`: the
 // source address of its route (a UDP socket's connect(), which only routes:

@@ -21,19 +21,6 @@
 namespace h2gate::pac {
 namespace {
 
-filters::IpAddress toIpAddress(const asio::ip::address& a) {
-  filters::IpAddress ip;
-  if (a.is_v4()) {
-    const auto b = a.to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), ip.bytes.begin());
-  } else {
-    ip.v6 = true;
-    const auto b = a.to_v6().to_bytes();
-    std::copy(b.begin(), b.end(), ip.bytes.begin());
-  }
-  return ip;
-}
-
 // An address myIpAddress() may answer: not loopback, "this network",
 // unspecified or link-local.
 bool usable(const asio::ip::address& a) {
@@ -47,7 +34,7 @@ bool usable(const asio::ip::address& a) {
 
 void addUsable(std::vector<filters::IpAddress>& out, const asio::ip::address& a) {
   if (!usable(a)) return;
-  const filters::IpAddress ip = toIpAddress(a);
+  const filters::IpAddress ip = net::toIpAddress(a);
   if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
 }
 

@@ -5,6 +5,7 @@
 #include "gateway/http1/codec.h"
 #include "gateway/log.h"
 #include "gateway/net/address.h"
+#include "gateway/net/host_addresses.h"
 #include "gateway/net/ip_address.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
@@ -77,28 +78,11 @@ void DirectTunnel::onResolved(const asio::error_code& ec,
   if (admitEndpoints()) connectNext();
 }
 
-namespace {
-
-net::IpAddress toIp(const asio::ip::address& a) {
-  net::IpAddress ip;
-  if (a.is_v4()) {
-    const auto b = a.to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), ip.bytes.begin());
-  } else {
-    ip.v6 = true;
-    const auto b = a.to_v6().to_bytes();
-    std::copy(b.begin(), b.end(), ip.bytes.begin());
-  }
-  return ip;
-}
-
-}  // namespace
-
 bool DirectTunnel::admitEndpoints() {
   std::vector<asio::ip::tcp::endpoint> admitted;
   std::string unspecified;
   for (const asio::ip::tcp::endpoint& ep : endpoints_) {
-    const net::IpAddress ip = toIp(ep.address()).unmapped();
+    const net::IpAddress ip = net::toIpAddress(ep.address()).unmapped();
     if (ip.unspecified()) {
       unspecified = ip.str();
       continue;
