@@ -326,12 +326,26 @@ start_h2gate_wine() { # exe wine-loader
   "${wineserver_cmd[@]}" -f -p >"$work/wineserver.log" 2>&1 &
   wineserver_pid=$!
   pids+=("$wineserver_pid")
+  # A wine command started before the server's socket exists would start a
+  # wineserver of its own, and ours would exit: wait for the socket beside the
+  # lock file the server holds open (/tmp/wine-*/server-DEV-INODE/).
+  local fd dir=
+  for _ in $(seq 400); do
+    check_alive "$wineserver_pid" "wineserver ($(tail -2 "$work/wineserver.log"))"
+    for fd in "/proc/$wineserver_pid"/fd/*; do
+      fd=$(readlink "$fd" 2>/dev/null) || continue
+      if [[ $fd == */server-*/lock ]]; then dir=${fd%/lock}; fi
+    done
+    if [[ -n $dir && -S $dir/socket ]]; then break; fi
+    sleep 0.05
+  done
+  [[ -n $dir && -S $dir/socket ]] || die "wineserver did not make its socket in 20 s"
   # Boots the prefix (creates it on the first run) and proves the .exe starts.
   local version
   version=$("${wine_env[@]}" "$wine" "$exe" --version 2>>"$work/wine-boot.log" | tr -d '\r' | head -n1) ||
     die "$exe --version failed under wine: $(tail -3 "$work/wine-boot.log")"
   log "under wine ($("$wine" --version 2>/dev/null), WINEPREFIX=$wine_prefix): $version"
-  check_alive "$wineserver_pid" wineserver
+  check_alive "$wineserver_pid" "wineserver ($(tail -2 "$work/wineserver.log"))"
   spawn_tries=1200 spawn_h2gate h2gate_wine "${wine_env[@]}" "$wine" "$exe"
   wine_port=$last_port
   wine_pid=$last_pid

@@ -152,7 +152,7 @@ wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
 # One round of workload $2 in direction $1 (down|up): W1_TRANSFERS parallel
 # tunnels, inner TLS (HTTP/1.1) to nginx, one transfer per tunnel.
 w1_round() { # dir workload
-  local dir=$1 w=$2 pid before t0 t1 cpu0 cpu1 out got expect secs mbps conns cmd others0 others1
+  local dir=$1 w=$2 pid before t0 t1 cpu0 cpu1 out got expect secs mbps conns cmd others0 others1 ws0 ws1
   local -a args=() others=()
   pid=$(sidecar_pid "$w")
   check_alive "$h2gate_pid" h2gate
@@ -176,6 +176,7 @@ w1_round() { # dir workload
     reset_hwm "$pid"
     if [[ $w == w ]]; then
       reset_hwm "$wineserver_pid"
+      ws0=$(cpu_ticks "$wineserver_pid")
       mapfile -t others < <(wine_session_pids)
       others0=$(sum_ticks "${others[@]}")
     fi
@@ -189,7 +190,10 @@ w1_round() { # dir workload
     log "$dir $w: curl failed: $(tail -3 "$work/curl-$dir-$w.err")"
   t1=$EPOCHREALTIME
   if [[ -n $pid ]]; then cpu1=$(workload_ticks "$w" "$pid"); fi
-  if [[ $w == w ]]; then others1=$(sum_ticks "${others[@]}"); fi
+  if [[ $w == w ]]; then
+    ws1=$(cpu_ticks "$wineserver_pid")
+    others1=$(sum_ticks "${others[@]}")
+  fi
   if [[ $dir == down ]]; then
     got=$(awk '{s += $1} END {printf "%d", s}' <<<"$out")
   else
@@ -208,6 +212,8 @@ w1_round() { # dir workload
     add "$dir $w rss" "$(awk -v k="$(vm_hwm_kib "$pid")" 'BEGIN {printf "%.1f", k / 1024}')"
     if [[ $w == w ]]; then
       add "$dir ws rss" "$(awk -v k="$(vm_hwm_kib "$wineserver_pid")" 'BEGIN {printf "%.1f", k / 1024}')"
+      add "$dir wsc cpu" "$(awk -v t=$((ws1 - ws0)) -v hz="$clk_tck" -v n="$got" \
+        'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
       add "$dir wo cpu" "$(awk -v t=$((others1 - others0)) -v hz="$clk_tck" -v n="$got" \
         'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
     fi
@@ -461,6 +467,7 @@ wine_rows() { # dir: (w), h2gate.exe under wine, when it ran. Not Windows' own f
   row "$s" "(w) under wine: CPU s/GB, .exe + wineserver" "$(cell "$1 w cpu" %.2f)" "" ""
   row "$s" "(w) under wine: peak RSS MiB, .exe / wineserver" \
     "$(cell "$1 w rss" %.1f) / $(cell "$1 ws rss" %.1f)" "" ""
+  row "$s" "(w) under wine: of which wineserver CPU s/GB" "$(cell "$1 wsc cpu" %.2f)" "" ""
   row "$s" "(w) under wine: other wine processes CPU s/GB" "$(cell "$1 wo cpu" %.3f)" "" ""
   row "$s" "(w) under wine: upstream TLS connections" "$(cell "$1 w conns" %.0f)" "" ""
   row "$s" "(w)/(a) MB/s, wine / Linux (per round)" "$(cell "$1 ratio mbps w/a" %.2f)" "" ""
