@@ -361,7 +361,7 @@ wine_session_pids() {
     pid=${f#/proc/}
     pid=${pid%/environ}
     [[ $pid != "$wine_pid" && $pid != "$wineserver_pid" ]] || continue
-    if grep -qsaF "WINEPREFIX=$wine_prefix" "$f" 2>/dev/null; then echo "$pid"; fi
+    if grep -qszxF "WINEPREFIX=$wine_prefix" "$f" 2>/dev/null; then echo "$pid"; fi
   done
 }
 # CPU ticks of the pids given, those gone meanwhile counting 0.

@@ -219,6 +219,9 @@ w1_round() { # dir workload
     fi
   fi
   log "$dir $w: $got bytes in ${secs}s = $mbps MB/s, $conns TLS connection(s) to nghttpx"
+  if [[ $w == w ]]; then
+    log "$dir w: CPU ticks h2gate.exe $((cpu1 - cpu0 - ws1 + ws0)), wineserver $((ws1 - ws0)), the ${#others[@]} other processes of the wine session $((others1 - others0))"
+  fi
   last_mbps=$mbps
 }
 w1() { # dir
