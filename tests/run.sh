@@ -19,7 +19,9 @@
 #            prometheus-cpp from Debian's sources (deploy/windows/build-deps.sh, cached
 #            outside the tree), then the mingw-w64 cross build in build-windows/ of the
 #            send-buffer tuner, network monitor, the SSPI backend and a program
-#            using every library, run under wine against nginx and nghttpx
+#            using every library, run under wine against nginx and nghttpx; then
+#            h2gate.exe under wine as workload (w) of tests/bench/run.sh's W1 down and
+#            up, quick (~20 s), beside build/h2gate: its rows must have figures
 #   container  podman build of deploy/Dockerfile, then the image runs and proxies a
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
 #            then the Debian package from build/ is installed with apt-get in a pristine
@@ -218,6 +220,34 @@ stage_fuzz() {
   return "$rc"
 }
 
+# h2gate.exe under wine as workload (w) of the benchmark's W1 down and up
+# (tests/bench/README.md), quick (1 round, 4 MiB transfers; ~20 s): so that
+# workload cannot rot unseen. It needs the Linux build's h2gate beside it.
+bench_wine() {
+  local out=build-windows/bench-wine.out err=build-windows/bench-wine.err rc=0 wine empty
+  if [[ ! -x build/h2gate ]]; then
+    note windows "bench under wine skipped: no build/h2gate (the release stage makes it)"
+    return 0
+  fi
+  wine=$(command -v wine64 || command -v wine || echo /usr/lib/wine/wine64)
+  QUICK=1 ONLY="w1 up" W1_MIB=4 UP_MIB=4 H2GATE_BIN="$ROOT/build/h2gate" \
+    H2GATE_WINDOWS_EXE="$ROOT/build-windows/h2gate.exe" H2GATE_WINE="$wine" \
+    timed tests/bench/run.sh >"$out" 2>"$err" || rc=$?
+  grep -F '(w)' "$out" || true
+  if ((rc)); then
+    tail -n 20 "$err"
+    note windows "bench under wine: tests/bench/run.sh exited $rc (log: $err)"
+    return 1
+  fi
+  empty=$(awk -F'|' '$2 ~ /\(w\)/ {v = $3; gsub(/^ +| +$/, "", v); if (v == "-" || v == "" || v ~ /nan/) print}' "$out")
+  if (($(grep -c '^W1 \(down\|up\) *| (w)' "$out") < 16)) || [[ -n $empty ]]; then
+    note windows "bench under wine: (w) rows missing or without a figure (log: $out)"
+    return 1
+  fi
+  note windows "bench under wine (QUICK, 4 MiB): $(grep -F 'CPU s/GB, wine / Linux' "$out" |
+    awk -F'|' '{gsub(/ /, "", $3); printf "%s%s CPU x%s", sep, $1, $3; sep = ", "}' | sed 's/  */ /g')"
+}
+
 stage_windows() {
   mkdir -p build-windows
   local log=build-windows/run.log rc=0
@@ -226,6 +256,7 @@ stage_windows() {
     0)
       note windows "$(grep -Eo '[0-9]+% tests passed.*' "$log" | tail -n1)"
       note windows "dependencies ready in $(grep -Eo 'dependencies: .* \([0-9]+ s\)$' "$log" | grep -Eo '[0-9]+ s\)$' | tr -d ')')"
+      bench_wine || return 1
       ;;
     2)
       note windows "build failed"

@@ -67,6 +67,7 @@ stop_pid() { # pid: TERM, wait up to 5 s, then KILL
 }
 bench_cleanup() {
   local pid
+  stop_wine # h2gate.exe and its wineserver first: TERM is no console event for it
   for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do stop_pid "$pid"; done
   if [[ -n ${KEEP_WORK:-} ]]; then log "kept $work"; else rm -rf "$work"; fi
@@ -76,8 +77,8 @@ bench_cleanup() {
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
-wait_port() { # port what
-  for _ in $(seq 200); do
+wait_port() { # port what [tries of 50 ms, default 200]
+  for _ in $(seq "${3:-200}"); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
     sleep 0.05
   done
@@ -276,14 +277,20 @@ static_resources:
 EOF
 }
 # Starts an h2gate of its own config $work/NAME.yaml and log $work/NAME.log;
-# sets last_pid and last_port. Waits for the listener only.
-spawn_h2gate() { # name [binary, default $H2GATE_BIN]
+# sets last_pid and last_port. Waits for the listener only (up to 10 s, or
+# $spawn_tries × 50 ms). The command may be several words (wine's loader and
+# the .exe): its process must exec the gateway in place, so that last_pid is
+# the gateway's own process.
+spawn_h2gate() { # name [command..., default $H2GATE_BIN]
+  local name=$1
+  shift
+  if (($# == 0)); then set -- "$H2GATE_BIN"; fi
   last_port=$(free_port)
-  write_h2gate_conf "$work/$1.yaml" "$last_port" "$(free_port)"
-  "${2:-$H2GATE_BIN}" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &
+  write_h2gate_conf "$work/$name.yaml" "$last_port" "$(free_port)"
+  "$@" -c "$work/$name.yaml" --log-level warn >>"$work/$name.log" 2>&1 &
   last_pid=$!
   pids+=("$last_pid")
-  wait_port "$last_port" "h2gate $1"
+  wait_port "$last_port" "h2gate $name" "${spawn_tries:-200}"
 }
 # The main h2gate: sets h2gate_port, h2gate_pid.
 start_h2gate() {
@@ -291,6 +298,85 @@ start_h2gate() {
   h2gate_port=$last_port
   h2gate_pid=$last_pid
 }
+
+# --- h2gate.exe under wine ---------------------------------------------------------
+# The Windows build (mingw-w64 cross build, build-windows/h2gate.exe) run by
+# wine's loader $H2GATE_WINE in a prefix of its own, $wine_prefix (default
+# $H2GATE_BENCH_WINEPREFIX, else ~/.cache/h2gate/bench-wineprefix: kept between
+# runs, since creating one takes seconds and ~700 MB). Its wineserver is
+# started first, persistent and in the foreground (-p -f), so that its pid is
+# known, it is the same process for every round, and wine's start-up is not
+# timed; stop_wine ends that session (wineserver -k: this prefix only).
+# Sets wine_pid (the Windows process h2gate.exe: wine's loader execs in place),
+# wine_port and wineserver_pid.
+start_h2gate_wine() { # exe wine-loader
+  local exe wine server
+  exe=$(readlink -m "$1")
+  wine=$2
+  [[ -f $exe ]] || die "H2GATE_WINDOWS_EXE=$exe does not exist: tests/windows/run.sh builds it"
+  [[ -x $wine ]] || die "H2GATE_WINE=$wine is not executable (Debian: wine64, /usr/lib/wine/wine64)"
+  server=$(dirname "$wine")/wineserver
+  [[ -x $server ]] || server=$(command -v wineserver || true)
+  [[ -n $server ]] || die "no wineserver beside $wine or in PATH"
+  wine_prefix=${H2GATE_BENCH_WINEPREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/h2gate/bench-wineprefix}
+  mkdir -p "$wine_prefix"
+  wine_env=(env WINEPREFIX="$wine_prefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml=")
+  wineserver_cmd=("${wine_env[@]}" "$server")
+  "${wineserver_cmd[@]}" -k >/dev/null 2>&1 || true # a session left by a killed run
+  "${wineserver_cmd[@]}" -f -p >"$work/wineserver.log" 2>&1 &
+  wineserver_pid=$!
+  pids+=("$wineserver_pid")
+  # A wine command started before the server's socket exists would start a
+  # wineserver of its own, and ours would exit: wait for the socket beside the
+  # lock file the server holds open (/tmp/wine-*/server-DEV-INODE/).
+  local fd dir=
+  for _ in $(seq 400); do
+    check_alive "$wineserver_pid" "wineserver ($(tail -2 "$work/wineserver.log"))"
+    for fd in "/proc/$wineserver_pid"/fd/*; do
+      fd=$(readlink "$fd" 2>/dev/null) || continue
+      if [[ $fd == */server-*/lock ]]; then dir=${fd%/lock}; fi
+    done
+    if [[ -n $dir && -S $dir/socket ]]; then break; fi
+    sleep 0.05
+  done
+  [[ -n $dir && -S $dir/socket ]] || die "wineserver did not make its socket in 20 s"
+  # Boots the prefix (creates it on the first run) and proves the .exe starts.
+  local version
+  version=$("${wine_env[@]}" "$wine" "$exe" --version 2>>"$work/wine-boot.log" | tr -d '\r' | head -n1) ||
+    die "$exe --version failed under wine: $(tail -3 "$work/wine-boot.log")"
+  log "under wine ($("$wine" --version 2>/dev/null), WINEPREFIX=$wine_prefix): $version"
+  check_alive "$wineserver_pid" "wineserver ($(tail -2 "$work/wineserver.log"))"
+  spawn_tries=1200 spawn_h2gate h2gate_wine "${wine_env[@]}" "$wine" "$exe"
+  wine_port=$last_port
+  wine_pid=$last_pid
+  grep -qia 'h2gate\.exe' "/proc/$wine_pid/cmdline" ||
+    die "pid $wine_pid is not h2gate.exe: $(tr '\0' ' ' <"/proc/$wine_pid/cmdline")"
+}
+# The other processes of the wine session (services.exe, winedevice.exe,
+# explorer.exe, ...): those whose environment holds our WINEPREFIX, but for
+# h2gate.exe and the wineserver.
+wine_session_pids() {
+  local f pid
+  for f in /proc/[0-9]*/environ; do
+    pid=${f#/proc/}
+    pid=${pid%/environ}
+    [[ $pid != "$wine_pid" && $pid != "$wineserver_pid" ]] || continue
+    if grep -qszxF "WINEPREFIX=$wine_prefix" "$f" 2>/dev/null; then echo "$pid"; fi
+  done
+}
+# CPU ticks of the pids given, those gone meanwhile counting 0.
+sum_ticks() { # pid...
+  local pid t=0
+  for pid in "$@"; do t=$((t + $(cpu_ticks "$pid" 2>/dev/null || echo 0))); done
+  echo "$t"
+}
+stop_wine() {
+  [[ -n ${wineserver_pid:-} ]] || return 0
+  "${wineserver_cmd[@]}" -k >/dev/null 2>&1 || true
+  stop_pid "$wineserver_pid"
+  wineserver_pid=
+}
+
 check_alive() { # pid what
   kill -0 "$1" 2>/dev/null || die "$2 exited (logs in $work)"
 }

@@ -15,6 +15,10 @@
 # the (a)/(m) CPU s/GB and req/s ratios per round. H2GATE_BIN2_LABEL names it in the table.
 # H2GATE_NOMETRICS_BIN: the same, for a binary built with -DH2GATE_METRICS=OFF
 # (checked), labelled "metrics off": the cost of the metrics.
+# H2GATE_WINDOWS_EXE (build-windows/h2gate.exe) and H2GATE_WINE (wine's loader,
+# /usr/lib/wine/wine64), both set: W1 down and up also run h2gate.exe under
+# wine as workload (w) in the same rounds (CPU: h2gate.exe + its wineserver),
+# and print the (w)/(a) ratios per round: what wine costs, not a Windows figure.
 # Sizes: W1_TRANSFERS (20), W1_MIB (100), UP_MIB (100), W2_TUNNELS (2000),
 # W2_PARALLEL (50), W3_SECS (10), W3_CONNS (50), SCALE_IDLE (5000),
 # SCALE_ACTIVE (500), SCALE_MIB (1). See tests/bench/README.md.
@@ -31,6 +35,7 @@ if [[ -n ${H2GATE_NOMETRICS_BIN:-} ]]; then
   H2GATE_BIN2_LABEL=${H2GATE_BIN2_LABEL:-metrics off}
 fi
 if [[ -n ${H2GATE_BIN2:-} ]]; then H2GATE_BIN2=$(readlink -m "$H2GATE_BIN2"); fi
+if [[ -n ${H2GATE_WINDOWS_EXE:-} ]]; then H2GATE_WINDOWS_EXE=$(readlink -m "$H2GATE_WINDOWS_EXE"); fi
 BIN2_LABEL=${H2GATE_BIN2_LABEL:-$(basename "$(dirname "${H2GATE_BIN2:-x/x}")")}
 
 if [[ -n ${QUICK:-} ]]; then
@@ -68,6 +73,11 @@ if [[ -n ${H2GATE_BIN2:-} ]]; then
   spawn_h2gate h2gate2 "$H2GATE_BIN2"
   bin2_port=$last_port
   bin2_pid=$last_pid
+fi
+if [[ -n ${H2GATE_WINDOWS_EXE:-} || -n ${H2GATE_WINE:-} ]]; then
+  [[ -n ${H2GATE_WINDOWS_EXE:-} && -n ${H2GATE_WINE:-} ]] ||
+    die "h2gate.exe under wine needs both H2GATE_WINDOWS_EXE and H2GATE_WINE"
+  if want w1 || want up; then start_h2gate_wine "$H2GATE_WINDOWS_EXE" "$H2GATE_WINE"; fi
 fi
 start_squid_child
 head -c 1024 /dev/urandom >"$work/www/1k"
@@ -111,6 +121,7 @@ curl_for() { # workload [app curl] -> the app command line (proxy settings inclu
     b) echo "$curl8 -p --proxy https://127.0.0.1:$nghttpx_port --proxy-cacert $work/ca.pem --proxy-http2" ;;
     c) echo "$app -p -x http://127.0.0.1:$child_port" ;;
     m) echo "$app -p -x http://127.0.0.1:$bin2_port" ;;
+    w) echo "$app -p -x http://127.0.0.1:$wine_port" ;;
   esac
 }
 sidecar_pid() { # workload -> pid of the sidecar process, empty for (b)
@@ -118,7 +129,17 @@ sidecar_pid() { # workload -> pid of the sidecar process, empty for (b)
     a) echo "$h2gate_pid" ;;
     c) echo "$child_pid" ;;
     m) echo "$bin2_pid" ;;
+    w) echo "$wine_pid" ;;
   esac
+}
+# CPU ticks of workload $1's processes: the sidecar, and for (w) wine's
+# wineserver too (every system call of a wine process that waits, or touches
+# a handle, is a request to it).
+workload_ticks() { # workload pid
+  local t
+  t=$(cpu_ticks "$2")
+  if [[ $1 == w ]]; then t=$((t + $(cpu_ticks "$wineserver_pid"))); fi
+  echo "$t"
 }
 wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
   for _ in $(seq 100); do
@@ -131,11 +152,15 @@ wait_log_lines() { # before count: nghttpx logs a tunnel when it closes
 # One round of workload $2 in direction $1 (down|up): W1_TRANSFERS parallel
 # tunnels, inner TLS (HTTP/1.1) to nginx, one transfer per tunnel.
 w1_round() { # dir workload
-  local dir=$1 w=$2 pid before t0 t1 cpu0 cpu1 out got expect secs mbps conns cmd
-  local -a args=()
+  local dir=$1 w=$2 pid before t0 t1 cpu0 cpu1 out got expect secs mbps conns cmd others0 others1 ws0 ws1
+  local -a args=() others=()
   pid=$(sidecar_pid "$w")
   check_alive "$h2gate_pid" h2gate
   check_alive "$child_pid" "squid child"
+  if [[ $w == w ]]; then
+    check_alive "$wine_pid" "h2gate.exe under wine"
+    check_alive "$wineserver_pid" wineserver
+  fi
   local mib=$W1_MIB
   if [[ $dir == up ]]; then mib=$UP_MIB; fi
   expect=$((W1_TRANSFERS * (mib << 20)))
@@ -149,7 +174,13 @@ w1_round() { # dir workload
   before=$(log_lines)
   if [[ -n $pid ]]; then
     reset_hwm "$pid"
-    cpu0=$(cpu_ticks "$pid")
+    if [[ $w == w ]]; then
+      reset_hwm "$wineserver_pid"
+      ws0=$(cpu_ticks "$wineserver_pid")
+      mapfile -t others < <(wine_session_pids)
+      others0=$(sum_ticks "${others[@]}")
+    fi
+    cpu0=$(workload_ticks "$w" "$pid")
   fi
   read -r -a cmd <<<"$(curl_for "$w")"
   t0=$EPOCHREALTIME
@@ -158,7 +189,11 @@ w1_round() { # dir workload
     -w '%{size_download} %{size_upload}\n' "${args[@]}" 2>"$work/curl-$dir-$w.err") ||
     log "$dir $w: curl failed: $(tail -3 "$work/curl-$dir-$w.err")"
   t1=$EPOCHREALTIME
-  if [[ -n $pid ]]; then cpu1=$(cpu_ticks "$pid"); fi
+  if [[ -n $pid ]]; then cpu1=$(workload_ticks "$w" "$pid"); fi
+  if [[ $w == w ]]; then
+    ws1=$(cpu_ticks "$wineserver_pid")
+    others1=$(sum_ticks "${others[@]}")
+  fi
   if [[ $dir == down ]]; then
     got=$(awk '{s += $1} END {printf "%d", s}' <<<"$out")
   else
@@ -175,20 +210,35 @@ w1_round() { # dir workload
     add "$dir $w cpu" "$(awk -v t=$((cpu1 - cpu0)) -v hz="$clk_tck" -v n="$got" \
       'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
     add "$dir $w rss" "$(awk -v k="$(vm_hwm_kib "$pid")" 'BEGIN {printf "%.1f", k / 1024}')"
+    if [[ $w == w ]]; then
+      add "$dir ws rss" "$(awk -v k="$(vm_hwm_kib "$wineserver_pid")" 'BEGIN {printf "%.1f", k / 1024}')"
+      add "$dir wsc cpu" "$(awk -v t=$((ws1 - ws0)) -v hz="$clk_tck" -v n="$got" \
+        'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
+      add "$dir wo cpu" "$(awk -v t=$((others1 - others0)) -v hz="$clk_tck" -v n="$got" \
+        'BEGIN {printf "%.3f", (n > 0 ? t / hz / (n / 1e9) : 0)}')"
+    fi
   fi
   log "$dir $w: $got bytes in ${secs}s = $mbps MB/s, $conns TLS connection(s) to nghttpx"
+  if [[ $w == w ]]; then
+    log "$dir w: CPU ticks h2gate.exe $((cpu1 - cpu0 - ws1 + ws0)), wineserver $((ws1 - ws0)), the ${#others[@]} other processes of the wine session $((others1 - others0))"
+  fi
   last_mbps=$mbps
 }
 w1() { # dir
-  local dir=$1 r w a c
+  local dir=$1 r w a c wm
   local -a ws=(a b c)
   if [[ -n ${bin2_pid:-} ]]; then ws+=(m); fi
+  if [[ -n ${wine_pid:-} ]]; then ws+=(w); fi
   for r in $(seq "$ROUNDS"); do
     for w in $(rotate "$r" "${ws[@]}"); do
       w1_round "$dir" "$w"
-      case $w in a) a=$last_mbps ;; c) c=$last_mbps ;; esac
+      case $w in a) a=$last_mbps ;; c) c=$last_mbps ;; w) wm=$last_mbps ;; esac
     done
     add "$dir ratio a/c" "$(div "$a" "$c")"
+    if [[ -n ${wine_pid:-} ]]; then
+      add "$dir ratio mbps w/a" "$(div "$wm" "$a")"
+      add "$dir ratio cpu w/a" "$(div "$(last_of "$dir w cpu")" "$(last_of "$dir a cpu")")"
+    fi
     if [[ -n ${bin2_pid:-} ]]; then
       add "$dir ratio cpu a/m" "$(div "$(last_of "$dir a cpu")" "$(last_of "$dir m cpu")")"
     fi
@@ -414,6 +464,18 @@ bin2_rows() { # dir: (m), the second h2gate, when it ran
   row "$s" "(m) h2gate, $BIN2_LABEL: CPU s/GB" "$(cell "$1 m cpu" %.2f)" "" ""
   row "$s" "CPU s/GB (a) / (m) (per round)" "$(cell "$1 ratio cpu a/m" %.3f)" "" ""
 }
+wine_rows() { # dir: (w), h2gate.exe under wine, when it ran. Not Windows' own figures.
+  [[ -n ${wine_pid:-} ]] || return 0
+  row "$s" "(w) h2gate.exe under wine: MB/s" "$(cell "$1 w mbps" %.0f)" "" ""
+  row "$s" "(w) under wine: CPU s/GB, .exe + wineserver" "$(cell "$1 w cpu" %.2f)" "" ""
+  row "$s" "(w) under wine: peak RSS MiB, .exe / wineserver" \
+    "$(cell "$1 w rss" %.1f) / $(cell "$1 ws rss" %.1f)" "" ""
+  row "$s" "(w) under wine: of which wineserver CPU s/GB" "$(cell "$1 wsc cpu" %.2f)" "" ""
+  row "$s" "(w) under wine: other wine processes CPU s/GB" "$(cell "$1 wo cpu" %.3f)" "" ""
+  row "$s" "(w) under wine: upstream TLS connections" "$(cell "$1 w conns" %.0f)" "" ""
+  row "$s" "(w)/(a) MB/s, wine / Linux (per round)" "$(cell "$1 ratio mbps w/a" %.2f)" "" ""
+  row "$s" "(w)/(a) CPU s/GB, wine / Linux (per round)" "$(cell "$1 ratio cpu w/a" %.2f)" "" ""
+}
 if want w1; then
   s="W1 down"
   row "$s" "(a) h2gate MB/s" "$(cell 'down a mbps' %.0f)" "" ""
@@ -423,6 +485,7 @@ if want w1; then
     "$(judge 'down ratio a/c' '>=' 1)"
   row "$s" "h2gate CPU s/GB" "$(cell 'down a cpu' %.2f)" "<= 0.7" "$(judge 'down a cpu' '<=' 0.7)"
   bin2_rows down
+  wine_rows down
   row "$s" "squid child CPU s/GB" "$(cell 'down c cpu' %.2f)" "" ""
   row "$s" "h2gate peak RSS MiB" "$(cell 'down a rss' %.1f)" "<= 16" "$(judge 'down a rss' '<=' 16)"
   row "$s" "squid child peak RSS MiB" "$(cell 'down c rss' %.1f)" "" ""
@@ -437,6 +500,7 @@ if want up; then
   row "$s" "h2gate MB/s / squid child MB/s (per round)" "$(cell 'up ratio a/c' %.2f)" "" ""
   row "$s" "h2gate CPU s/GB" "$(cell 'up a cpu' %.2f)" "<= 0.8" "$(judge 'up a cpu' '<=' 0.8)"
   bin2_rows up
+  wine_rows up
   row "$s" "squid child CPU s/GB" "$(cell 'up c cpu' %.2f)" "" ""
   row "$s" "h2gate peak RSS MiB" "$(cell 'up a rss' %.1f)" "<= 16" "$(judge 'up a rss' '<=' 16)"
   row "$s" "squid child peak RSS MiB" "$(cell 'up c rss' %.1f)" "" ""
