@@ -10,6 +10,8 @@
 #                tests/windows/run.sh or `cmake --toolchain cmake/mingw-w64.cmake`)
 #     OUT_DIR:   where the MSI goes (default BUILD_DIR)
 # Prints the MSI's path. Needs wixl and msitools (Debian: wixl, msitools).
+# H2GATE_MSI_VERSION=X.Y.Z builds the package under another version than
+# the project's (the upgrade test builds a "next" version with it).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 ROOT=$PWD
@@ -29,9 +31,9 @@ done
 # The CMake project version (MAJOR.MINOR.PATCH), as package.sh takes it; an
 # MSI's ProductVersion is at most 255.255.65535 and a newer one replaces an
 # older one (MajorUpgrade in h2gate.wxs).
-VERSION=$(sed -n 's/^project(h2gate VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")
+VERSION=${H2GATE_MSI_VERSION:-$(sed -n 's/^project(h2gate VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")}
 [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || {
-  echo "msi: cannot read the project version from CMakeLists.txt (got '$VERSION')" >&2
+  echo "msi: the version must be MAJOR.MINOR.PATCH (CMakeLists.txt's project version; got '$VERSION')" >&2
   exit 2
 }
 NAME=h2gate-$VERSION-windows-x86_64
@@ -54,7 +56,10 @@ MSI=$STAGE/$NAME.msi
 # the old version first, would replace the administrator's configuration
 # with the default one.
 msibuild "$MSI" -q "UPDATE \`Component\` SET \`Attributes\` = 400 WHERE \`Component\` = 'Config'"
-msiinfo export "$MSI" Component | grep -q $'^Config\t[^\t]*\tINSTALLDIR\t400\t' || {
+# (The table is read once: `msiinfo | grep -q` under pipefail fails when
+# grep stops early and msiinfo gets SIGPIPE.)
+components=$(msiinfo export "$MSI" Component)
+grep -q $'^Config\t[^\t]*\tINSTALLDIR\t400\t' <<<"$components" || {
   echo "msi: setting the configuration's component attributes failed" >&2
   exit 2
 }

@@ -10,7 +10,11 @@
 #  3. the MSI started the service: RUNNING, /ready on the admin port, a
 #     download through it (direct mode, the default configuration) equal to
 #     the file served, its log in C:\ProgramData\h2gate\h2gate.log;
-#  4. `msiexec /x ... /qn` stops it (the log's "stopped, exit code 0"),
+#  4. an MSI of the next version (H2GATE_MSI_VERSION) installed over it is
+#     a major upgrade: one h2gate in the installed programs, the new
+#     version's, the service running again, and the administrator's edit of
+#     h2gate.yaml kept;
+#  5. `msiexec /x ... /qn` stops it (the log's "stopped, exit code 0"),
 #     removes the service and the program files; h2gate.yaml (Permanent:
 #     an administrator's edits survive) and the log stay.
 #   ctest: windows_msi (label windows)
@@ -167,13 +171,35 @@ log=$(tr -d '\r' <"$PD/h2gate.log" 2>/dev/null) || fail "no log at C:\\ProgramDa
 [[ $log == *"service h2gate: running"* ]] || fail "the log lacks 'service h2gate: running': $log"
 ok "the service logs to C:\\ProgramData\\h2gate\\h2gate.log"
 
-# 4. Uninstall: stopped (drained), removed, files gone.
-out=$(w msiexec /x "$winmsi" /qn) || fail "msiexec /x /qn: $out"
+# 4. A major upgrade keeps the administrator's configuration.
+printf '# edited by msi_test.sh\r\n' >>"$PF/h2gate.yaml"
+IFS=. read -r major minor patch <<<"$(sed -n 's/^h2gate-\([0-9.]*\)-windows.*/\1/p' <<<"$(basename "$msi")")"
+next=$major.$minor.$((patch + 1))
+mkdir "$TMP/next"
+msi2=$(H2GATE_MSI_VERSION=$next "$ROOT/deploy/windows/msi.sh" "$BUILD" "$TMP/next") ||
+  fail "msi.sh (version $next) failed"
+winmsi2="Z:${msi2//\//\\}"
+out=$(w msiexec /i "$winmsi2" /qn) || fail "msiexec /i $(basename "$msi2") /qn (upgrade): $out"
+products=$(w reg query 'HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall' /s |
+  grep -A30 -E 'DisplayName +REG_SZ +h2gate$' | grep -E 'DisplayVersion' || true)
+[[ $(grep -c . <<<"$products") == 1 && $products == *" $next" ]] ||
+  fail "after the upgrade the installed h2gate versions are: ${products:-none} (want only $next)"
+grep -q 'edited by msi_test.sh' "$PF/h2gate.yaml" || fail "the upgrade replaced the edited h2gate.yaml"
+for _ in $(seq 1 100); do
+  [[ $(state) == RUNNING ]] && curl -fsS -o /dev/null http://127.0.0.1:9901/ready 2>/dev/null && break
+  sleep 0.3
+done
+[[ $(state) == RUNNING ]] || fail "the service is not running after the upgrade: $(w sc query h2gate)"
+ok "upgrade to $next ($((SECONDS - t0)) s): installed h2gate: $(xargs <<<"$products"), service RUNNING, edited h2gate.yaml kept"
+
+# 5. Uninstall: stopped (drained), removed, files gone.
+before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
+out=$(w msiexec /x "$winmsi2" /qn) || fail "msiexec /x /qn: $out"
 ok "msiexec /x /qn uninstalled ($((SECONDS - t0)) s)"
 [[ -z $(state) ]] || fail "the service is still registered: $(w sc query h2gate)"
 key=$(service_key)
 [[ $key != *ImagePath* ]] || fail "the service's registry key is still there: $key"
-log=$(tr -d '\r' <"$PD/h2gate.log")
+log=$(tr -d '\r' <"$PD/h2gate.log" | tail -n +$((before + 1)))
 [[ $log == *"service h2gate: service stop requested"* && $log == *"service h2gate: stopped, exit code 0"* ]] ||
   fail "the log does not show a stop request and exit code 0: $log"
 if curl -fsS -o /dev/null --max-time 2 http://127.0.0.1:9901/ready 2>/dev/null; then
