@@ -56,11 +56,21 @@ MSI=$STAGE/$NAME.msi
 # the old version first, would replace the administrator's configuration
 # with the default one.
 msibuild "$MSI" -q "UPDATE \`Component\` SET \`Attributes\` = 400 WHERE \`Component\` = 'Config'"
+# Nor ServiceInstall/@Vital: its msidbServiceInstallErrorControlVital
+# (0x8000) is added to ErrorControl (1, normal) here, so a service that
+# cannot be registered fails the installation (rolled back) instead of
+# leaving h2gate.exe installed without its service.
+msibuild "$MSI" -q "UPDATE \`ServiceInstall\` SET \`ErrorControl\` = 32769 WHERE \`ServiceInstall\` = 'Service'"
 # (The table is read once: `msiinfo | grep -q` under pipefail fails when
 # grep stops early and msiinfo gets SIGPIPE.)
 components=$(msiinfo export "$MSI" Component)
 grep -q $'^Config\t[^\t]*\tINSTALLDIR\t400\t' <<<"$components" || {
   echo "msi: setting the configuration's component attributes failed" >&2
+  exit 2
+}
+services=$(msiinfo export "$MSI" ServiceInstall)
+grep -q $'^Service\th2gate\th2gate\t16\t2\t32769\t' <<<"$services" || {
+  echo "msi: setting the service's ErrorControl failed" >&2
   exit 2
 }
 mkdir -p "$OUT"
