@@ -153,16 +153,21 @@ ok "the install started the service: RUNNING, /ready 200"
 mkdir "$TMP/www"
 head -c 1048576 /dev/urandom >"$TMP/www/1m"
 want=$(sha256sum <"$TMP/www/1m")
-python3 -m http.server 18080 --bind 127.0.0.1 --directory "$TMP/www" >"$TMP/http.log" 2>&1 &
+# The origin on an ephemeral port (it prints the one it got).
+python3 -u -m http.server 0 --bind 127.0.0.1 --directory "$TMP/www" >"$TMP/http.log" 2>&1 &
 HTTP_PID=$!
+origin=
 for _ in $(seq 1 50); do
-  curl -fsS -o /dev/null http://127.0.0.1:18080/1m 2>/dev/null && break
+  origin=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$TMP/http.log")
+  [[ -n $origin ]] && break
   sleep 0.2
 done
+[[ -n $origin ]] || fail "the test origin (python3 -m http.server) did not start: $(cat "$TMP/http.log")"
+url=http://127.0.0.1:$origin/1m
 # The origin first without the proxy, then through it.
-[[ $(curl -fsS http://127.0.0.1:18080/1m | sha256sum) == "$want" ]] ||
+[[ $(curl -fsS "$url" | sha256sum) == "$want" ]] ||
   fail "the test origin (python3 http.server) does not serve the file"
-got=$(curl -fsS -x http://127.0.0.1:3128 http://127.0.0.1:18080/1m | sha256sum) ||
+got=$(curl -fsS -x http://127.0.0.1:3128 "$url" | sha256sum) ||
   fail "a download through the installed service failed"
 [[ $got == "$want" ]] || fail "the download through the service differs from the file"
 ok "1 MiB through the service (direct mode) equals the file served"
