@@ -7,6 +7,7 @@
 #     h2gate.yaml and README-windows.txt to C:\Program Files\h2gate, the
 #     installed h2gate.exe --version runs, and the service key has the same
 #     name, display name, start type, account and command line as in 1;
+#     `h2gate.exe service install` beside it is refused, naming msiexec /x;
 #  3. the MSI started the service: RUNNING, /ready on the admin port, a
 #     download through it (direct mode, the default configuration) equal to
 #     the file served, its log in C:\ProgramData\h2gate\h2gate.log;
@@ -154,6 +155,13 @@ done
 code=$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:9901/ready) || true
 [[ $code == 200 ]] || fail "/ready on the admin port gave $code"
 ok "the install started the service: RUNNING, /ready 200"
+# `service install` beside the MSI's service is refused, naming the way out.
+if out=$(w 'C:\Program Files\h2gate\h2gate.exe' service install -c "$CONFIG"); then
+  fail "h2gate.exe service install succeeded beside the MSI's service: $out"
+fi
+[[ $out == *"msiexec /x"* ]] || fail "service install beside the MSI's service said: $out"
+[[ $(state) == RUNNING ]] || fail "a refused service install changed the service: $(w sc query h2gate)"
+ok "service install beside the MSI's service is refused: ${out//$'\n'/ }"
 
 mkdir "$TMP/www"
 head -c 1048576 /dev/urandom >"$TMP/www/1m"
