@@ -273,10 +273,19 @@ ParseResult parse(int argc, const char* const* argv) {
       continue;
     }
 
-    static constexpr const char* kValued[] = {
-        "-c",        "--config",      "--listen",    "--admin",           "--upstream",
-        "--cacert",  "--concurrency", "--log-level", "--max-config-size", "--proxy-auth",
-        "--log-file"};
+    static constexpr const char* kValued[] = {"-c",
+                                              "--config",
+                                              "--listen",
+                                              "--admin",
+                                              "--upstream",
+                                              "--cacert",
+                                              "--concurrency",
+                                              "--log-level",
+                                              "--max-config-size",
+                                              "--proxy-auth",
+                                              "--log-file",
+                                              "--log-file-max-size",
+                                              "--log-file-keep"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -306,6 +315,18 @@ ParseResult parse(int argc, const char* const* argv) {
     } else if (name == "--log-file") {
       if (value.empty()) addError(r, name, "missing value");
       o.log_file = value;
+    } else if (name == "--log-file-max-size") {
+      if (auto bytes = parseSize(value); bytes && (*bytes == 0 || *bytes >= 4096))
+        o.log_file_options.max_bytes = *bytes;
+      else
+        addError(
+            r, name,
+            "expected 0 (never rotate) or a size of at least 4K (e.g. 10M), got '" + value + "'");
+    } else if (name == "--log-file-keep") {
+      if (allDigits(value) && value.size() <= 3 && std::stoul(value) <= 100)
+        o.log_file_options.keep = static_cast<unsigned>(std::stoul(value));
+      else
+        addError(r, name, "expected a number of old files from 0 to 100, got '" + value + "'");
     } else if (name == "--cacert") {
       if (value.empty()) addError(r, name, "missing value");
       o.cacert = value;
@@ -381,7 +402,10 @@ Options:
                            tens of times the file's size in memory
       --log-level LEVEL    trace, debug, info, warn or error (default info)
       --log-file FILE      append the log to FILE instead of writing it to
-                           stderr
+                           stderr. At --log-file-max-size SIZE (default
+                           10M; 0: never) FILE becomes FILE.1 (FILE.1
+                           FILE.2, ...; --log-file-keep N old files, default
+                           5) and a new FILE is started
   -h, --help               this text
   -V, --version            print the version
 

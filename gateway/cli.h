@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "gateway/log.h"
 
 namespace h2gate::cli {
 
@@ -20,7 +21,10 @@ struct Options {
   // `h2gate service ACTION`: "install", "uninstall" or "run" (what the
   // Windows service manager starts; gateway/service.h); empty otherwise.
   std::string service;
-  std::string log_file;                // --log-file FILE: log there (appended), not to stderr
+  std::string log_file;  // --log-file FILE: log there (appended), not to stderr
+  // --log-file-max-size SIZE (0: never rotate), --log-file-keep N: rotation
+  // of the log file (log::setOutputFile).
+  log::FileOptions log_file_options;
   std::string config_path;             // -c / --config FILE
   std::optional<std::string> listen;   // --listen HOST:PORT
   std::optional<std::string> admin;    // --admin HOST:PORT

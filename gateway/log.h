@@ -22,9 +22,23 @@ Level level();
 // "trace", "debug", "info", "warn", "error", "off"; false when unknown.
 bool parseLevel(std::string_view name, Level* out);
 
-// Where lines go: stderr unless set (--log-file). `out` stays open for the
-// rest of the process; call before other threads log.
+// Where lines go: stderr unless set. `out` stays open for the rest of the
+// process; call before other threads log. nullptr: back to stderr.
 void setOutput(std::FILE* out);
+
+// A log file (--log-file): lines are appended to `path`; when it has reached
+// `max_bytes` (0: never) it is renamed to `path`.1 (an older .1 to .2, and so
+// on; the one beyond `keep` is deleted) and a new `path` is started, so a
+// service that runs for months keeps at most (keep + 1) × max_bytes of log.
+// A line is never split across files. When the rename fails (another program
+// holds the file without sharing deletion) h2gate goes on appending and tries
+// again after the next `max_bytes`. Returns false (with `*error`) when `path`
+// cannot be opened for appending.
+struct FileOptions {
+  uint64_t max_bytes = 10ull << 20;
+  unsigned keep = 5;
+};
+bool setOutputFile(const std::string& path, const FileOptions& options, std::string* error);
 
 void write(Level level, uint64_t conn_id, uint64_t stream_id, std::string_view message);
 

@@ -98,14 +98,13 @@ int main(int argc, char** argv) {
   std::string log_file = opts.log_file;
   if (log_file.empty() && opts.service == "run") log_file = service::defaultLogFile();
   if (!log_file.empty()) {
-    std::FILE* file = std::fopen(log_file.c_str(), "a");
-    if (!file) {
-      std::cerr << "h2gate: --log-file " << log_file << ": cannot open for appending\n";
-      return 1;
-    }
     // Open for the rest of the process. (Not stderr replaced: a Windows
     // service has no standard handles, and its stderr cannot be reopened.)
-    log::setOutput(file);
+    std::string error;
+    if (!log::setOutputFile(log_file, opts.log_file_options, &error)) {
+      std::cerr << "h2gate: --log-file " << error << "\n";
+      return 1;
+    }
   }
 
   auto serve = [&](const std::function<void()>& running) -> int {

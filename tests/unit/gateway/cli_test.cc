@@ -521,3 +521,22 @@ TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
         "service and --validate cannot be combined\n");
   CHECK(errorsOf(run({"--log-file"})) == "--log-file: missing value\n");
 }
+
+TEST_CASE("--log-file-max-size and --log-file-keep: rotation of the log file", "[cli]") {
+  ParseResult d = run({"--log-file", "x.log"});
+  CHECK(d.options.log_file_options.max_bytes == 10u << 20);
+  CHECK(d.options.log_file_options.keep == 5);
+  ParseResult p = run({"--log-file", "x.log", "--log-file-max-size", "64M", "--log-file-keep=2"});
+  REQUIRE(p.ok());
+  CHECK(p.options.log_file_options.max_bytes == 64u << 20);
+  CHECK(p.options.log_file_options.keep == 2);
+  CHECK(run({"--log-file-max-size", "0"}).options.log_file_options.max_bytes == 0);
+  CHECK(run({"--log-file-keep", "0"}).options.log_file_options.keep == 0);
+  CHECK(errorsOf(run({"--log-file-max-size", "100"})) ==
+        "--log-file-max-size: expected 0 (never rotate) or a size of at least 4K (e.g. 10M), got "
+        "'100'\n");
+  CHECK(errorsOf(run({"--log-file-keep", "101"})) ==
+        "--log-file-keep: expected a number of old files from 0 to 100, got '101'\n");
+  CHECK(errorsOf(run({"--log-file-keep", "-1"})) ==
+        "--log-file-keep: expected a number of old files from 0 to 100, got '-1'\n");
+}
