@@ -12,7 +12,8 @@
 #                                   kubernetes-validate, pacparser and pyspnego from PyPI in
 #                                   /opt/h2gate-test/venv, a Kerberos KDC (krb5-kdc), and for
 #                                   the Windows cross build (tests/windows/run.sh) the
-#                                   mingw-w64 posix compilers, wine64 and dpkg-dev; the OpenSSL,
+#                                   mingw-w64 posix compilers, wine64, dpkg-dev, zip and wixl/msitools
+#                                   (the zip and the MSI: deploy/windows/); the OpenSSL,
 #                                   nghttp2, yaml-cpp and prometheus-cpp packages are upgraded
 #                                   if the mirror no longer serves their installed version's
 #                                   source (deploy/windows/build-deps.sh --align)
@@ -33,7 +34,7 @@ TEST_PKGS=(
   clang libclang-rt-14-dev clang-format
   nginx-light squid-openssl nghttp2-proxy nghttp2-client
   curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
-  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev zip unzip
+  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev zip unzip wixl msitools
   systemd lintian man-db
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf valgrind

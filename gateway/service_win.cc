@@ -259,8 +259,10 @@ int install(const std::vector<std::string>& flags) {
   if (!svc.h) {
     const DWORD err = ::GetLastError();
     std::cerr << "h2gate: service install: " << errorText(err)
-              << (err == ERROR_SERVICE_EXISTS ? ": remove it first with 'h2gate service uninstall'"
-                                              : "")
+              << (err == ERROR_SERVICE_EXISTS
+                      ? ": remove it first with 'h2gate service uninstall' (or, if the MSI "
+                        "installed it, with 'msiexec /x' or Apps & features)"
+                      : "")
               << "\n";
     return 1;
   }

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The Windows installer in one command: h2gate-<version>-windows-x86_64.msi,
+# built with wixl from h2gate.wxs (this folder). It installs h2gate.exe, the
+# default configuration (h2gate.yaml) and README-windows.txt to
+# C:\Program Files\h2gate and registers and starts the service "h2gate"
+# (deploy/windows/README.md, "MSI").
+#
+#   deploy/windows/msi.sh [BUILD_DIR] [OUT_DIR]
+#     BUILD_DIR: the cross build (default build-windows/, built by
+#                tests/windows/run.sh or `cmake --toolchain cmake/mingw-w64.cmake`)
+#     OUT_DIR:   where the MSI goes (default BUILD_DIR)
+# Prints the MSI's path. Needs wixl and msitools (Debian: wixl, msitools).
+# H2GATE_MSI_VERSION=X.Y.Z builds the package under another version than
+# the project's (the upgrade test builds a "next" version with it).
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+ROOT=$PWD
+BUILD=$(readlink -f "${1:-build-windows}")
+OUT=$(readlink -f "${2:-$BUILD}")
+EXE=$BUILD/h2gate.exe
+[[ -f $EXE ]] || {
+  echo "msi: $EXE not found: build it with tests/windows/run.sh" >&2
+  exit 2
+}
+for tool in wixl:wixl msibuild:msitools msiinfo:msitools; do
+  command -v "${tool%%:*}" >/dev/null || {
+    echo "msi: ${tool%%:*} not found (Debian: ${tool#*:})" >&2
+    exit 3
+  }
+done
+# The CMake project version (MAJOR.MINOR.PATCH), as package.sh takes it; an
+# MSI's ProductVersion is at most 255.255.65535 and a newer one replaces an
+# older one (MajorUpgrade in h2gate.wxs).
+VERSION=${H2GATE_MSI_VERSION:-$(sed -n 's/^project(h2gate VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")}
+[[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || {
+  echo "msi: the version must be MAJOR.MINOR.PATCH (CMakeLists.txt's project version; got '$VERSION')" >&2
+  exit 2
+}
+NAME=h2gate-$VERSION-windows-x86_64
+STAGE=$(mktemp -d "${TMPDIR:-/tmp}/h2gate-msi.XXXXXX")
+trap 'rm -rf "$STAGE"' EXIT
+cp "$EXE" "$STAGE/h2gate.exe"
+# Windows line ends for the text files (Notepad), as in the zip.
+sed 's/$/\r/' "$ROOT/config/examples/default.yaml" >"$STAGE/h2gate.yaml"
+sed 's/$/\r/' "$ROOT/deploy/windows/README-windows.txt" >"$STAGE/README-windows.txt"
+MSI=$STAGE/$NAME.msi
+(cd "$STAGE" && wixl -a x64 -D Version="$VERSION" -D ExeSource=h2gate.exe \
+  -D ConfigSource=h2gate.yaml -D ReadmeSource=README-windows.txt \
+  -o "$MSI" "$ROOT/deploy/windows/h2gate.wxs")
+# wixl 0.101 has no Component/@Permanent or @NeverOverwrite (it warns "no
+# property named 'Permanent'" and drops them), so the Component table's
+# Attributes of the configuration are set here, with msitools' SQL:
+# 256 msidbComponentAttributes64bit + 16 Permanent (uninstall leaves an
+# edited h2gate.yaml in place) + 128 NeverOverwrite (an install or upgrade
+# finding h2gate.yaml keeps it). Without this a major upgrade, which removes
+# the old version first, would replace the administrator's configuration
+# with the default one.
+msibuild "$MSI" -q "UPDATE \`Component\` SET \`Attributes\` = 400 WHERE \`Component\` = 'Config'"
+# Nor ServiceInstall/@Vital: its msidbServiceInstallErrorControlVital
+# (0x8000) is added to ErrorControl (1, normal) here, so a service that
+# cannot be registered fails the installation (rolled back) instead of
+# leaving h2gate.exe installed without its service.
+msibuild "$MSI" -q "UPDATE \`ServiceInstall\` SET \`ErrorControl\` = 32769 WHERE \`ServiceInstall\` = 'Service'"
+# (The table is read once: `msiinfo | grep -q` under pipefail fails when
+# grep stops early and msiinfo gets SIGPIPE.)
+components=$(msiinfo export "$MSI" Component)
+grep -q $'^Config\t[^\t]*\tINSTALLDIR\t400\t' <<<"$components" || {
+  echo "msi: setting the configuration's component attributes failed" >&2
+  exit 2
+}
+services=$(msiinfo export "$MSI" ServiceInstall)
+grep -q $'^Service\th2gate\th2gate\t16\t2\t32769\t' <<<"$services" || {
+  echo "msi: setting the service's ErrorControl failed" >&2
+  exit 2
+}
+mkdir -p "$OUT"
+mv -f "$MSI" "$OUT/$NAME.msi"
+echo "$OUT/$NAME.msi"
