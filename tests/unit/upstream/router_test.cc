@@ -89,6 +89,16 @@ struct Fixture {
     return shard.counter(metrics::Family::RouteFallbacks, {"router_test", "down", to}).value();
   }
   bool waitFor(const std::function<bool()>& cond) { return test::runUntil(io, cond, 10000ms); }
+  // Until the app has a failure (10 s at most).
+  bool waitForFailure() {
+    return waitFor([this] { return app.failures > 0; });
+  }
+  // Opens `h` on cluster "down" (whose proxy refuses), then `then`.
+  void openOnDown(std::vector<std::string> then, const RequestHead& h) {
+    info.cluster = "down";
+    info.fallbacks = std::move(then);
+    open(h);
+  }
   // A destination on loopback that accepts one connection (`connected`
   // once it has); returns its port.
   uint16_t listenOnce() {
@@ -132,9 +142,7 @@ TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which 
           "[upstream][router][fallback]") {
   Fixture f;
   const uint16_t destination = f.listenOnce();
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(destination));
+  f.openOnDown({""}, f.connectTo(destination));
   REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
   CHECK(f.app.status == 200);
   CHECK(f.app.failures == 0);
@@ -147,10 +155,8 @@ TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which 
 TEST_CASE("router: when every route fails, the app's error names each and why",
           "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(deadPort(f.io)));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({""}, f.connectTo(deadPort(f.io)));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.failures == 1);
   CHECK(f.app.result == Result::ConnectFailed);
   INFO(f.app.reason);
@@ -161,8 +167,6 @@ TEST_CASE("router: when every route fails, the app's error names each and why",
 
 TEST_CASE("router: a request with a body does not fall back", "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
   RequestHead h;
   h.method = "POST";
   h.target = "http://127.0.0.1:9/x";
@@ -171,8 +175,8 @@ TEST_CASE("router: a request with a body does not fall back", "[upstream][router
   h.path = "/x";
   h.framing = BodyFraming::ContentLength;
   h.content_length = 4;
-  f.open(h);
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({""}, h);
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.reason.find("then") == std::string::npos);
   CHECK(f.info.cluster == "down");
   CHECK(f.fallbacks("direct") == 0);
@@ -181,10 +185,8 @@ TEST_CASE("router: a request with a body does not fall back", "[upstream][router
 TEST_CASE("router: a fallback to a cluster this worker does not have fails with 502",
           "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {"gone"};
-  f.open(f.connectTo(deadPort(f.io)));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({"gone"}, f.connectTo(deadPort(f.io)));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 502);
   CHECK(f.app.reason == "no upstream cluster 'gone'");
 }
@@ -193,9 +195,7 @@ TEST_CASE("router: an abort while a fallback is pending opens nothing",
           "[upstream][router][fallback]") {
   Fixture f;
   const uint16_t destination = f.listenOnce();
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(destination));
+  f.openOnDown({""}, f.connectTo(destination));
   // The cluster failed and the fallback is posted, not yet run.
   REQUIRE(f.waitFor([&] { return f.fallbacks("direct") == 1; }));
   f.tunnel->abort();
@@ -287,7 +287,7 @@ TEST_CASE("router: a decided route waits for the decider, then fails over along 
   CHECK(f.router.proxyPools() == 1);
   // The same proxy named again: the same pool, not a second one.
   againToFirstRoute(f, decider);
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 503);
   CHECK(f.app.reason.find("PROXY 127.0.0.1:") != std::string::npos);
   CHECK(f.router.proxyPools() == 1);
@@ -301,7 +301,7 @@ TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile o
   auto decider = std::make_shared<FixedDecider>();
   f.info.route_decider = decider;
   f.open(f.connectTo(9));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 451);
   CHECK(f.app.result == Result::Rejected);
   CHECK(f.app.reason == "refused by the test");
@@ -380,7 +380,7 @@ TEST_CASE("router: a decision at hand opens its route inside open(), decide() is
   // The same proxy again: its pool, found without a second one.
   againToFirstRoute(f, decider);
   CHECK(f.router.proxyPools() == 1);
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 503);
   CHECK(decider->asked == 0);
 
