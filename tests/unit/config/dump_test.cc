@@ -30,15 +30,7 @@ LoadResult load(const std::string& yaml) {
 // kMinimal and a cluster c (to p.example:443) with `fields`, indented 4,
 // ahead of its load_assignment; REQUIREs that it loads.
 Bootstrap loadWithCluster(const std::string& fields) {
-  const LoadResult r = load(std::string(kMinimal) +
-                            "  clusters:\n"
-                            "  - name: c\n" +
-                            fields +
-                            "    load_assignment:\n"
-                            "      endpoints:\n"
-                            "      - lb_endpoints:\n"
-                            "        - endpoint: {address: {socket_address: {address: p.example, "
-                            "port_value: 443}}}\n");
+  const LoadResult r = load(h2gate::testing::withCluster(fields + h2gate::testing::kEndpoint));
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   return r.bootstrap;
