@@ -250,25 +250,10 @@ namespace {
 // unless it is empty, `auth` under proxy_authentication (indented 6).
 std::string authYaml(const std::string& host, uint16_t port, const std::string& ca,
                      const std::string& auth) {
-  std::string y = directModeYaml() +
-                  "        typed_config: {cluster: proxy}\n"
-                  "  clusters:\n"
-                  "  - name: proxy\n"
-                  "    proxy_authentication:\n" +
-                  auth +
-                  "    load_assignment:\n"
-                  "      endpoints:\n"
-                  "      - lb_endpoints:\n"
-                  "        - endpoint: {address: {socket_address: {address: " +
-                  host + ", port_value: " + str(port) + "}}}\n";
-  if (!ca.empty())
-    y += "    transport_socket:\n"
-         "      name: envoy.transport_sockets.tls\n"
-         "      typed_config:\n"
-         "        common_tls_context:\n"
-         "          validation_context: {trusted_ca: {filename: " +
-         ca + "}}\n";
-  return y;
+  return directModeYaml() +
+         "        typed_config: {cluster: proxy}\n"
+         "  clusters:\n" +
+         authClusterYaml(host, port, ca, auth);
 }
 
 // `h2gate check URL -c FILE` with `env` on top.

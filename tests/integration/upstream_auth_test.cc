@@ -64,34 +64,18 @@ size_t squidStatusCount(const Squid& squid, int status) {
 // proxy_authentication, indented 6) or, when `auth` is empty, none.
 std::string gateYaml(const std::string& host, uint16_t port, const std::string& ca,
                      const std::string& auth, const std::string& cluster_extra = "") {
-  std::string y =
-      "admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\n"
-      "static_resources:\n"
-      "  listeners:\n"
-      "  - name: local_proxy\n"
-      "    address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
-      "    filter_chains:\n"
-      "    - filters:\n"
-      "      - name: h2gate.filters.access_log\n"
-      "      - name: h2gate.filters.forward_proxy\n"
-      "        typed_config: {cluster: proxy}\n"
-      "  clusters:\n"
-      "  - name: proxy\n" +
-      cluster_extra;
-  if (!auth.empty()) y += "    proxy_authentication:\n" + auth;
-  y += "    load_assignment:\n"
-       "      endpoints:\n"
-       "      - lb_endpoints:\n"
-       "        - endpoint: {address: {socket_address: {address: " +
-       host + ", port_value: " + str(port) + "}}}\n";
-  if (!ca.empty())
-    y += "    transport_socket:\n"
-         "      name: envoy.transport_sockets.tls\n"
-         "      typed_config:\n"
-         "        common_tls_context:\n"
-         "          validation_context: {trusted_ca: {filename: " +
-         ca + "}}\n";
-  return y;
+  return "admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\n"
+         "static_resources:\n"
+         "  listeners:\n"
+         "  - name: local_proxy\n"
+         "    address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
+         "    filter_chains:\n"
+         "    - filters:\n"
+         "      - name: h2gate.filters.access_log\n"
+         "      - name: h2gate.filters.forward_proxy\n"
+         "        typed_config: {cluster: proxy}\n"
+         "  clusters:\n" +
+         authClusterYaml(host, port, ca, auth, cluster_extra);
 }
 
 // The realm, nginx behind squid (https_port and http_port) with
