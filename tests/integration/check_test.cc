@@ -246,16 +246,6 @@ TEST_CASE("check: a config file, and usage errors", "[check]") {
 
 namespace {
 
-// One listener to cluster "proxy" at host:port, TLS verified with `ca`
-// unless it is empty, `auth` under proxy_authentication (indented 6).
-std::string authYaml(const std::string& host, uint16_t port, const std::string& ca,
-                     const std::string& auth) {
-  return directModeYaml() +
-         "        typed_config: {cluster: proxy}\n"
-         "  clusters:\n" +
-         authClusterYaml(host, port, ca, auth);
-}
-
 // `h2gate check URL -c FILE` with `env` on top.
 // An ASan build that uses NTLM: gss-ntlmssp's own leak is suppressed
 // (tests/lsan.supp), which needs full stack unwinding, as for the daemon in
@@ -303,8 +293,8 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
     INFO(c.err);
     REQUIRE(c.out == "200");
   }
-  const std::string yaml = authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
-                                    "      scheme: negotiate\n");
+  const std::string yaml = authConfigYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                                          "      scheme: negotiate\n");
 
   CommandResult r = checkWith(env.work, yaml, url, env.realm.kdc.env(env.realm.alice));
   INFO(r.out << r.err);
@@ -339,10 +329,10 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
   checkNoSecretsPrinted(r, {"alice-pw"});
 
   // auto: the 407 names Negotiate; one retry with a ticket.
-  r = checkWith(
-      env.work,
-      authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(), "      scheme: auto\n"),
-      url, env.realm.kdc.env(env.realm.alice));
+  r = checkWith(env.work,
+                authConfigYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                               "      scheme: auto\n"),
+                url, env.realm.kdc.env(env.realm.alice));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "nothing sent up front (the scheme is learnt from the proxy's 407)"));
@@ -374,12 +364,13 @@ TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer
   o.basic = "CORP\\alice:ntlm-pw";
   AuthProxy proxy(o);
   const std::string url = nginx.httpsUrl("/1k");
-  CommandResult r = checkWith(work,
-                              authYaml("localhost", proxy.port(), "",
-                                       "      scheme: auto\n"
-                                       "      credentials: {username: 'CORP\\alice', password: "
-                                       "ntlm-pw}\n"),
-                              url, realm.kdc.env(realm.alice));
+  CommandResult r =
+      checkWith(work,
+                authConfigYaml("localhost", proxy.port(), "",
+                               "      scheme: auto\n"
+                               "      credentials: {username: 'CORP\\alice', password: "
+                               "ntlm-pw}\n"),
+                url, realm.kdc.env(realm.alice));
   INFO(r.out << r.err << proxy.logText());
   // Offered in the proxy's order; auto takes the strongest.
   CHECK(has(r.out, ", the proxy offers "));
@@ -425,12 +416,12 @@ TEST_CASE("check: NTLM's three messages on one connection; a wrong password",
   const std::string scheme = GENERATE("ntlm", "auto");
   INFO(scheme << " " << password);
   CommandResult r = checkWith(work,
-                              authYaml("127.0.0.1", proxy.port(), "",
-                                       "      scheme: " + scheme +
-                                           "\n"
-                                           "      credentials: {username: 'CORP\\alice', "
-                                           "password: " +
-                                           password + "}\n"),
+                              authConfigYaml("127.0.0.1", proxy.port(), "",
+                                             "      scheme: " + scheme +
+                                                 "\n"
+                                                 "      credentials: {username: 'CORP\\alice', "
+                                                 "password: " +
+                                                 password + "}\n"),
                               url, {});
   INFO(r.out << r.err << proxy.logText());
   if (scheme == "auto") CHECK(has(r.out, "the proxy offers NTLM: using ntlm on this connection"));

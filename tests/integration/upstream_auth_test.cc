@@ -59,25 +59,6 @@ size_t squidStatusCount(const Squid& squid, int status) {
   return n;
 }
 
-// h2gate's config: one listener to cluster "proxy" at `host`:`port`, over
-// TLS verified with `ca` unless `ca` is empty, with `auth` (lines under
-// proxy_authentication, indented 6) or, when `auth` is empty, none.
-std::string gateYaml(const std::string& host, uint16_t port, const std::string& ca,
-                     const std::string& auth, const std::string& cluster_extra = "") {
-  return "admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\n"
-         "static_resources:\n"
-         "  listeners:\n"
-         "  - name: local_proxy\n"
-         "    address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
-         "    filter_chains:\n"
-         "    - filters:\n"
-         "      - name: h2gate.filters.access_log\n"
-         "      - name: h2gate.filters.forward_proxy\n"
-         "        typed_config: {cluster: proxy}\n"
-         "  clusters:\n" +
-         authClusterYaml(host, port, ca, auth, cluster_extra);
-}
-
 // The realm, nginx behind squid (https_port and http_port) with
 // negotiate_kerberos_auth, alice's ticket; h2gate started by the test.
 struct KerberosEnv : KerberosSquidEnv {
@@ -89,7 +70,7 @@ struct KerberosEnv : KerberosSquidEnv {
                     std::map<std::string, std::optional<std::string>> env = {}, uint16_t port = 0) {
     H2gate::Options o;
     o.binary = H2GATE_BINARY;
-    o.yaml = gateYaml("localhost", port ? port : squid->httpsPort(), ca.caCertPath(), auth);
+    o.yaml = authConfigYaml("localhost", port ? port : squid->httpsPort(), ca.caCertPath(), auth);
     o.args = {"--log-level", "debug"};
     o.env = realm.kdc.env(ccache.empty() ? "FILE:" + work.file("no-such-cache") : ccache);
     for (auto& [k, v] : env) o.env[k] = v;
@@ -341,7 +322,7 @@ struct ProxyEnv {
   H2gate& startGate(const std::string& auth, const std::string& ca = "") {
     H2gate::Options o;
     o.binary = H2GATE_BINARY;
-    o.yaml = gateYaml("localhost", proxy->port(), ca, auth);
+    o.yaml = authConfigYaml("localhost", proxy->port(), ca, auth);
     o.args = {"--log-level", "debug"};
     if (realm) o.env = realm->kdc.env(realm->alice);
     // An ASan build of h2gate that uses NTLM: gss-ntlmssp's own leak is

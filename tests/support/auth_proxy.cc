@@ -74,9 +74,13 @@ std::vector<std::map<std::string, std::string>> AuthProxy::requests() const {
   return out;
 }
 
-std::string authClusterYaml(const std::string& host, uint16_t port, const std::string& ca,
-                            const std::string& auth, const std::string& cluster_extra) {
-  std::string y = "  - name: proxy\n" + cluster_extra;
+std::string authConfigYaml(const std::string& host, uint16_t port, const std::string& ca,
+                           const std::string& auth, const std::string& cluster_extra) {
+  std::string y = directModeYaml() +
+                  "        typed_config: {cluster: proxy}\n"
+                  "  clusters:\n"
+                  "  - name: proxy\n" +
+                  cluster_extra;
   if (!auth.empty()) y += "    proxy_authentication:\n" + auth;
   y += "    load_assignment:\n"
        "      endpoints:\n"
