@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "tests/support/auth_proxy.h"
-#include "tests/support/kerberos.h"
+#include "tests/support/kerberos_proxy.h"
 #include "tests/support/upstream_env.h"
 
 using namespace h2gate::test;
@@ -246,33 +246,6 @@ TEST_CASE("check: a config file, and usage errors", "[check]") {
 
 namespace {
 
-const char* const kRealm = "H2GATE.TEST";
-
-// One listener to cluster "proxy" at host:port, TLS verified with `ca`
-// unless it is empty, `auth` under proxy_authentication (indented 6).
-std::string authYaml(const std::string& host, uint16_t port, const std::string& ca,
-                     const std::string& auth) {
-  std::string y = directModeYaml() +
-                  "        typed_config: {cluster: proxy}\n"
-                  "  clusters:\n"
-                  "  - name: proxy\n"
-                  "    proxy_authentication:\n" +
-                  auth +
-                  "    load_assignment:\n"
-                  "      endpoints:\n"
-                  "      - lb_endpoints:\n"
-                  "        - endpoint: {address: {socket_address: {address: " +
-                  host + ", port_value: " + str(port) + "}}}\n";
-  if (!ca.empty())
-    y += "    transport_socket:\n"
-         "      name: envoy.transport_sockets.tls\n"
-         "      typed_config:\n"
-         "        common_tls_context:\n"
-         "          validation_context: {trusted_ca: {filename: " +
-         ca + "}}\n";
-  return y;
-}
-
 // `h2gate check URL -c FILE` with `env` on top.
 // An ASan build that uses NTLM: gss-ntlmssp's own leak is suppressed
 // (tests/lsan.supp), which needs full stack unwinding, as for the daemon in
@@ -304,59 +277,26 @@ void checkNoSecretsPrinted(const CommandResult& r, const std::vector<std::string
     if (!missing.empty()) FAIL("not installed:" << missing);                 \
   } while (0)
 
-// The realm with alice and HTTP/localhost; squid (https_port) with
-// negotiate_kerberos_auth in front of nginx.
-struct KerberosCheckEnv {
-  KerberosCheckEnv() {
-    kdc.addPrincipal("alice", "alice-pw");
-    kdc.addRandomKey("HTTP/localhost");
-    http_keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
-    alice = kdc.kinit("alice", "alice-pw");
-    Squid::Options s;
-    s.ca = &ca;
-    s.https = true;
-    s.negotiate_keytab = http_keytab;
-    s.negotiate_principal = std::string("HTTP/localhost@") + kRealm;
-    s.krb5_conf = kdc.krb5Conf();
-    squid = std::make_unique<Squid>(s);
-  }
-  static Nginx::Options nginxOptions(TestCA& ca) {
-    Nginx::Options n;
-    n.ca = &ca;
-    return n;
-  }
-  TempDir work{"check-krb"};
-  TestCA ca{work.path().string()};
-  Kdc kdc;
-  std::string http_keytab;
-  std::string alice;
-  Nginx nginx{nginxOptions(ca)};
-  std::unique_ptr<Squid> squid;
-};
-
 }  // namespace
 
 TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][auth][kerberos]") {
   REQUIRE_AUTH_TOOLS();
-  KerberosCheckEnv env;
+  KerberosSquidEnv env("check-krb");
   const std::string url = env.nginx.httpsUrl("/1k");
   // The fixture: curl's own GSSAPI client gets through with alice's ticket.
   {
-    std::vector<std::string> argv{"env"};
-    for (const auto& [k, v] : env.kdc.env(env.alice))
-      if (v) argv.push_back(k + "=" + *v);
-    argv.insert(argv.end(), {curlBinary(), "-q", "-sS", "-o", "/dev/null", "-w", "%{http_code}",
-                             "--proxy", "https://localhost:" + str(env.squid->httpsPort()),
-                             "--proxy-cacert", env.ca.caCertPath(), "--cacert", env.ca.caCertPath(),
-                             "--proxy-negotiate", "-U", ":", url});
-    CommandResult c = runCommand(argv, milliseconds(30000));
+    CommandResult c =
+        env.realm.curl(env.realm.alice, {"-o", "/dev/null", "-w", "%{http_code}", "--proxy",
+                                         "https://localhost:" + str(env.squid->httpsPort()),
+                                         "--proxy-cacert", env.ca.caCertPath(), "--cacert",
+                                         env.ca.caCertPath(), "--proxy-negotiate", "-U", ":", url});
     INFO(c.err);
     REQUIRE(c.out == "200");
   }
-  const std::string yaml = authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
-                                    "      scheme: negotiate\n");
+  const std::string yaml = authConfigYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                                          "      scheme: negotiate\n");
 
-  CommandResult r = checkWith(env.work, yaml, url, env.kdc.env(env.alice));
+  CommandResult r = checkWith(env.work, yaml, url, env.realm.kdc.env(env.realm.alice));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "--    proxy-auth"));
@@ -377,7 +317,7 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
                       [](const std::string& l) { return l.ends_with(" alice@H2GATE.TEST"); }) == 2);
 
   // No credential cache: the first failure is the missing ticket.
-  r = checkWith(env.work, yaml, url, env.kdc.env("FILE:" + env.work.file("no-such-cache")));
+  r = checkWith(env.work, yaml, url, env.realm.kdc.env("FILE:" + env.work.file("no-such-cache")));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
   CHECK(has(r.out, "cannot make negotiate credentials"));
@@ -389,10 +329,10 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
   checkNoSecretsPrinted(r, {"alice-pw"});
 
   // auto: the 407 names Negotiate; one retry with a ticket.
-  r = checkWith(
-      env.work,
-      authYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(), "      scheme: auto\n"),
-      url, env.kdc.env(env.alice));
+  r = checkWith(env.work,
+                authConfigYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                               "      scheme: auto\n"),
+                url, env.realm.kdc.env(env.realm.alice));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "nothing sent up front (the scheme is learnt from the proxy's 407)"));
@@ -412,28 +352,25 @@ TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer
   Nginx::Options no;
   no.ca = &ca;
   Nginx nginx(no);
-  Kdc kdc;
-  kdc.addPrincipal("alice", "alice-pw");
-  kdc.addRandomKey("HTTP/localhost");
-  const std::string keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
-  const std::string alice = kdc.kinit("alice", "alice-pw");
+  KerberosRealm realm;
   const std::string mutual = GENERATE("ok", "forged");
   AuthProxy::Options o;
   // auto picks Negotiate among the three.
   o.schemes = "basic,ntlm,negotiate";
-  o.keytab = keytab;
-  o.krb5_conf = kdc.krb5Conf();
+  o.keytab = realm.http_keytab;
+  o.krb5_conf = realm.kdc.krb5Conf();
   o.mutual = mutual;
   o.ntlm_users = {"CORP:alice:ntlm-pw"};
   o.basic = "CORP\\alice:ntlm-pw";
   AuthProxy proxy(o);
   const std::string url = nginx.httpsUrl("/1k");
-  CommandResult r = checkWith(work,
-                              authYaml("localhost", proxy.port(), "",
-                                       "      scheme: auto\n"
-                                       "      credentials: {username: 'CORP\\alice', password: "
-                                       "ntlm-pw}\n"),
-                              url, kdc.env(alice));
+  CommandResult r =
+      checkWith(work,
+                authConfigYaml("localhost", proxy.port(), "",
+                               "      scheme: auto\n"
+                               "      credentials: {username: 'CORP\\alice', password: "
+                               "ntlm-pw}\n"),
+                url, realm.kdc.env(realm.alice));
   INFO(r.out << r.err << proxy.logText());
   // Offered in the proxy's order; auto takes the strongest.
   CHECK(has(r.out, ", the proxy offers "));
@@ -479,12 +416,12 @@ TEST_CASE("check: NTLM's three messages on one connection; a wrong password",
   const std::string scheme = GENERATE("ntlm", "auto");
   INFO(scheme << " " << password);
   CommandResult r = checkWith(work,
-                              authYaml("127.0.0.1", proxy.port(), "",
-                                       "      scheme: " + scheme +
-                                           "\n"
-                                           "      credentials: {username: 'CORP\\alice', "
-                                           "password: " +
-                                           password + "}\n"),
+                              authConfigYaml("127.0.0.1", proxy.port(), "",
+                                             "      scheme: " + scheme +
+                                                 "\n"
+                                                 "      credentials: {username: 'CORP\\alice', "
+                                                 "password: " +
+                                                 password + "}\n"),
                               url, {});
   INFO(r.out << r.err << proxy.logText());
   if (scheme == "auto") CHECK(has(r.out, "the proxy offers NTLM: using ntlm on this connection"));

@@ -57,17 +57,10 @@ const char* kAclFilter =
 // forward_proxy typed_config `route` (e.g. "{}" for DIRECT).
 std::string listener(const std::string& name, const std::string& filters,
                      const std::string& route) {
-  return "  - name: " + name +
-         "\n"
-         "    address:\n"
-         "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-         "    filter_chains:\n"
-         "    - filters:\n"
-         "      - name: h2gate.filters.access_log\n" +
-         filters +
-         "      - name: h2gate.filters.forward_proxy\n"
-         "        typed_config: " +
-         route + "\n";
+  return listenerYaml(name, filters +
+                                "      - name: h2gate.filters.forward_proxy\n"
+                                "        typed_config: " +
+                                route + "\n");
 }
 
 std::string config(const std::string& listeners, const std::string& clusters = "") {

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/background_downloads.h"
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
 #include "tests/support/scrape.h"
@@ -93,6 +94,18 @@ struct TwoProxies {
   TempDir out{"out"};
   std::unique_ptr<H2gate> gate;  // stops first
 };
+
+// n downloads of the 10 MiB file (4 MB/s each) for a drain test; curl
+// writes each status code.
+BackgroundDownloads tenMiB(const std::string& prefix, int n) {
+  BackgroundDownloads d;
+  d.count = n;
+  d.prefix = prefix;
+  d.path = "/10m";
+  d.sha256 = testFile("10m").sha256;
+  d.curl_flags = {"-w", "%{http_code}\\n"};
+  return d;
+}
 
 // Waits for a background curl; its exit status (-1: still running after `timeout`).
 int exitCode(Process& p, milliseconds timeout) {
@@ -213,37 +226,13 @@ TEST_CASE("drain: SIGTERM during 20 transfers through the h2 proxy lets all of t
           "[drain][upstream]") {
   H2Env env;
   H2gate& gate = env.startGate();  // default drain_timeout: 30 s
-  const TestFile& f = testFile("10m");
-  std::vector<std::string> args{"-sS",
-                                "-x",
-                                gate.proxyUrl(),
-                                "--cacert",
-                                env.ca.caCertPath(),
-                                "--parallel",
-                                "--parallel-max",
-                                "20",
-                                "--parallel-immediate",
-                                "--limit-rate",
-                                "4M",
-                                "-w",
-                                "%{http_code}\\n"};
-  for (int i = 0; i < 20; ++i)
-    args.insert(args.end(),
-                {"-o", env.out.file("d" + str(i)), env.nginx.httpsUrl("/10m?d" + str(i))});
-  auto transfers = startCurl(args, env.out.path().string(), "drain20");
-  // Wait until all 20 tunnels are open, then ask h2gate to stop.
-  const auto deadline = Clock::now() + milliseconds(10000);
-  while (Clock::now() < deadline &&
-         scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") < 20)
-    std::this_thread::sleep_for(milliseconds(100));
+  const BackgroundDownloads d = tenMiB("d", 20);
+  // Once all 20 tunnels are open, ask h2gate to stop.
+  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
   gate.process().signalMain(SIGTERM);
   INFO(gate.process().logTail(20));
   CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
-  const auto st = transfers->wait(milliseconds(60000));
-  REQUIRE(st);
-  CHECK(st->exited);
-  CHECK(st->code == 0);
-  for (int i = 0; i < 20; ++i) CHECK(sha256File(env.out.file("d" + str(i))) == f.sha256);
+  checkDownloads(env, *transfers, d);
   const auto exit = gate.process().wait(milliseconds(15000));
   REQUIRE(exit);
   CHECK(exit->exited);
@@ -310,7 +299,6 @@ TEST_CASE("drain: POST /quitquitquit during 10 transfers lets all of them finish
           "[drain][upstream][admin]") {
   H2Env env;
   H2gate& gate = env.startGate();
-  const TestFile& f = testFile("10m");
   // A web page's cross-site POST (no X-H2gate-Admin header) does not stop it.
   AdminReply r = adminRequest(
       "POST", gate.adminPort(), "/quitquitquit",
@@ -322,27 +310,8 @@ TEST_CASE("drain: POST /quitquitquit during 10 transfers lets all of them finish
   CHECK(adminGet(gate.adminPort(), "/quitquitquit").status == 405);  // GET changes nothing
   CHECK(adminGet(gate.adminPort(), "/healthz").status == 200);
 
-  std::vector<std::string> args{"-sS",
-                                "-x",
-                                gate.proxyUrl(),
-                                "--cacert",
-                                env.ca.caCertPath(),
-                                "--parallel",
-                                "--parallel-max",
-                                "10",
-                                "--parallel-immediate",
-                                "--limit-rate",
-                                "4M",
-                                "-w",
-                                "%{http_code}\\n"};
-  for (int i = 0; i < 10; ++i)
-    args.insert(args.end(),
-                {"-o", env.out.file("q" + str(i)), env.nginx.httpsUrl("/10m?q" + str(i))});
-  auto transfers = startCurl(args, env.out.path().string(), "quit10");
-  const auto deadline = Clock::now() + milliseconds(10000);
-  while (Clock::now() < deadline &&
-         scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") < 10)
-    std::this_thread::sleep_for(milliseconds(100));
+  const BackgroundDownloads d = tenMiB("q", 10);
+  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
   // curl -X POST -H 'X-H2gate-Admin: 1' http://127.0.0.1:9901/quitquitquit
   r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
   INFO(gate.process().logTail(20));
@@ -350,11 +319,7 @@ TEST_CASE("drain: POST /quitquitquit during 10 transfers lets all of them finish
   CHECK(r.body == "draining 10 connection(s)\n");
   CHECK(gate.process().waitForLog("POST /quitquitquit: no longer accepting", milliseconds(5000)));
   CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
-  const auto st = transfers->wait(milliseconds(60000));
-  REQUIRE(st);
-  CHECK(st->exited);
-  CHECK(st->code == 0);
-  for (int i = 0; i < 10; ++i) CHECK(sha256File(env.out.file("q" + str(i))) == f.sha256);
+  checkDownloads(env, *transfers, d);
   const auto exit = gate.process().wait(milliseconds(15000));
   REQUIRE(exit);
   CHECK(exit->exited);

@@ -49,18 +49,6 @@ struct RoutingEnv {
     return n;
   }
 
-  // A listener on 127.0.0.1:0 running `filters` (lines of filter_chains[0].filters).
-  static std::string listener(const std::string& name, const std::string& filters) {
-    return "  - name: " + name +
-           "\n"
-           "    address:\n"
-           "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-           "    filter_chains:\n"
-           "    - filters:\n"
-           "      - name: h2gate.filters.access_log\n" +
-           filters;
-  }
-
   // h2gate with these listeners and clusters "proxy" and "second_proxy_cluster" (both
   // nghttpx, no credentials of their own).
   H2gate& start(const std::string& listeners, const std::vector<std::string>& names,
@@ -140,23 +128,23 @@ TEST_CASE("routing: *.internal.test DIRECT, the rest through the h2 proxy; acl a
           "[routing]") {
   if (!haveMountNamespaces()) FAIL("needs root for a private /etc/hosts (unshare -m)");
   RoutingEnv env;
-  env.start(RoutingEnv::listener("local_proxy",
-                                 "      - name: h2gate.filters.acl\n"
-                                 "        typed_config:\n"
-                                 "          deny:\n"
-                                 "          - match: {cidrs: [169.254.0.0/16, \"fe80::/10\"]}\n"
-                                 "            reason: link-local and cloud metadata addresses\n"
-                                 "          - match: {hosts: [blocked.internal.test]}\n"
-                                 "            reason: blocked for the test\n"
-                                 "      - name: h2gate.filters.forward_proxy\n"
-                                 "        typed_config:\n"
-                                 "          routes:\n"
-                                 "          - match: {hosts: [\"*.ads.test\"]}\n"
-                                 "            reject: 451\n"
-                                 "            reason: no ads here\n"
-                                 "          - match: {host_suffixes: [internal.test]}\n"
-                                 "            direct: true\n"
-                                 "          cluster: proxy\n"),
+  env.start(listenerYaml("local_proxy",
+                         "      - name: h2gate.filters.acl\n"
+                         "        typed_config:\n"
+                         "          deny:\n"
+                         "          - match: {cidrs: [169.254.0.0/16, \"fe80::/10\"]}\n"
+                         "            reason: link-local and cloud metadata addresses\n"
+                         "          - match: {hosts: [blocked.internal.test]}\n"
+                         "            reason: blocked for the test\n"
+                         "      - name: h2gate.filters.forward_proxy\n"
+                         "        typed_config:\n"
+                         "          routes:\n"
+                         "          - match: {hosts: [\"*.ads.test\"]}\n"
+                         "            reject: 451\n"
+                         "            reason: no ads here\n"
+                         "          - match: {host_suffixes: [internal.test]}\n"
+                         "            direct: true\n"
+                         "          cluster: proxy\n"),
             {"local_proxy"});
 
   // DIRECT: h2gate resolves web.internal.test itself and reaches nginx.
@@ -220,27 +208,27 @@ TEST_CASE("routing: two listeners, each with its own upstream headers and creden
           "[routing]") {
   if (!haveMountNamespaces()) FAIL("needs root for a private /etc/hosts (unshare -m)");
   RoutingEnv env(/*squid_auth=*/true);  // squid wants alice / s3cret
-  env.start(RoutingEnv::listener("app1",
-                                 "      - name: h2gate.filters.upstream_headers\n"
-                                 "        typed_config:\n"
-                                 "          request_headers_to_add:\n"
-                                 "          - header: {key: X-Identity, value: "
-                                 "\"app1-${H2GATE_TEST_APP1_TOKEN}\"}\n"
-                                 "          proxy_credentials: {username: alice, password: "
-                                 "\"${H2GATE_TEST_APP1_PASSWORD}\"}\n"
-                                 "      - name: h2gate.filters.forward_proxy\n"
-                                 "        typed_config: {cluster: proxy}\n") +
-                RoutingEnv::listener("app2",
-                                     "      - name: h2gate.filters.upstream_headers\n"
-                                     "        typed_config:\n"
-                                     "          request_headers_to_add:\n"
-                                     "          - header: {key: X-Identity, value: app2}\n"
-                                     "          clusters:\n"
-                                     "          - cluster: second_proxy_cluster\n"
-                                     "            request_headers_to_add:\n"
-                                     "            - header: {key: X-Identity, value: app2-via-b}\n"
-                                     "      - name: h2gate.filters.forward_proxy\n"
-                                     "        typed_config: {cluster: second_proxy_cluster}\n"),
+  env.start(listenerYaml("app1",
+                         "      - name: h2gate.filters.upstream_headers\n"
+                         "        typed_config:\n"
+                         "          request_headers_to_add:\n"
+                         "          - header: {key: X-Identity, value: "
+                         "\"app1-${H2GATE_TEST_APP1_TOKEN}\"}\n"
+                         "          proxy_credentials: {username: alice, password: "
+                         "\"${H2GATE_TEST_APP1_PASSWORD}\"}\n"
+                         "      - name: h2gate.filters.forward_proxy\n"
+                         "        typed_config: {cluster: proxy}\n") +
+                listenerYaml("app2",
+                             "      - name: h2gate.filters.upstream_headers\n"
+                             "        typed_config:\n"
+                             "          request_headers_to_add:\n"
+                             "          - header: {key: X-Identity, value: app2}\n"
+                             "          clusters:\n"
+                             "          - cluster: second_proxy_cluster\n"
+                             "            request_headers_to_add:\n"
+                             "            - header: {key: X-Identity, value: app2-via-b}\n"
+                             "      - name: h2gate.filters.forward_proxy\n"
+                             "        typed_config: {cluster: second_proxy_cluster}\n"),
             {"app1", "app2"},
             {{"H2GATE_TEST_APP1_TOKEN", "t0k3n"}, {"H2GATE_TEST_APP1_PASSWORD", "s3cret"}});
 
@@ -300,17 +288,16 @@ TEST_CASE("routing: proxy_auth asks apps for credentials and keeps them from the
           "[routing]") {
   if (!haveMountNamespaces()) FAIL("needs root for a private /etc/hosts (unshare -m)");
   RoutingEnv env(/*squid_auth=*/true);
-  env.start(
-      RoutingEnv::listener("local_proxy",
-                           "      - name: h2gate.filters.proxy_auth\n"
-                           "        typed_config:\n"
-                           "          users: [{username: app, password: letmein}]\n"
-                           "      - name: h2gate.filters.upstream_headers\n"
-                           "        typed_config:\n"
-                           "          proxy_credentials: {username: alice, password: s3cret}\n"
-                           "      - name: h2gate.filters.forward_proxy\n"
-                           "        typed_config: {cluster: proxy}\n"),
-      {"local_proxy"});
+  env.start(listenerYaml("local_proxy",
+                         "      - name: h2gate.filters.proxy_auth\n"
+                         "        typed_config:\n"
+                         "          users: [{username: app, password: letmein}]\n"
+                         "      - name: h2gate.filters.upstream_headers\n"
+                         "        typed_config:\n"
+                         "          proxy_credentials: {username: alice, password: s3cret}\n"
+                         "      - name: h2gate.filters.forward_proxy\n"
+                         "        typed_config: {cluster: proxy}\n"),
+            {"local_proxy"});
   auto none = env.curl("", {"-D", env.out.file("h"), "-o", env.out.file("n"), "-w", "%{http_code}",
                             env.originUrl(false, "/1m?n")});
   CHECK(none.out == "407");
@@ -338,7 +325,7 @@ TEST_CASE("routing: the PAC file, evaluated by pacparser, says what h2gate would
   if (runCommand({kPython, "-c", "import pacparser"}).exit_code != 0)
     FAIL("pacparser not installed: run deploy/install-deps.sh --test");
   RoutingEnv env;
-  const std::string pac_listener = RoutingEnv::listener(
+  const std::string pac_listener = listenerYaml(
       "local_proxy",
       "      - name: h2gate.filters.acl\n"
       "        typed_config:\n"
@@ -358,9 +345,9 @@ TEST_CASE("routing: the PAC file, evaluated by pacparser, says what h2gate would
       "            direct: true\n"
       "          cluster: proxy\n"
       "          pac: {serve_on_listener: true}\n");
-  const std::string plain = RoutingEnv::listener("plain",
-                                                 "      - name: h2gate.filters.forward_proxy\n"
-                                                 "        typed_config: {cluster: proxy}\n");
+  const std::string plain = listenerYaml("plain",
+                                         "      - name: h2gate.filters.forward_proxy\n"
+                                         "        typed_config: {cluster: proxy}\n");
   env.start(pac_listener + plain, {"local_proxy", "plain"});
   const std::string proxy = "PROXY 127.0.0.1:" + str(env.gate->port("local_proxy"));
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tests/support/auth_proxy.h"
-#include "tests/support/kerberos.h"
+#include "tests/support/kerberos_proxy.h"
 #include "tests/support/origin.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
@@ -85,22 +85,14 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
   Nginx::Options no;
   no.ca = &ca;
   Nginx nginx(no);
-  Kdc kdc;
-  kdc.addPrincipal("alice", "alice-pw");
-  kdc.addRandomKey("HTTP/localhost");
-  const std::string keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
-  const std::string alice = kdc.kinit("alice", "alice-pw");
+  KerberosRealm realm;
   SspiClient client;
   const std::string url = nginx.httpUrl("/1k");
 
   SECTION("squid's negotiate_kerberos_auth accepts the ticket") {
-    Squid::Options s;
-    s.negotiate_keytab = keytab;
-    s.negotiate_principal = "HTTP/localhost@H2GATE.TEST";
-    s.krb5_conf = kdc.krb5Conf();
-    Squid squid(s);
-    const CommandResult r =
-        client.run({"negotiate", std::to_string(squid.httpPort()), url}, kdc.env(alice));
+    Squid squid(negotiateSquidOptions(realm));
+    const CommandResult r = client.run({"negotiate", std::to_string(squid.httpPort()), url},
+                                       realm.kdc.env(realm.alice));
     CHECK(r.exit_code == 0);
     CHECK(r.out.find("step1 continue") != std::string::npos);
     CHECK(r.out.find("status 200") != std::string::npos);
@@ -109,7 +101,7 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
     CHECK(lines[0].ends_with(" alice@H2GATE.TEST"));
     // No ticket: SSPI says so, nothing is sent.
     const CommandResult none = client.run({"negotiate", std::to_string(squid.httpPort()), url},
-                                          kdc.env("FILE:" + work.file("none")));
+                                          realm.kdc.env("FILE:" + work.file("none")));
     CHECK(none.exit_code == 1);
     CHECK(none.out.find("SEC_E_NO_CREDENTIALS") != std::string::npos);
   }
@@ -117,12 +109,12 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
     const std::string mutual = GENERATE("ok", "forged");
     AuthProxy::Options o;
     o.schemes = "negotiate";
-    o.keytab = keytab;
-    o.krb5_conf = kdc.krb5Conf();
+    o.keytab = realm.http_keytab;
+    o.krb5_conf = realm.kdc.krb5Conf();
     o.mutual = mutual;
     AuthProxy proxy(o);
     const CommandResult r =
-        client.run({"negotiate", std::to_string(proxy.port()), url}, kdc.env(alice));
+        client.run({"negotiate", std::to_string(proxy.port()), url}, realm.kdc.env(realm.alice));
     INFO(proxy.logText());
     CHECK(r.out.find("status 200") != std::string::npos);
     CHECK(r.out.find(mutual == "ok" ? "mutual complete" : "mutual failed") != std::string::npos);

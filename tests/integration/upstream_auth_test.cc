@@ -19,7 +19,7 @@
 
 #include "tests/support/auth_proxy.h"
 #include "tests/support/h2gate.h"
-#include "tests/support/kerberos.h"
+#include "tests/support/kerberos_proxy.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
 #include "tests/support/scrape.h"
@@ -37,7 +37,6 @@ std::string str(uint64_t n) {
   return std::to_string(n);
 }
 
-const char* const kRealm = "H2GATE.TEST";
 const char* const kAlice = "alice@H2GATE.TEST";
 
 // Skips (with the reason on stdout) where the Kerberos tools or the test
@@ -60,63 +59,10 @@ size_t squidStatusCount(const Squid& squid, int status) {
   return n;
 }
 
-// h2gate's config: one listener to cluster "proxy" at `host`:`port`, over
-// TLS verified with `ca` unless `ca` is empty, with `auth` (lines under
-// proxy_authentication, indented 6) or, when `auth` is empty, none.
-std::string gateYaml(const std::string& host, uint16_t port, const std::string& ca,
-                     const std::string& auth, const std::string& cluster_extra = "") {
-  std::string y =
-      "admin: {address: {socket_address: {address: 127.0.0.1, port_value: 0}}}\n"
-      "static_resources:\n"
-      "  listeners:\n"
-      "  - name: local_proxy\n"
-      "    address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
-      "    filter_chains:\n"
-      "    - filters:\n"
-      "      - name: h2gate.filters.access_log\n"
-      "      - name: h2gate.filters.forward_proxy\n"
-      "        typed_config: {cluster: proxy}\n"
-      "  clusters:\n"
-      "  - name: proxy\n" +
-      cluster_extra;
-  if (!auth.empty()) y += "    proxy_authentication:\n" + auth;
-  y += "    load_assignment:\n"
-       "      endpoints:\n"
-       "      - lb_endpoints:\n"
-       "        - endpoint: {address: {socket_address: {address: " +
-       host + ", port_value: " + str(port) + "}}}\n";
-  if (!ca.empty())
-    y += "    transport_socket:\n"
-         "      name: envoy.transport_sockets.tls\n"
-         "      typed_config:\n"
-         "        common_tls_context:\n"
-         "          validation_context: {trusted_ca: {filename: " +
-         ca + "}}\n";
-  return y;
-}
-
 // The realm, nginx behind squid (https_port and http_port) with
-// negotiate_kerberos_auth, alice's ticket.
-struct KerberosEnv {
-  KerberosEnv() {
-    kdc.addPrincipal("alice", "alice-pw");
-    kdc.addRandomKey("HTTP/localhost");
-    http_keytab = kdc.keytab("http.keytab", {"HTTP/localhost"});
-    alice = kdc.kinit("alice", "alice-pw");
-    Squid::Options s;
-    s.ca = &ca;
-    s.https = true;
-    s.negotiate_keytab = http_keytab;
-    s.negotiate_principal = std::string("HTTP/localhost@") + kRealm;
-    s.krb5_conf = kdc.krb5Conf();
-    squid = std::make_unique<Squid>(s);
-  }
-
-  static Nginx::Options nginxOptions(TestCA& ca) {
-    Nginx::Options n;
-    n.ca = &ca;
-    return n;
-  }
+// negotiate_kerberos_auth, alice's ticket; h2gate started by the test.
+struct KerberosEnv : KerberosSquidEnv {
+  KerberosEnv() : KerberosSquidEnv("auth") {}
 
   // h2gate with `auth`, to squid's https_port as "localhost", with the
   // given credential cache (empty: none) and extra environment.
@@ -124,9 +70,9 @@ struct KerberosEnv {
                     std::map<std::string, std::optional<std::string>> env = {}, uint16_t port = 0) {
     H2gate::Options o;
     o.binary = H2GATE_BINARY;
-    o.yaml = gateYaml("localhost", port ? port : squid->httpsPort(), ca.caCertPath(), auth);
+    o.yaml = authConfigYaml("localhost", port ? port : squid->httpsPort(), ca.caCertPath(), auth);
     o.args = {"--log-level", "debug"};
-    o.env = kdc.env(ccache.empty() ? "FILE:" + work.file("no-such-cache") : ccache);
+    o.env = realm.kdc.env(ccache.empty() ? "FILE:" + work.file("no-such-cache") : ccache);
     for (auto& [k, v] : env) o.env[k] = v;
     gate = std::make_unique<H2gate>(std::move(o));
     return *gate;
@@ -149,13 +95,6 @@ struct KerberosEnv {
     CHECK(log.find("TlRMTVNTUA") == std::string::npos);  // "NTLMSSP" in base64
   }
 
-  TempDir work{"auth"};
-  TestCA ca{work.path().string()};
-  Kdc kdc;
-  std::string http_keytab;
-  std::string alice;
-  Nginx nginx{nginxOptions(ca)};
-  std::unique_ptr<Squid> squid;
   TempDir out{"out"};
   std::unique_ptr<H2gate> gate;
 };
@@ -168,24 +107,21 @@ TEST_CASE("Kerberos fixture: curl's GSSAPI client gets through squid's negotiate
   KerberosEnv env;
   const std::string url = env.nginx.httpUrl("/1k");
   auto curl = [&](const std::string& ccache, std::vector<std::string> args) {
-    std::vector<std::string> argv{"env"};
-    for (const auto& [k, v] : env.kdc.env(ccache))
-      if (v) argv.push_back(k + "=" + *v);
-    argv.insert(argv.end(), {curlBinary(), "-q", "-sS", "-o", "/dev/null", "-w", "%{http_code}"});
-    argv.insert(argv.end(), args.begin(), args.end());
-    return runCommand(argv, milliseconds(30000));
+    args.insert(args.begin(), {"-o", "/dev/null", "-w", "%{http_code}"});
+    return env.realm.curl(ccache, args);
   };
   // http_port, absolute-form and CONNECT, as curl --proxy-negotiate -U : does it.
-  auto r = curl(env.alice, {"--proxy", "http://localhost:" + str(env.squid->httpPort()),
-                            "--proxy-negotiate", "-U", ":", url});
+  auto r = curl(env.realm.alice, {"--proxy", "http://localhost:" + str(env.squid->httpPort()),
+                                  "--proxy-negotiate", "-U", ":", url});
   INFO(r.err << env.squid->cacheLog());
   CHECK(r.out == "200");
-  r = curl(env.alice, {"--proxy", "http://localhost:" + str(env.squid->httpPort()),
-                       "--proxy-negotiate", "-U", ":", "-p", url});
+  r = curl(env.realm.alice, {"--proxy", "http://localhost:" + str(env.squid->httpPort()),
+                             "--proxy-negotiate", "-U", ":", "-p", url});
   CHECK(r.out == "200");
   // https_port (curl 8 speaks TLS to a proxy).
-  r = curl(env.alice, {"--proxy", "https://localhost:" + str(env.squid->httpsPort()),
-                       "--proxy-cacert", env.ca.caCertPath(), "--proxy-negotiate", "-U", ":", url});
+  r = curl(env.realm.alice,
+           {"--proxy", "https://localhost:" + str(env.squid->httpsPort()), "--proxy-cacert",
+            env.ca.caCertPath(), "--proxy-negotiate", "-U", ":", url});
   CHECK(r.out == "200");
   // Without a ticket squid says 407.
   r = curl("FILE:" + env.work.file("none"),
@@ -204,7 +140,7 @@ TEST_CASE("Negotiate through h2gate: CONNECT and absolute-form, a ticket on ever
   KerberosEnv env;
   const std::string scheme = GENERATE("negotiate", "auto");
   INFO("scheme " << scheme);
-  H2gate& gate = env.startGate("      scheme: " + scheme + "\n", env.alice);
+  H2gate& gate = env.startGate("      scheme: " + scheme + "\n", env.realm.alice);
   const TestFile& f = testFile("1m");
 
   // CONNECT: 1 MiB byte-identical through the tunnel (squid https_port).
@@ -251,8 +187,8 @@ TEST_CASE("Negotiate for a service account: a client keytab, no user credential 
           "[auth][kerberos]") {
   REQUIRE_AUTH_TOOLS();
   KerberosEnv env;
-  env.kdc.addRandomKey("svc-h2gate");
-  const std::string keytab = env.kdc.keytab("svc.keytab", {"svc-h2gate"});
+  env.realm.kdc.addRandomKey("svc-h2gate");
+  const std::string keytab = env.realm.kdc.keytab("svc.keytab", {"svc-h2gate"});
   H2gate& gate = env.startGate(
       "      scheme: negotiate\n"
       "      client_keytab: {filename: " +
@@ -286,12 +222,12 @@ TEST_CASE("Negotiate failures: the app gets squid's 407, the reason is logged on
     logged = "no Kerberos ticket: run kinit";
   }
   SECTION("an expired ticket") {
-    ccache = env.kdc.kinit("alice", "alice-pw", "2s");
+    ccache = env.realm.kdc.kinit("alice", "alice-pw", "2s");
     std::this_thread::sleep_for(milliseconds(3000));
     logged = "the Kerberos ticket has expired";
   }
   SECTION("a service principal the KDC does not know") {
-    ccache = env.alice;
+    ccache = env.realm.alice;
     auth += "      spn: HTTP@wrong.localhost\n";
     logged = "HTTP/wrong.localhost@H2GATE.TEST not found in Kerberos database";
   }
@@ -331,7 +267,7 @@ TEST_CASE("Negotiate over HTTP/2: 20 tunnels on one connection, each with its ow
   n.backend_port = env.squid->httpPort();
   n.log_headers = {"proxy-authorization"};
   Nghttpx nghttpx(n);
-  H2gate& gate = env.startGate("      scheme: negotiate\n", env.alice, {}, nghttpx.port());
+  H2gate& gate = env.startGate("      scheme: negotiate\n", env.realm.alice, {}, nghttpx.port());
   REQUIRE(gate.process().waitForLog("negotiated h2", milliseconds(10000)));
   // 20 tunnels at once, each a CONNECT stream.
   // HTTP/1.1 to the origin, so curl opens a tunnel per transfer (over h2
@@ -369,12 +305,9 @@ namespace {
 struct ProxyEnv {
   explicit ProxyEnv(AuthProxy::Options o, bool kerberos = false) {
     if (kerberos) {
-      kdc = std::make_unique<Kdc>();
-      kdc->addPrincipal("alice", "alice-pw");
-      kdc->addRandomKey("HTTP/localhost");
-      o.keytab = kdc->keytab("http.keytab", {"HTTP/localhost"});
-      o.krb5_conf = kdc->krb5Conf();
-      alice = kdc->kinit("alice", "alice-pw");
+      realm = std::make_unique<KerberosRealm>();
+      o.keytab = realm->http_keytab;
+      o.krb5_conf = realm->kdc.krb5Conf();
     }
     o.ntlm_users = {"CORP:alice:ntlm-pw"};
     proxy = std::make_unique<AuthProxy>(std::move(o));
@@ -389,9 +322,9 @@ struct ProxyEnv {
   H2gate& startGate(const std::string& auth, const std::string& ca = "") {
     H2gate::Options o;
     o.binary = H2GATE_BINARY;
-    o.yaml = gateYaml("localhost", proxy->port(), ca, auth);
+    o.yaml = authConfigYaml("localhost", proxy->port(), ca, auth);
     o.args = {"--log-level", "debug"};
-    if (kdc) o.env = kdc->env(alice);
+    if (realm) o.env = realm->kdc.env(realm->alice);
     // An ASan build of h2gate that uses NTLM: gss-ntlmssp's own leak is
     // suppressed (tests/lsan.supp), which needs full stack unwinding.
     // Without ASan these variables do nothing.
@@ -427,8 +360,7 @@ struct ProxyEnv {
   TempDir work{"auth-proxy"};
   TestCA ca{work.path().string()};
   Nginx nginx{nginxOptions(ca)};
-  std::unique_ptr<Kdc> kdc;
-  std::string alice;
+  std::unique_ptr<KerberosRealm> realm;
   std::unique_ptr<AuthProxy> proxy;
   TempDir out{"out"};
   std::unique_ptr<H2gate> gate;

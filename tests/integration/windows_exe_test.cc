@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/background_downloads.h"
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
 #include "tests/support/scrape.h"
@@ -73,44 +74,20 @@ H2gate::Options exeOptions(const std::string& wrapper, std::vector<std::string> 
   return o;
 }
 
-// n parallel 20 MiB HTTPS downloads through `proxy` (curl, HTTP/1.1 to the
-// origin, 4 MB/s each) into <prefix>0..n-1 in env.out; returns once
-// h2gate's admin on `admin` counts n active requests (at most 20 s), so a
-// stop lands mid-transfer.
-std::unique_ptr<Process> startDownloads(H2Env& env, const std::string& proxy, uint16_t admin,
-                                        const std::string& prefix, int n) {
-  sizedTestFile("20m", 20 << 20);
-  std::vector<std::string> args{"-sS",
-                                "-x",
-                                proxy,
-                                "--cacert",
-                                env.ca.caCertPath(),
-                                "--parallel",
-                                "--parallel-max",
-                                str(n),
-                                "--parallel-immediate",
-                                "--http1.1",
-                                "--limit-rate",
-                                "4M"};
-  for (int i = 0; i < n; ++i)
-    args.insert(args.end(), {"-o", env.out.file(prefix + str(i)),
-                             env.nginx.httpsUrl("/20m?" + prefix + str(i))});
-  auto transfers = startCurl(args, env.out.path().string(), prefix + str(n));
-  const auto deadline = Clock::now() + milliseconds(20000);
-  while (Clock::now() < deadline && scrapeMetrics(admin).sum("h2gate_requests_active") < n)
-    std::this_thread::sleep_for(milliseconds(200));
-  return transfers;
-}
-
-// The downloads of startDownloads all complete: curl exits 0 and every file
-// is the 20 MiB file, byte for byte.
-void checkDownloads(H2Env& env, Process& transfers, const std::string& prefix, int n) {
-  const auto st = transfers.wait(milliseconds(120000));
-  REQUIRE(st);
-  CHECK(st->exited);
-  CHECK(st->code == 0);
-  const SizedFile& f = sizedTestFile("20m", 20 << 20);
-  for (int i = 0; i < n; ++i) CHECK(sha256File(env.out.file(prefix + str(i))) == f.sha256);
+// n parallel 20 MiB downloads over HTTP/1.1 to the origin (4 MB/s each)
+// into out/<prefix>0..n-1, for stopping h2gate.exe mid-transfer; a cold
+// wine is slow, so 20 s for h2gate to count them and 120 s to finish.
+BackgroundDownloads twentyMiB(const std::string& prefix, int n) {
+  BackgroundDownloads d;
+  d.count = n;
+  d.prefix = prefix;
+  d.path = "/20m";
+  d.sha256 = sizedTestFile("20m", 20 << 20).sha256;
+  d.curl_flags = {"--http1.1"};
+  d.open_timeout = milliseconds(20000);
+  d.poll = milliseconds(200);
+  d.timeout = milliseconds(120000);
+  return d;
 }
 
 }  // namespace
@@ -225,11 +202,12 @@ TEST_CASE("h2gate.exe under wine: downloads, uploads, metrics, admin, quitquitqu
 
   // POST /quitquitquit during 10 transfers: all complete, exit code 0.
   {
-    auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), "q", 10);
+    const BackgroundDownloads d = twentyMiB("q", 10);
+    auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
     AdminReply r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
     CHECK(r.status == 200);
     CHECK(r.body == "draining 10 connection(s)\n");
-    checkDownloads(env, *transfers, "q", 10);
+    checkDownloads(env, *transfers, d);
     const auto exit = gate.process().wait(milliseconds(30000));
     REQUIRE(exit);
     CHECK(exit->exited);
@@ -289,12 +267,13 @@ TEST_CASE("h2gate.exe under wine: Ctrl+C drains and exits 0", "[windows-exe]") {
   const pid_t wine_pid = std::stoi(readFile((work.path() / "wine.pid").string()));
   REQUIRE(wine_pid > 0);
 
-  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), "c", 5);
+  const BackgroundDownloads d = twentyMiB("c", 5);
+  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
   CHECK(scrapeMetrics(gate.adminPort()).sum("h2gate_requests_active") == 5);
   REQUIRE(::kill(wine_pid, SIGINT) == 0);
   CHECK(gate.process().waitForLog("Ctrl\\+C: no longer accepting; draining 5 connection\\(s\\)",
                                   milliseconds(10000)));
-  checkDownloads(env, *transfers, "c", 5);
+  checkDownloads(env, *transfers, d);
   const auto exit = gate.process().wait(milliseconds(30000));
   REQUIRE(exit);
   CHECK(exit->exited);
@@ -434,13 +413,14 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
     std::this_thread::sleep_for(milliseconds(200));
 
   // sc stop during 5 transfers: they complete, the service stops with 0.
-  auto transfers = startDownloads(env, proxy, admin, "s", 5);
+  const BackgroundDownloads d = twentyMiB("s", 5);
+  auto transfers = startDownloads(env, proxy, admin, d);
   CHECK(scrapeMetrics(admin).sum("h2gate_requests_active") == 5);
   CommandResult stop = wineRun(wine, {"sc", "stop", "h2gate"});
   INFO("sc stop: " << stop.out << stop.err);
   CHECK(stop.exit_code == 0);
   CHECK(stop.out.find("STOP_PENDING") != std::string::npos);
-  checkDownloads(env, *transfers, "s", 5);
+  checkDownloads(env, *transfers, d);
   const auto stopped = Clock::now() + milliseconds(30000);
   while (Clock::now() < stopped && serviceState(wine) != "STOPPED")
     std::this_thread::sleep_for(milliseconds(300));

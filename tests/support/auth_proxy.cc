@@ -74,4 +74,27 @@ std::vector<std::map<std::string, std::string>> AuthProxy::requests() const {
   return out;
 }
 
+std::string authConfigYaml(const std::string& host, uint16_t port, const std::string& ca,
+                           const std::string& auth, const std::string& cluster_extra) {
+  std::string y = directModeYaml() +
+                  "        typed_config: {cluster: proxy}\n"
+                  "  clusters:\n"
+                  "  - name: proxy\n" +
+                  cluster_extra;
+  if (!auth.empty()) y += "    proxy_authentication:\n" + auth;
+  y += "    load_assignment:\n"
+       "      endpoints:\n"
+       "      - lb_endpoints:\n"
+       "        - endpoint: {address: {socket_address: {address: " +
+       host + ", port_value: " + std::to_string(port) + "}}}\n";
+  if (!ca.empty())
+    y += "    transport_socket:\n"
+         "      name: envoy.transport_sockets.tls\n"
+         "      typed_config:\n"
+         "        common_tls_context:\n"
+         "          validation_context: {trusted_ca: {filename: " +
+         ca + "}}\n";
+  return y;
+}
+
 }  // namespace h2gate::test

@@ -58,4 +58,12 @@ class AuthProxy {
 // "" when the test proxy can run here, else what is missing.
 std::string authProxyMissing();
 
+// h2gate's config for the proxy authentication tests: directModeYaml()'s
+// listener routed to cluster "proxy" at `host`:`port`, which has
+// `cluster_extra` (lines indented 4) first, then `auth` under
+// proxy_authentication (lines indented 6; none when empty), over TLS
+// verified with `ca` unless `ca` is empty.
+std::string authConfigYaml(const std::string& host, uint16_t port, const std::string& ca,
+                           const std::string& auth, const std::string& cluster_extra = "");
+
 }  // namespace h2gate::test

@@ -250,16 +250,22 @@ std::string directModeYaml(const std::string& h2gate_section, const std::string&
        "  address:\n"
        "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
        "static_resources:\n"
-       "  listeners:\n"
-       "  - name: local_proxy\n"
-       "    address:\n"
-       "      socket_address: {address: 127.0.0.1, port_value: 0}\n";
-  y += listener_fields;
-  y += "    filter_chains:\n"
-       "    - filters:\n"
-       "      - name: h2gate.filters.access_log\n"
-       "      - name: h2gate.filters.forward_proxy\n";
+       "  listeners:\n";
+  y += listenerYaml("local_proxy", "      - name: h2gate.filters.forward_proxy\n", listener_fields);
   return y;
+}
+
+std::string listenerYaml(const std::string& name, const std::string& filters,
+                         const std::string& listener_fields) {
+  return "  - name: " + name +
+         "\n"
+         "    address:\n"
+         "      socket_address: {address: 127.0.0.1, port_value: 0}\n" +
+         listener_fields +
+         "    filter_chains:\n"
+         "    - filters:\n"
+         "      - name: h2gate.filters.access_log\n" +
+         filters;
 }
 
 }  // namespace h2gate::test

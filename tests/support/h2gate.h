@@ -111,4 +111,11 @@ class H2gate {
 std::string directModeYaml(const std::string& h2gate_section = "",
                            const std::string& listener_fields = "");
 
+// One item of static_resources.listeners: `name` on 127.0.0.1:0 with
+// `listener_fields` (indented 4, e.g. "    max_connections: 5\n"), its one
+// filter chain the access_log filter and then `filters` (lines of
+// filter_chains[0].filters, indented 6).
+std::string listenerYaml(const std::string& name, const std::string& filters,
+                         const std::string& listener_fields = "");
+
 }  // namespace h2gate::test

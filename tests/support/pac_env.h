@@ -66,19 +66,13 @@ struct PacEnv {
   // A listener on 127.0.0.1:0 whose forward_proxy has one pac route;
   // `pac_block` is the route's pac: body, indented 14.
   static std::string listener(const std::string& name, const std::string& pac_block) {
-    return "  - name: " + name +
-           "\n"
-           "    address:\n"
-           "      socket_address: {address: 127.0.0.1, port_value: 0}\n"
-           "    filter_chains:\n"
-           "    - filters:\n"
-           "      - name: h2gate.filters.access_log\n"
-           "      - name: h2gate.filters.forward_proxy\n"
-           "        typed_config:\n"
-           "          routes:\n"
-           "          - match: {}\n"
-           "            pac:\n" +
-           pac_block;
+    return listenerYaml(name,
+                        "      - name: h2gate.filters.forward_proxy\n"
+                        "        typed_config:\n"
+                        "          routes:\n"
+                        "          - match: {}\n"
+                        "            pac:\n" +
+                            pac_block);
   }
 
   // The whole config: admin on `admin_address`:0 and `listeners`.

@@ -3,6 +3,9 @@
 // line, column and field.
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <vector>
+
 #include "config/loader.h"
 #include "test_util.h"
 #include "tests/support/temp_dir.h"
@@ -112,91 +115,69 @@ TEST_CASE("proxy_authentication: each scheme loads", "[config][auth]") {
 TEST_CASE("proxy_authentication: errors name file, line, column and field",
           "[config][auth][errors]") {
   const std::string p = "static_resources.clusters[0].proxy_authentication";
-  SECTION("an unknown scheme") {
-    const LoadResult r = load(withAuth("    proxy_authentication: {scheme: kerberos}\n"));
+  // What goes under the cluster (indented 4), the problem it makes.
+  struct Case {
+    const char* what;
+    std::string auth;
+    std::string problem;
+  };
+  const std::vector<Case> cases{
+      {"an unknown scheme", "    proxy_authentication: {scheme: kerberos}\n",
+       "cfg.yaml:10:36: " + p +
+           ".scheme: expected one of auto, negotiate, ntlm, basic, got 'kerberos'"},
+      {"a Kerberos principal name where the spn goes",
+       "    proxy_authentication:\n"
+       "      spn: HTTP/proxy.corp.example@CORP.EXAMPLE\n",
+       "cfg.yaml:11:12: " + p +
+           ".spn: expected GSSAPI's SERVICE@HOST form, e.g. HTTP@proxy.example.com "
+           "(not a Kerberos principal name like HTTP/proxy.example.com@REALM)"},
+      {"Kerberos settings on a scheme without Kerberos",
+       "    proxy_authentication:\n"
+       "      scheme: ntlm\n"
+       "      spn: HTTP@x\n",
+       "cfg.yaml:12:12: " + p + ".spn: is for Negotiate (Kerberos): scheme ntlm has no use for it"},
+      {"basic without credentials", "    proxy_authentication: {scheme: basic}\n",
+       "cfg.yaml:10:27: " + p + ": scheme basic needs credentials (a username and a password)"},
+      {"credentials twice",
+       "    proxy_credentials: {username: a, password: b}\n"
+       "    proxy_authentication:\n"
+       "      credentials: {username: a, password: b}\n",
+       "cfg.yaml:12:20: " + p +
+           ".credentials: the cluster has proxy_credentials already: give the credentials once"},
+      {"password and password_file both",
+       "    proxy_authentication:\n"
+       "      credentials: {username: a, password: b, password_file: {filename: /x}}\n",
+       "cfg.yaml:11:62: " + p +
+           ".credentials.password_file: give either password or password_file, not both"},
+      {"neither password nor password_file",
+       "    proxy_authentication:\n"
+       "      credentials: {username: a}\n",
+       "cfg.yaml:11:20: " + p + ".credentials.password: missing required field"},
+      {"an unreadable password_file",
+       "    proxy_authentication:\n"
+       "      credentials: {username: a, password_file: {filename: /nonexistent/pw}}\n",
+       "cfg.yaml:11:60: " + p +
+           ".credentials.password_file.filename: cannot read '/nonexistent/pw': No such file or "
+           "directory"},
+      {"a ':' in a Basic user name",
+       "    proxy_authentication:\n"
+       "      scheme: basic\n"
+       "      credentials: {username: 'a:b', password: c}\n",
+       "cfg.yaml:11:7: " + p +
+           ": the user name contains ':', which Basic cannot carry (scheme basic)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const LoadResult r = load(withAuth(c.auth));
     INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
-                                     ".scheme: expected one of auto, negotiate, ntlm, basic, "
-                                     "got 'kerberos'"));
+    CHECK(hasProblem(r.problems, c.problem));
   }
-  SECTION("a Kerberos principal name where the spn goes") {
-    const LoadResult r =
-        load(withAuth("    proxy_authentication:\n"
-                      "      spn: HTTP/proxy.corp.example@CORP.EXAMPLE\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems,
-                     "cfg.yaml:11:12: " + p +
-                         ".spn: expected GSSAPI's SERVICE@HOST form, e.g. HTTP@proxy.example.com "
-                         "(not a Kerberos principal name like HTTP/proxy.example.com@REALM)"));
-  }
-  SECTION("Kerberos settings on a scheme without Kerberos") {
-    const LoadResult r =
-        load(withAuth("    proxy_authentication:\n"
-                      "      scheme: ntlm\n"
-                      "      spn: HTTP@x\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:12:12: " + p +
-                                     ".spn: is for Negotiate (Kerberos): scheme ntlm has no use "
-                                     "for it"));
-  }
-  SECTION("basic without credentials") {
-    const LoadResult r = load(withAuth("    proxy_authentication: {scheme: basic}\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:10:27: " + p +
-                                     ": scheme basic needs credentials (a username and a "
-                                     "password)"));
-  }
-  SECTION("credentials twice") {
-    const LoadResult r =
-        load(withAuth("    proxy_credentials: {username: a, password: b}\n"
-                      "    proxy_authentication:\n"
-                      "      credentials: {username: a, password: b}\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:12:20: " + p +
-                                     ".credentials: the cluster has proxy_credentials already: "
-                                     "give the credentials once"));
-  }
-  SECTION("password and password_file both, or neither") {
-    const LoadResult both = load(
-        withAuth("    proxy_authentication:\n"
-                 "      credentials: {username: a, password: b, password_file: {filename: /x}}\n"));
-    INFO(allProblems(both.problems));
-    CHECK(hasProblem(both.problems, "cfg.yaml:11:62: " + p +
-                                        ".credentials.password_file: give either password or "
-                                        "password_file, not both"));
-    const LoadResult none =
-        load(withAuth("    proxy_authentication:\n"
-                      "      credentials: {username: a}\n"));
-    INFO(allProblems(none.problems));
-    CHECK(hasProblem(none.problems,
-                     "cfg.yaml:11:20: " + p + ".credentials.password: missing required field"));
-  }
-  SECTION("an unreadable password_file") {
-    const LoadResult r = load(
-        withAuth("    proxy_authentication:\n"
-                 "      credentials: {username: a, password_file: {filename: /nonexistent/pw}}\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:11:60: " + p +
-                                     ".credentials.password_file.filename: cannot read "
-                                     "'/nonexistent/pw': No such file or directory"));
-  }
-  SECTION("ntlm where the TLS settings offer h2 only") {
-    std::string yaml = withAuth("    proxy_authentication: {scheme: ntlm}\n");
-    yaml.replace(yaml.find("[h2, http/1.1]"), 14, "[h2]");
-    const LoadResult r = load(yaml);
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
-                                     ".scheme: NTLM needs HTTP/1.1 connections, but "
-                                     "alpn_protocols does not offer http/1.1"));
-  }
-  SECTION("a ':' in a Basic user name") {
-    const LoadResult r =
-        load(withAuth("    proxy_authentication:\n"
-                      "      scheme: basic\n"
-                      "      credentials: {username: 'a:b', password: c}\n"));
-    INFO(allProblems(r.problems));
-    CHECK(hasProblem(r.problems, "cfg.yaml:11:7: " + p +
-                                     ": the user name contains ':', which Basic cannot carry "
-                                     "(scheme basic)"));
-  }
+  // ntlm where the TLS settings offer h2 only.
+  std::string yaml = withAuth("    proxy_authentication: {scheme: ntlm}\n");
+  yaml.replace(yaml.find("[h2, http/1.1]"), 14, "[h2]");
+  const LoadResult r = load(yaml);
+  INFO(allProblems(r.problems));
+  CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
+                                   ".scheme: NTLM needs HTTP/1.1 connections, but "
+                                   "alpn_protocols does not offer http/1.1"));
 }

@@ -27,6 +27,15 @@ LoadResult load(const std::string& yaml) {
   return h2gate::testing::loadYaml(yaml);
 }
 
+// kMinimal and a cluster c (to p.example:443) with `fields`, indented 4,
+// ahead of its load_assignment; REQUIREs that it loads.
+Bootstrap loadWithCluster(const std::string& fields) {
+  const LoadResult r = load(h2gate::testing::withCluster(fields + h2gate::testing::kEndpoint));
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  return r.bootstrap;
+}
+
 // Equal, except that `b` (loaded from a dump) may hold kRedacted where `a`
 // has a secret scalar.
 bool sameNode(const YAML::Node& a, const YAML::Node& b) {
@@ -225,17 +234,9 @@ TEST_CASE("the proxy password never appears in the dump", "[config][dump]") {
     CHECK(creds["password"].as<std::string>() == kRedacted);
   }
   SECTION("written in the YAML") {
-    const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
-  - name: c
-    proxy_credentials: {username: bob, password: "s3cr3t-Pa55"}
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
-)");
-    INFO(allProblems(r.problems));
-    REQUIRE(r.ok());
-    const std::string dump = roundTrip(r.bootstrap);
+    const Bootstrap b =
+        loadWithCluster("    proxy_credentials: {username: bob, password: \"s3cr3t-Pa55\"}\n");
+    const std::string dump = roundTrip(b);
     CHECK_FALSE(contains(dump, kPassword));
     CHECK(contains(dump, kRedacted));
     CHECK(contains(dump, "username: bob"));
@@ -247,23 +248,15 @@ TEST_CASE("proxy_authentication: dumped in full, its password redacted", "[confi
   const std::string file = dir.write("pw", std::string(kPassword) + "\n");
   const std::string keytab = dir.write("svc.keytab", "not parsed by the loader");
   SECTION("negotiate with a keytab, NTLM credentials inline") {
-    const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
-  - name: c
-    proxy_authentication:
+    const Bootstrap b = loadWithCluster(R"(    proxy_authentication:
       scheme: auto
       spn: HTTP@proxy.corp.example
-      client_keytab: {filename: )" +
-                              keytab + R"(}
+      client_keytab: {filename: )" + keytab +
+                                        R"(}
       principal: svc@CORP.EXAMPLE
       credentials: {username: 'CORP\alice', password: "s3cr3t-Pa55"}
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
 )");
-    INFO(allProblems(r.problems));
-    REQUIRE(r.ok());
-    const std::string dump = roundTrip(r.bootstrap);
+    const std::string dump = roundTrip(b);
     CHECK_FALSE(contains(dump, kPassword));
     const YAML::Node a =
         YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_authentication"];
@@ -276,21 +269,13 @@ TEST_CASE("proxy_authentication: dumped in full, its password redacted", "[confi
     CHECK_FALSE(YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_credentials"]);
   }
   SECTION("a password_file is named, its content never shown") {
-    const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
-  - name: c
-    proxy_authentication:
+    const Bootstrap b = loadWithCluster(R"(    proxy_authentication:
       scheme: ntlm
       credentials: {username: alice@CORP, password_file: {filename: )" +
-                              file + R"(}}
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
+                                        file + R"(}}
 )");
-    INFO(allProblems(r.problems));
-    REQUIRE(r.ok());
-    REQUIRE(r.bootstrap.clusters[0].credentials->password == kPassword);
-    const std::string dump = roundTrip(r.bootstrap);
+    REQUIRE(b.clusters[0].credentials->password == kPassword);
+    const std::string dump = roundTrip(b);
     CHECK_FALSE(contains(dump, kPassword));
     const YAML::Node a =
         YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_authentication"];
@@ -357,16 +342,7 @@ TEST_CASE("isSecretKey matches password, secret, token, authorization in any cas
 }
 
 TEST_CASE("a minimal config dumps with every default written out", "[config][dump]") {
-  const LoadResult r = load(std::string(kMinimal) + R"(  clusters:
-  - name: c
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}
-)");
-  INFO(allProblems(r.problems));
-  REQUIRE(r.ok());
-  const std::string dump = roundTrip(r.bootstrap);
+  const std::string dump = roundTrip(loadWithCluster(""));
   INFO(dump);
   for (const char* line : {
            "socket_address: {address: 127.0.0.1, port_value: 9901}",

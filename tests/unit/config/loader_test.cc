@@ -14,7 +14,9 @@
 using namespace h2gate::config;
 using h2gate::testing::allProblems;
 using h2gate::testing::hasProblem;
+using h2gate::testing::kEndpoint;
 using h2gate::testing::ScopedEnv;
+using h2gate::testing::withCluster;
 using std::chrono::seconds;
 
 namespace {
@@ -62,20 +64,6 @@ const char* const kMinimal = h2gate::testing::kMinimalConfig;
 LoadResult load(const std::string& yaml) {
   return h2gate::testing::loadYaml(yaml);
 }
-
-// kMinimal plus one cluster named c whose body (indented 4) follows `name: c`.
-std::string withCluster(const std::string& body) {
-  return std::string(kMinimal) +
-         "  clusters:\n"
-         "  - name: c\n" +
-         body;
-}
-
-const char* kEndpoint =
-    "    load_assignment:\n"
-    "      endpoints:\n"
-    "      - lb_endpoints:\n"
-    "        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}\n";
 
 }  // namespace
 

@@ -76,6 +76,22 @@ inline constexpr const char* kMinimalConfig = R"(static_resources:
       - name: h2gate.filters.forward_proxy
 )";
 
+// kMinimalConfig plus one cluster named c whose body (indented 4) follows
+// `name: c`.
+inline std::string withCluster(const std::string& body) {
+  return std::string(kMinimalConfig) +
+         "  clusters:\n"
+         "  - name: c\n" +
+         body;
+}
+
+// A cluster's load_assignment (indented 4): one endpoint, p.example:443.
+inline constexpr const char* kEndpoint =
+    "    load_assignment:\n"
+    "      endpoints:\n"
+    "      - lb_endpoints:\n"
+    "        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}\n";
+
 // As h2gate loads it: config's checks and the filter chains
 // (gateway/load_config.h).
 inline config::LoadResult loadYaml(const std::string& yaml) {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,23 @@ struct Fixture {
     return shard.counter(metrics::Family::RouteFallbacks, {"router_test", "down", to}).value();
   }
   bool waitFor(const std::function<bool()>& cond) { return test::runUntil(io, cond, 10000ms); }
+  // Until the app has a failure (10 s at most).
+  bool waitForFailure() {
+    return waitFor([this] { return app.failures > 0; });
+  }
+  // Opens `h` on cluster "down" (whose proxy refuses), then `then`.
+  void openOnDown(std::vector<std::string> then, const RequestHead& h) {
+    info.cluster = "down";
+    info.fallbacks = std::move(then);
+    open(h);
+  }
+  // A destination on loopback that accepts one connection (`connected`
+  // once it has); returns its port.
+  uint16_t listenOnce() {
+    destination.emplace(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
+    destination->async_accept(accepted, [this](const asio::error_code& ec) { connected = !ec; });
+    return destination->local_endpoint().port();
+  }
 
   config::Cluster cluster;  // outlives io: pools refer to it until their last handler
   metrics::Shard& shard = metrics::Registry::global().newShard();
@@ -99,6 +117,9 @@ struct Fixture {
   RequestHead head;
   App app;
   std::shared_ptr<Tunnel> tunnel;
+  std::optional<tcp::acceptor> destination;  // listenOnce()
+  tcp::socket accepted{io};
+  bool connected = false;
 };
 
 }  // namespace
@@ -120,14 +141,9 @@ TEST_CASE("router: one route, no fallback: that route's own tunnel; unknown clus
 TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which carries it",
           "[upstream][router][fallback]") {
   Fixture f;
-  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket accepted(f.io);
-  bool connected = false;
-  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(destination.local_endpoint().port()));
-  REQUIRE(f.waitFor([&] { return f.app.status != 0 && connected; }));
+  const uint16_t destination = f.listenOnce();
+  f.openOnDown({""}, f.connectTo(destination));
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
   CHECK(f.app.status == 200);
   CHECK(f.app.failures == 0);
   CHECK(f.info.cluster.empty());  // the route that carries it
@@ -139,10 +155,8 @@ TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which 
 TEST_CASE("router: when every route fails, the app's error names each and why",
           "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(deadPort(f.io)));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({""}, f.connectTo(deadPort(f.io)));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.failures == 1);
   CHECK(f.app.result == Result::ConnectFailed);
   INFO(f.app.reason);
@@ -153,8 +167,6 @@ TEST_CASE("router: when every route fails, the app's error names each and why",
 
 TEST_CASE("router: a request with a body does not fall back", "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
   RequestHead h;
   h.method = "POST";
   h.target = "http://127.0.0.1:9/x";
@@ -163,8 +175,8 @@ TEST_CASE("router: a request with a body does not fall back", "[upstream][router
   h.path = "/x";
   h.framing = BodyFraming::ContentLength;
   h.content_length = 4;
-  f.open(h);
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({""}, h);
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.reason.find("then") == std::string::npos);
   CHECK(f.info.cluster == "down");
   CHECK(f.fallbacks("direct") == 0);
@@ -173,10 +185,8 @@ TEST_CASE("router: a request with a body does not fall back", "[upstream][router
 TEST_CASE("router: a fallback to a cluster this worker does not have fails with 502",
           "[upstream][router][fallback]") {
   Fixture f;
-  f.info.cluster = "down";
-  f.info.fallbacks = {"gone"};
-  f.open(f.connectTo(deadPort(f.io)));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  f.openOnDown({"gone"}, f.connectTo(deadPort(f.io)));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 502);
   CHECK(f.app.reason == "no upstream cluster 'gone'");
 }
@@ -184,19 +194,14 @@ TEST_CASE("router: a fallback to a cluster this worker does not have fails with 
 TEST_CASE("router: an abort while a fallback is pending opens nothing",
           "[upstream][router][fallback]") {
   Fixture f;
-  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket accepted(f.io);
-  bool connected = false;
-  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
-  f.info.cluster = "down";
-  f.info.fallbacks = {""};
-  f.open(f.connectTo(destination.local_endpoint().port()));
+  const uint16_t destination = f.listenOnce();
+  f.openOnDown({""}, f.connectTo(destination));
   // The cluster failed and the fallback is posted, not yet run.
   REQUIRE(f.waitFor([&] { return f.fallbacks("direct") == 1; }));
   f.tunnel->abort();
   test::runUntil(
       f.io, [] { return false; }, 200ms);
-  CHECK_FALSE(connected);
+  CHECK_FALSE(f.connected);
   CHECK(f.app.status == 0);
   CHECK(f.app.failures == 0);
 }
@@ -220,6 +225,18 @@ struct FixedDecider : RouteDecider {
   }
   std::shared_ptr<const ProxyTemplate> proxies() const override { return tmpl; }
 };
+
+// With the last request aborted, a new one (CONNECT 127.0.0.1:9) on the same
+// router, which `decider` sends to the first of its routes alone.
+void againToFirstRoute(Fixture& f, const std::shared_ptr<FixedDecider>& decider) {
+  f.tunnel->abort();
+  f.tunnel.reset();
+  f.app = App{};
+  f.info = StreamInfo{};
+  f.info.route_decider = decider;
+  decider->routes = {decider->routes.front()};
+  f.open(f.connectTo(9));
+}
 
 // The same, with its answer at hand (as a PAC route's cached one).
 struct ReadyDecider : FixedDecider {
@@ -255,31 +272,22 @@ TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
 TEST_CASE("router: a decided route waits for the decider, then fails over along its answer",
           "[upstream][router][pac_route]") {
   Fixture f;
-  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket accepted(f.io);
-  bool connected = false;
-  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
+  const uint16_t destination = f.listenOnce();
   auto decider = std::make_shared<FixedDecider>();
   // A proxy made on demand that refuses (nobody listens), then DIRECT.
   decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
   f.info.route_decider = decider;
-  f.open(f.connectTo(destination.local_endpoint().port()));
+  f.open(f.connectTo(destination));
   CHECK(decider->asked == 1);
   CHECK(f.app.status == 0);  // nothing before the answer
-  REQUIRE(f.waitFor([&] { return f.app.status != 0 && connected; }));
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
   CHECK(f.app.status == 200);
   CHECK(f.info.cluster.empty());
   CHECK(f.info.protocol == "direct");
   CHECK(f.router.proxyPools() == 1);
   // The same proxy named again: the same pool, not a second one.
-  f.tunnel->abort();
-  f.tunnel.reset();
-  f.app = App{};
-  f.info = StreamInfo{};
-  f.info.route_decider = decider;
-  decider->routes = {decider->routes.front()};
-  f.open(f.connectTo(9));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  againToFirstRoute(f, decider);
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 503);
   CHECK(f.app.reason.find("PROXY 127.0.0.1:") != std::string::npos);
   CHECK(f.router.proxyPools() == 1);
@@ -293,7 +301,7 @@ TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile o
   auto decider = std::make_shared<FixedDecider>();
   f.info.route_decider = decider;
   f.open(f.connectTo(9));
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 451);
   CHECK(f.app.result == Result::Rejected);
   CHECK(f.app.reason == "refused by the test");
@@ -354,14 +362,11 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
 TEST_CASE("router: a decision at hand opens its route inside open(), decide() is not asked",
           "[upstream][router][pac_route]") {
   Fixture f;
-  tcp::acceptor destination(f.io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  tcp::socket accepted(f.io);
-  bool connected = false;
-  destination.async_accept(accepted, [&](const asio::error_code& ec) { connected = !ec; });
+  const uint16_t destination = f.listenOnce();
   auto decider = std::make_shared<ReadyDecider>();
   decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
   f.info.route_decider = decider;
-  f.open(f.connectTo(destination.local_endpoint().port()));
+  f.open(f.connectTo(destination));
   // Routed before open() returned, nothing posted for it.
   CHECK(decider->asked_now == 1);
   CHECK(decider->asked == 0);
@@ -369,19 +374,13 @@ TEST_CASE("router: a decision at hand opens its route inside open(), decide() is
   CHECK(f.info.fallbacks == std::vector<std::string>{""});
   CHECK(f.router.proxyPools() == 1);
   // The refused proxy, then DIRECT, as with a posted answer.
-  REQUIRE(f.waitFor([&] { return f.app.status != 0 && connected; }));
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
   CHECK(f.app.status == 200);
   CHECK(f.info.protocol == "direct");
   // The same proxy again: its pool, found without a second one.
-  f.tunnel->abort();
-  f.tunnel.reset();
-  f.app = App{};
-  f.info = StreamInfo{};
-  f.info.route_decider = decider;
-  decider->routes = {decider->routes.front()};
-  f.open(f.connectTo(9));
+  againToFirstRoute(f, decider);
   CHECK(f.router.proxyPools() == 1);
-  REQUIRE(f.waitFor([&] { return f.app.failures > 0; }));
+  REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 503);
   CHECK(decider->asked == 0);
 
