@@ -3,7 +3,12 @@
 // writes through this and does not care which.
 //
 // TLS is OpenSSL over a BIO of ours on the non-blocking socket, driven by
-// asio readiness waits. Not asio::ssl::stream: that one moves every byte
+// the waits of net/socket_wait.h: readiness waits on POSIX (epoll); on
+// Windows (IOCP) a zero-byte overlapped receive for "readable", and for a
+// full socket the BIO hands the refused record to an overlapped send that
+// owns it until it completes (then the next records follow; the write
+// completes only once that send did, so `done` still means "in the
+// kernel"), never asio's select() thread. Not asio::ssl::stream: that one moves every byte
 // through a BIO pair (two extra copies per direction) and makes one socket
 // call per TLS record. Not OpenSSL's socket BIO with read-ahead either: its
 // buffer is compacted (memmove of everything left) at every SSL_read, which
@@ -118,9 +123,14 @@ class Transport {
   // Maps SSL_get_error() of a failed call to an error code; would_block for
   // WANT_READ/WANT_WRITE (and records which one in want_write_).
   asio::error_code tlsError(int ret);
-  asio::ip::tcp::socket::wait_type wantedWait() const {
-    return want_write_ ? asio::ip::tcp::socket::wait_write : asio::ip::tcp::socket::wait_read;
-  }
+  // Calls f(ec) when the socket is worth trying again: writable (or the
+  // parked send completed) after WANT_WRITE, readable after WANT_READ.
+  template <typename F>
+  void waitWanted(F&& f);
+  template <typename F>
+  void waitWritable(F&& f);
+  // Windows: hands `len` bytes the socket refused to an overlapped send.
+  void parkSend(const char* in, size_t len);
   void afterSend() {
     if (tuner_) tuner_->afterSend();
   }
@@ -142,6 +152,16 @@ class Transport {
   // The last SSL_read wanted more bytes from the socket: nothing decrypted
   // or whole is buffered, so a new read starts with a readiness wait.
   bool read_blocked_ = false;
+  // Where send() would block and net::sendWaitsForWritable() is false
+  // (Windows): an overlapped send of a refused record is in flight (it owns
+  // a copy); the BIO refuses further bytes until it completes, and what
+  // waits for writability waits in send_waiters_ for that completion. Its
+  // failure fails later writes; a shutdownSend() meanwhile follows it.
+  const bool waits_for_writable_;
+  bool parked_ = false;
+  bool shutdown_after_park_ = false;
+  asio::error_code park_error_;
+  std::vector<WaitHandler> send_waiters_;
   std::unique_ptr<net::SendBufferTuner> tuner_;
   bool authenticated_ = false;
   // Handlers hold a weak reference: they find out if the Transport is gone.
