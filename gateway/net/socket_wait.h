@@ -3,15 +3,17 @@
 // (downstream/app_socket.cc, upstream/transport.cc).
 //
 // asio's Windows backend is completion-based (IOCP): it has no native
-// readiness wait, and emulates socket.async_wait() with a select() loop on
-// a thread of its own (its select_reactor), one extra thread and a
-// select() round trip per wait. So nothing here uses async_wait on a
-// socket:
+// writability wait, and emulates socket.async_wait(wait_write) (and
+// wait_error, and a null_buffers send) with a select() loop on a thread of
+// its own (its select_reactor): one extra thread and a select() round trip
+// per wait. So neither class uses async_wait on a socket:
 //  - Readable: asyncWaitReadable() below. asio turns a receive into
 //    null_buffers into a readiness wait on POSIX (epoll, exactly what
 //    async_wait(wait_read) does) and, on a Windows stream socket, into a
 //    zero-byte overlapped WSARecv: a completion that says "bytes (or the
 //    FIN, or an error) are here" without holding a buffer while idle.
+//    (asio 1.22 maps async_wait(wait_read) on a stream socket to the same
+//    WSARecv; this asks for it by name instead of relying on that.)
 //  - Writable: sendWaitsForWritable() says how a sender on a non-blocking
 //    socket goes on when send() would block. true (POSIX,
 //    socket_io_posix.cc): wait for writability (async_wait(wait_write),

@@ -124,14 +124,20 @@ int Transport::bioRead(char* out, int len) {
 int Transport::bioWrite(const char* in, int len) {
   BIO* bio = SSL_get_wbio(ssl_);
   BIO_clear_retry_flags(bio);
-  if (parked_) {  // a parked send is in flight: nothing may overtake it
-    last_sys_error_ = 0;
-    BIO_set_retry_write(bio);
-    return -1;
-  }
   if (park_error_) {
     last_sys_error_ = park_error_.value();
     return -1;
+  }
+  if (parked_) {
+    // An overlapped send is in flight: nothing may overtake it. Records
+    // queue behind it up to kParkLimit, then the socket is "full".
+    last_sys_error_ = 0;
+    if (park_next_.size() + static_cast<size_t>(len) > kParkLimit) {
+      BIO_set_retry_write(bio);
+      return -1;
+    }
+    park_next_.append(in, static_cast<size_t>(len));
+    return len;
   }
   const net::SocketIoResult r = net::socketSend(
       static_cast<net::NativeSocket>(socket_.native_handle()), in, static_cast<size_t>(len));
@@ -140,7 +146,9 @@ int Transport::bioWrite(const char* in, int len) {
   if (n < 0) {
     if (r.would_block) {
       if (!waits_for_writable_) {
-        parkSend(in, static_cast<size_t>(len));
+        parked_ = true;
+        park_next_.assign(in, static_cast<size_t>(len));
+        parkSend();
         return len;  // taken: the overlapped send owns a copy
       }
       BIO_set_retry_write(bio);
@@ -150,22 +158,27 @@ int Transport::bioWrite(const char* in, int len) {
   return static_cast<int>(n);
 }
 
-void Transport::parkSend(const char* in, size_t len) {
-  parked_ = true;
-  auto bytes = std::make_shared<std::string>(in, len);
+void Transport::parkSend() {
+  auto bytes = std::make_shared<std::string>(std::move(park_next_));
+  park_next_.clear();
   asio::async_write(
       socket_, asio::buffer(*bytes),
       [this, life = std::weak_ptr<char>(life_), bytes](const asio::error_code& ec, size_t) {
         if (life.expired()) return;  // the Transport is gone; so are its waiters
-        parked_ = false;
         if (ec) {
           park_error_ = ec;
+          park_next_.clear();
         } else {
           afterSend();
         }
-        if (shutdown_after_park_) {
-          shutdown_after_park_ = false;
-          shutdownSend();
+        if (!ec && !park_next_.empty()) {
+          parkSend();  // what queued meanwhile; waiters may queue more
+        } else {
+          parked_ = false;
+          if (shutdown_after_park_) {
+            shutdown_after_park_ = false;
+            shutdownSend();
+          }
         }
         std::vector<WaitHandler> waiters = std::move(send_waiters_);
         send_waiters_.clear();
