@@ -6,7 +6,7 @@
 // writability wait, and emulates socket.async_wait(wait_write) (and
 // wait_error, and a null_buffers send) with a select() loop on a thread of
 // its own (its select_reactor): one extra thread and a select() round trip
-// per wait. So neither class uses async_wait on a socket:
+// per wait. So on Windows neither class waits with async_wait:
 //  - Readable: asyncWaitReadable() below. asio turns a receive into
 //    null_buffers into a readiness wait on POSIX (epoll, exactly what
 //    async_wait(wait_read) does) and, on a Windows stream socket, into a
