@@ -4,6 +4,7 @@
 
 #include "gateway/net/address.h"
 #include "gateway/net/socket_tuning.h"
+#include "gateway/net/socket_wait.h"
 
 namespace h2gate::downstream {
 namespace {
@@ -34,9 +35,9 @@ void AppSocket::read() {
   if (in_end_ == 0 && last_read_drained_) {
     // Nothing held and the socket was empty: wait without a buffer.
     in_.reset();
-    socket_.async_wait(
-        asio::socket_base::wait_read,
-        [this, h = handler_.lock()](const asio::error_code& ec) { onReadable(ec, *h); });
+    // (Not async_wait: see net/socket_wait.h.)
+    net::asyncWaitReadable(
+        socket_, [this, h = handler_.lock()](const asio::error_code& ec) { onReadable(ec, *h); });
     return;
   }
   if (!in_) in_.reset(new char[kReadSize]);

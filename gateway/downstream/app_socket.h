@@ -8,13 +8,15 @@
 // failure (onAppError). It never sees how they came: on POSIX an empty,
 // drained socket is waited on for readability without a buffer, so an idle
 // keep-alive connection or tunnel holds no read buffer (the buffer exists
-// only while bytes are there or arriving); a completion-based backend (IOCP)
-// would read into a buffer instead, behind the same calls.
+// only while bytes are there or arriving). That wait is net/socket_wait.h's:
+// epoll on POSIX, a zero-byte overlapped WSARecv on Windows (IOCP).
 //
 // Writing is direct dispatch with tunnel.h's acknowledgement contract: a
 // write goes to the socket at once (one writev for all its pieces) and only
-// what the socket refuses is copied into a queue; `done` runs once the
-// bytes are written, possibly inside write(). The owner hands over the next
+// what the socket refuses is copied into a queue, which one asynchronous
+// write (epoll on POSIX, an overlapped WSASend on Windows) owns until it
+// completes; `done` runs once the bytes are written, possibly inside
+// write(). The owner hands over the next
 // buffer only after `done`, so the queue is bounded by one buffer per
 // producer and flow control reaches the producer (the h2 stream's window,
 // the upstream socket's reads).

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "gateway/net/socket_io.h"
+#include "gateway/net/socket_wait.h"
 
 namespace h2gate::net {
 namespace {
@@ -26,6 +27,11 @@ SocketIoResult socketSend(NativeSocket s, const void* data, size_t len) {
 
 SocketIoResult socketRecv(NativeSocket s, void* out, size_t len) {
   return resultOf(::recv(static_cast<int>(s), out, len, 0));
+}
+
+// epoll reports writability natively (gateway/net/socket_wait.h).
+bool sendWaitsForWritable() {
+  return true;
 }
 
 }  // namespace h2gate::net

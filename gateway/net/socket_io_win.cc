@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "gateway/net/socket_io.h"
+#include "gateway/net/socket_wait.h"
 
 namespace h2gate::net {
 namespace {
@@ -33,6 +34,12 @@ SocketIoResult socketSend(NativeSocket s, const void* data, size_t len) {
 
 SocketIoResult socketRecv(NativeSocket s, void* out, size_t len) {
   return resultOf(::recv(static_cast<SOCKET>(s), static_cast<char*>(out), clampLen(len), 0));
+}
+
+// IOCP has no writability wait; asio would emulate it with a select()
+// thread (gateway/net/socket_wait.h).
+bool sendWaitsForWritable() {
+  return false;
 }
 
 }  // namespace h2gate::net

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include <openssl/err.h>
 
 #include "gateway/net/socket_io.h"
+#include "gateway/net/socket_wait.h"
 
 namespace h2gate::upstream {
 
@@ -19,7 +21,9 @@ struct Transport::WriteOp {
 };
 
 Transport::Transport(asio::ip::tcp::socket socket, std::unique_ptr<net::SendBufferTuner> tuner)
-    : socket_(std::move(socket)), tuner_(std::move(tuner)) {}
+    : socket_(std::move(socket)),
+      waits_for_writable_(net::sendWaitsForWritable()),
+      tuner_(std::move(tuner)) {}
 
 // The BIO between OpenSSL and the socket. Its data pointer is the Transport.
 struct Transport::Bio {
@@ -58,7 +62,10 @@ struct Transport::Bio {
 
 Transport::Transport(asio::ip::tcp::socket socket, SSL* ssl,
                      std::unique_ptr<net::SendBufferTuner> tuner)
-    : socket_(std::move(socket)), ssl_(ssl), tuner_(std::move(tuner)) {
+    : socket_(std::move(socket)),
+      ssl_(ssl),
+      waits_for_writable_(net::sendWaitsForWritable()),
+      tuner_(std::move(tuner)) {
   // OpenSSL's reads and writes reach the socket through bioRead/bioWrite,
   // which must not block.
   asio::error_code ec;
@@ -117,15 +124,85 @@ int Transport::bioRead(char* out, int len) {
 int Transport::bioWrite(const char* in, int len) {
   BIO* bio = SSL_get_wbio(ssl_);
   BIO_clear_retry_flags(bio);
+  if (park_error_) {
+    last_sys_error_ = park_error_.value();
+    return -1;
+  }
+  if (parked_) {
+    // An overlapped send is in flight: nothing may overtake it. Records
+    // queue behind it up to kParkLimit, then the socket is "full".
+    last_sys_error_ = 0;
+    if (park_next_.size() + static_cast<size_t>(len) > kParkLimit) {
+      BIO_set_retry_write(bio);
+      return -1;
+    }
+    park_next_.append(in, static_cast<size_t>(len));
+    return len;
+  }
   const net::SocketIoResult r = net::socketSend(
       static_cast<net::NativeSocket>(socket_.native_handle()), in, static_cast<size_t>(len));
   const long long n = r.n;
   last_sys_error_ = r.would_block ? 0 : r.error;
   if (n < 0) {
-    if (r.would_block) BIO_set_retry_write(bio);
+    if (r.would_block) {
+      if (!waits_for_writable_) {
+        parked_ = true;
+        park_next_.assign(in, static_cast<size_t>(len));
+        parkSend();
+        return len;  // taken: the overlapped send owns a copy
+      }
+      BIO_set_retry_write(bio);
+    }
     return -1;
   }
   return static_cast<int>(n);
+}
+
+void Transport::parkSend() {
+  auto bytes = std::make_shared<std::string>(std::move(park_next_));
+  park_next_.clear();
+  asio::async_write(
+      socket_, asio::buffer(*bytes),
+      [this, life = std::weak_ptr<char>(life_), bytes](const asio::error_code& ec, size_t) {
+        if (life.expired()) return;  // the Transport is gone; so are its waiters
+        if (ec) {
+          park_error_ = ec;
+          park_next_.clear();
+        } else {
+          afterSend();
+        }
+        if (!ec && !park_next_.empty()) {
+          parkSend();  // what queued meanwhile; waiters may queue more
+        } else {
+          parked_ = false;
+          if (shutdown_after_park_) {
+            shutdown_after_park_ = false;
+            shutdownSend();
+          }
+        }
+        std::vector<WaitHandler> waiters = std::move(send_waiters_);
+        send_waiters_.clear();
+        for (WaitHandler& w : waiters) w(ec);
+      });
+}
+
+template <typename F>
+void Transport::waitWritable(F&& f) {
+  if (waits_for_writable_) {
+    socket_.async_wait(asio::ip::tcp::socket::wait_write, std::forward<F>(f));
+  } else if (parked_) {
+    send_waiters_.emplace_back(std::forward<F>(f));
+  } else {
+    // Nothing in flight: the socket may take bytes again at once.
+    asio::post(socket_.get_executor(),
+               [f = std::forward<F>(f)]() mutable { f(asio::error_code()); });
+  }
+}
+
+template <typename F>
+void Transport::waitWanted(F&& f) {
+  if (want_write_) return waitWritable(std::forward<F>(f));
+  net::asyncWaitReadable(socket_, std::forward<F>(f));
 }
 
 asio::error_code Transport::tlsError(int ret) {
@@ -178,8 +255,8 @@ void Transport::tlsHandshakeStep(WaitHandler h, bool initiating) {
   asio::error_code ec;
   if (r != 1) ec = tlsError(r);
   if (ec == asio::error::would_block) {
-    socket_.async_wait(wantedWait(), [this, life = std::weak_ptr<char>(life_),
-                                      h = std::move(h)](const asio::error_code& e) mutable {
+    waitWanted([this, life = std::weak_ptr<char>(life_),
+                h = std::move(h)](const asio::error_code& e) mutable {
       if (life.expired()) return h(asio::error::operation_aborted);
       if (e) return h(e);
       tlsHandshakeStep(std::move(h), false);
@@ -231,13 +308,12 @@ void Transport::tlsReadAsync(asio::mutable_buffer b, Handler h, bool initiating)
     }
   }
   if (want_write_) {
-    socket_.async_wait(asio::ip::tcp::socket::wait_write,
-                       [this, life = std::weak_ptr<char>(life_), b,
-                        h = std::move(h)](const asio::error_code& e) mutable {
-                         if (life.expired()) return h(asio::error::operation_aborted, 0);
-                         if (e) return h(e, 0);
-                         tlsReadAsync(b, std::move(h), false);
-                       });
+    waitWritable([this, life = std::weak_ptr<char>(life_), b,
+                  h = std::move(h)](const asio::error_code& e) mutable {
+      if (life.expired()) return h(asio::error::operation_aborted, 0);
+      if (e) return h(e, 0);
+      tlsReadAsync(b, std::move(h), false);
+    });
     return;
   }
   // OpenSSL wants bytes and our buffer is empty: receive into it. (A read,
@@ -290,7 +366,7 @@ void Transport::asyncWaitReadable(WaitHandler h) {
       return;
     }
   }
-  socket_.async_wait(asio::ip::tcp::socket::wait_read, std::move(h));
+  net::asyncWaitReadable(socket_, std::move(h));
 }
 
 // ------------------------------------------------------------------- writes
@@ -331,9 +407,15 @@ void Transport::tlsWriteStep(std::shared_ptr<WriteOp> op, bool initiating) {
     op->offset += n;
     op->total += n;
   }
+  // All taken, but the last record is still in a parked send: the write is
+  // done only once it is in the kernel (the owner may close next).
+  if (!ec && parked_) {
+    ec = asio::error::would_block;
+    want_write_ = true;
+  }
   if (ec == asio::error::would_block) {
-    socket_.async_wait(wantedWait(), [this, life = std::weak_ptr<char>(life_),
-                                      op = std::move(op)](const asio::error_code& e) mutable {
+    waitWanted([this, life = std::weak_ptr<char>(life_),
+                op = std::move(op)](const asio::error_code& e) mutable {
       if (life.expired()) return op->handler(asio::error::operation_aborted, op->total);
       if (e) return op->handler(e, op->total);
       tlsWriteStep(std::move(op), false);
@@ -350,6 +432,10 @@ void Transport::tlsWriteStep(std::shared_ptr<WriteOp> op, bool initiating) {
 // -------------------------------------------------------------------- close
 
 void Transport::shutdownSend() {
+  if (parked_) {  // our FIN goes after the parked bytes
+    shutdown_after_park_ = true;
+    return;
+  }
   asio::error_code ec;
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
 }

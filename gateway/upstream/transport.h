@@ -3,16 +3,19 @@
 // writes through this and does not care which.
 //
 // TLS is OpenSSL over a BIO of ours on the non-blocking socket, driven by
-// asio readiness waits. Not asio::ssl::stream: that one moves every byte
-// through a BIO pair (two extra copies per direction) and makes one socket
-// call per TLS record. Not OpenSSL's socket BIO with read-ahead either: its
-// buffer is compacted (memmove of everything left) at every SSL_read, which
-// grows with the buffer. Ours reads up to `inbuf` bytes of records in one
-// recv and hands them to OpenSSL record by record; SSL_write encrypts each
-// record straight into the socket. (Measured and dropped: MSG_MORE on all
-// but a batch's last record, 25% more CPU per uploaded GB; gathering the
-// records of a batch into one send(), 11% more: on loopback, fewer larger
-// segments cost the sender more, not less.)
+// the waits of net/socket_wait.h: readiness waits on POSIX (epoll); on
+// Windows (IOCP) a zero-byte overlapped receive for "readable", and for a
+// full socket the BIO hands the refused record to an overlapped send that
+// owns it until it completes (later records queue for the next one, up to
+// kParkLimit; a write completes only once its bytes were sent, so `done`
+// still means "in the kernel"), never asio's select() thread. Not asio::ssl::stream: that one moves
+// every byte through a BIO pair (two extra copies per direction) and makes one socket call per TLS
+// record. Not OpenSSL's socket BIO with read-ahead either: its buffer is compacted (memmove of
+// everything left) at every SSL_read, which grows with the buffer. Ours reads up to `inbuf` bytes
+// of records in one recv and hands them to OpenSSL record by record; SSL_write encrypts each record
+// straight into the socket. (Measured and dropped: MSG_MORE on all but a batch's last record, 25%
+// more CPU per uploaded GB; gathering the records of a batch into one send(), 11% more: on
+// loopback, fewer larger segments cost the sender more, not less.)
 //
 // Contracts: one read and one write may be outstanding at a time (like
 // asio's). Handlers never run inside the call that starts the operation.
@@ -24,6 +27,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <openssl/ssl.h>
@@ -118,9 +122,14 @@ class Transport {
   // Maps SSL_get_error() of a failed call to an error code; would_block for
   // WANT_READ/WANT_WRITE (and records which one in want_write_).
   asio::error_code tlsError(int ret);
-  asio::ip::tcp::socket::wait_type wantedWait() const {
-    return want_write_ ? asio::ip::tcp::socket::wait_write : asio::ip::tcp::socket::wait_read;
-  }
+  // Calls f(ec) when the socket is worth trying again: writable (or the
+  // parked send completed) after WANT_WRITE, readable after WANT_READ.
+  template <typename F>
+  void waitWanted(F&& f);
+  template <typename F>
+  void waitWritable(F&& f);
+  // Windows: hands park_next_ to an overlapped send.
+  void parkSend();
   void afterSend() {
     if (tuner_) tuner_->afterSend();
   }
@@ -142,6 +151,20 @@ class Transport {
   // The last SSL_read wanted more bytes from the socket: nothing decrypted
   // or whole is buffered, so a new read starts with a readiness wait.
   bool read_blocked_ = false;
+  // Where send() would block and net::sendWaitsForWritable() is false
+  // (Windows): an overlapped send of a refused record is in flight (it owns
+  // a copy). Records after it queue in park_next_ (the next overlapped
+  // send) up to kParkLimit; beyond that the BIO refuses bytes, and what
+  // waits for writability waits in send_waiters_ for the send's
+  // completion. A failure fails later writes; a shutdownSend() meanwhile
+  // follows the last parked byte.
+  static constexpr size_t kParkLimit = 64 * 1024;
+  const bool waits_for_writable_;
+  bool parked_ = false;
+  std::string park_next_;
+  bool shutdown_after_park_ = false;
+  asio::error_code park_error_;
+  std::vector<WaitHandler> send_waiters_;
   std::unique_ptr<net::SendBufferTuner> tuner_;
   bool authenticated_ = false;
   // Handlers hold a weak reference: they find out if the Transport is gone.

@@ -316,3 +316,49 @@ TEST_CASE("AppSocket: failures reach the owner, a write's while it is still in w
     CHECK_FALSE(done);
   }
 }
+
+TEST_CASE("AppSocket: bytes both ways through full and empty sockets, waiting on completions only",
+          "[downstream][app_socket][iocp]") {
+  Fixture f;
+  AppSocket& s = f.owner->socket;
+  std::string up(4 << 20, '\0');
+  for (size_t i = 0; i < up.size(); ++i) up[i] = static_cast<char>('a' + i % 23);
+  std::string down(8 << 20, '\0');
+  for (size_t i = 0; i < down.size(); ++i) down[i] = static_cast<char>('A' + i % 19);
+
+  // App to h2gate: the drained socket is waited on between bursts.
+  s.read();
+  bool sent = false;
+  asio::async_write(f.peer, asio::buffer(up), [&](const asio::error_code& ec, size_t) {
+    CHECK_FALSE(ec);
+    sent = true;
+  });
+  REQUIRE(f.waitFor([&] { return sent && f.owner->got.size() == up.size(); }, 30000ms));
+  CHECK(f.owner->got == up);
+
+  // h2gate to app: more than the socket takes while the app is not reading,
+  // so the rest is queued and written asynchronously.
+  bool done = false;
+  s.write({down}, [&] { done = true; });
+  f.settle(100ms);
+  CHECK_FALSE(done);
+  CHECK(s.backlog());
+  std::string at_app(down.size(), '\0');
+  bool read_all = false;
+  asio::async_read(f.peer, asio::buffer(at_app), [&](const asio::error_code& ec, size_t) {
+    CHECK_FALSE(ec);
+    read_all = true;
+  });
+  REQUIRE(f.waitFor([&] { return done && read_all; }, 30000ms));
+  CHECK(at_app == down);
+
+  // Idle, then the app's FIN ends the pending wait.
+  f.settle(50ms);
+  CHECK_FALSE(f.owner->eof);
+  f.peer.shutdown(tcp::socket::shutdown_send);
+  REQUIRE(f.waitFor([&] { return f.owner->eof; }));
+
+  // On Windows: every wait was an IOCP completion; asio never started its
+  // select() thread.
+  CHECK_FALSE(test::selectReactorStarted(f.io));
+}

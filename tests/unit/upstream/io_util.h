@@ -5,6 +5,9 @@
 #include <functional>
 
 #include <asio.hpp>
+#if defined(ASIO_HAS_IOCP)
+#include <asio/detail/select_reactor.hpp>
+#endif
 
 namespace h2gate::test {
 
@@ -19,6 +22,19 @@ inline bool runUntil(asio::io_context& io, const std::function<bool()>& done,
     io.run_one_for(std::chrono::milliseconds(10));
   }
   return true;
+}
+
+// Whether asio started its select() reactor for `io`. Its Windows backend
+// (IOCP) does, with a thread of its own, the first time a socket of `io` is
+// waited on for readiness (socket.async_wait, a null_buffers send), which
+// gateway/net/socket_wait.h keeps h2gate from doing. POSIX builds have no
+// such emulation: false.
+inline bool selectReactorStarted([[maybe_unused]] asio::io_context& io) {
+#if defined(ASIO_HAS_IOCP)
+  return asio::has_service<asio::detail::select_reactor>(io);
+#else
+  return false;
+#endif
 }
 
 }  // namespace h2gate::test

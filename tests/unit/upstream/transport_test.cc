@@ -300,3 +300,91 @@ TEST_CASE("transport: records already received are seen without waiting on the s
   CHECK(runUntil(
       io, [&] { return readable; }, 5s));
 }
+
+namespace {
+
+// Pushes `body` up through `t` while the peer is not reading yet (the socket
+// fills up), then reads `body` back down; then waits on the idle connection
+// until the peer sends one last byte.
+void bothWays(asio::io_context& io, Transport& t, const std::string& body) {
+  asio::error_code ec;
+  bool done = false;
+  size_t total = 0;
+  t.asyncWrite(asio::buffer(body), [&](const asio::error_code& e, size_t n) {
+    ec = e;
+    total = n;
+    done = true;
+  });
+  REQUIRE(runUntil(
+      io, [&] { return done; }, 60s));
+  CHECK_FALSE(ec);
+  CHECK(total == body.size());
+  CHECK(readAll(io, t, body.size(), 64 * 1024) == body);
+  bool readable = false;
+  t.asyncWaitReadable([&](const asio::error_code& e) {
+    CHECK_FALSE(e);
+    readable = true;
+  });
+  CHECK_FALSE(runUntil(
+      io, [&] { return readable; }, 50ms));  // the peer waits 300 ms
+  REQUIRE(runUntil(
+      io, [&] { return readable; }, 10s));
+  CHECK(readAll(io, t, 1, 16) == "!");
+}
+
+}  // namespace
+
+TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on completions only",
+          "[upstream][transport][iocp]") {
+  asio::io_context io;
+  const std::string body = pattern(8 << 20);  // far more than the socket buffers hold
+  SECTION("TLS") {
+    Certs certs;
+    std::string received;
+    Server server(io, certs, [&](SSL* ssl, int) {
+      std::this_thread::sleep_for(300ms);  // the client's socket fills up meanwhile
+      char buf[65536];
+      size_t n = 0;
+      while (received.size() < body.size() && SSL_read_ex(ssl, buf, sizeof buf, &n) == 1)
+        received.append(buf, n);
+      size_t off = 0;
+      while (off < body.size() && SSL_write_ex(ssl, body.data() + off, body.size() - off, &n) == 1)
+        off += n;
+      std::this_thread::sleep_for(300ms);
+      SSL_write(ssl, "!", 1);
+      char c;
+      SSL_read(ssl, &c, 1);  // until the client closes
+    });
+    asio::error_code ec;
+    auto t = connectTls(io, server.port(), certs.ca.caCertPath(), &ec);
+    REQUIRE_FALSE(ec);
+    bothWays(io, *t, body);
+    CHECK(received == body);
+    t->shutdownSend();
+    REQUIRE(runUntil(
+        io, [&] { return server.done(); }, 10s));
+  }
+  SECTION("plain TCP") {
+    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    tcp::socket s(io);
+    s.connect(acceptor.local_endpoint());
+    tcp::socket peer = acceptor.accept();
+    std::string received;
+    std::thread server([&] {
+      std::this_thread::sleep_for(300ms);
+      received.resize(body.size());
+      asio::error_code e;
+      asio::read(peer, asio::buffer(received), e);
+      asio::write(peer, asio::buffer(body), e);
+      std::this_thread::sleep_for(300ms);
+      asio::write(peer, asio::buffer("!", 1), e);
+    });
+    Transport t(std::move(s));
+    bothWays(io, t, body);
+    server.join();
+    CHECK(received == body);
+  }
+  // On Windows: every wait was an IOCP completion; asio never started its
+  // select() thread.
+  CHECK_FALSE(test::selectReactorStarted(io));
+}
