@@ -452,6 +452,70 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
   CHECK(un2.exit_code == 1);
 }
 
+// POST /reload on Windows (no SIGHUP there): the config file's cluster moved
+// to a second nghttpx; the next tunnels go there, the process stays; a broken
+// file is refused as a whole with file:line:column and the old config goes on.
+TEST_CASE("h2gate.exe under wine: POST /reload moves the cluster; a broken file is refused",
+          "[windows-exe]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  H2Env env;
+  TempDir work("windows-exe-reload");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  Nghttpx second(H2Env::nghttpxOptions(env.options, env.ca, env.squid.httpPort()));
+  H2gate::Options o = exeOptions(wrapper, {"--log-level", "debug"});
+  o.yaml = upstreamModeYaml(env.nghttpx.port(), env.ca.caCertPath());
+  env.gate = std::make_unique<H2gate>(o);
+  H2gate& gate = *env.gate;
+  INFO(gate.process().logTail(30));
+  const TestFile& f = testFile("1m");
+  auto fetch = [&](const std::string& name) {
+    auto r = env.curl(
+        {"-o", env.out.file(name), "-w", "%{http_code}", env.nginx.httpsUrl("/1m?" + name)});
+    INFO(r.err);
+    CHECK(r.out == "200");
+    CHECK(sha256File(env.out.file(name)) == f.sha256);
+  };
+  // nghttpx logs a tunnel when its stream ends: wait for the lines.
+  const milliseconds logged(10000);
+  fetch("before");
+  CHECK(env.nghttpx.waitForAccessLines(1, "CONNECT", logged).size() == 1);
+  CHECK(second.accessLines().empty());
+
+  gate.writeFile("h2gate.yaml", upstreamModeYaml(second.port(), env.ca.caCertPath()));
+  AdminReply r = adminRequest("POST", gate.adminPort(), "/reload", {"X-H2gate-Admin: 1"});
+  INFO(r.body);
+  CHECK(r.status == 200);
+  REQUIRE(gate.process().waitForLog("configuration reloaded from .*clusters: 1 changed \\(proxy\\)",
+                                    milliseconds(10000)));
+  fetch("after");
+  CHECK(second.waitForAccessLines(1, "CONNECT", logged).size() == 1);
+  CHECK(env.nghttpx.accessLines("CONNECT").size() == 1);
+
+  // A broken file: refused, with where; the running config stays.
+  gate.writeFile("h2gate.yaml", "static_resources:\n  clusters: {name: [}\n");
+  AdminReply bad = adminRequest("POST", gate.adminPort(), "/reload", {"X-H2gate-Admin: 1"});
+  INFO(bad.body);
+  CHECK(bad.status == 400);
+  CHECK(bad.body.find("h2gate.yaml:2:") != std::string::npos);
+  fetch("kept");
+  CHECK(second.waitForAccessLines(2, "CONNECT", logged).size() == 2);
+  CHECK(second.clients().size() == 1);  // the same connection
+  CHECK(env.nghttpx.accessLines("CONNECT").size() == 1);
+  CHECK(
+      scrapeMetrics(gate.adminPort()).sum("h2gate_config_reloads_total", {{"result", "success"}}) ==
+      1);
+
+  AdminReply q = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
+  CHECK(q.status == 200);
+  const auto exit = gate.process().wait(milliseconds(30000));
+  REQUIRE(exit);
+  CHECK(exit->code == 0);
+}
+
 // h2gate.exe to squid's https_port, which offers no ALPN: HTTP/1.1 over TLS;
 // squid's Basic authentication: without credentials its 407 reaches the
 // app, with them (user:pass@ in --upstream) the same requests pass.
