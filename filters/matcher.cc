@@ -20,7 +20,11 @@ Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
     : port_(port), is_connect_(is_connect) {
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
     host = host.substr(1, host.size() - 2);
-  if (!host.empty() && host.back() == '.') host.remove_suffix(1);
+  // A name's root dot goes; an IPv6 literal has none (a zone id may end in
+  // '.': "::1%." is ::1, and stripping the dot would leave it no address,
+  // out of reach of every CIDR rule).
+  if (!host.empty() && host.back() == '.' && host.find(':') == std::string_view::npos)
+    host.remove_suffix(1);
   if (host.size() >= host_.size()) return;  // longer than any DNS name: matches no name
   std::transform(host.begin(), host.end(), host_.begin(), lower);
   length_ = host.size();

@@ -74,6 +74,15 @@ TEST_CASE("destination host: case, trailing dot, brackets, zone", "[filters][mat
   const Destination c("fe80::1%eth0", 80, false);  // zone ids do not matter
   REQUIRE(c.ip());
   CHECK(c.ip()->str() == "fe80::1");
+  // A zone ending in '.' is still a zone: the address stays (found by
+  // request_parser_fuzz: "[::1%.]" had no address, so no CIDR rule matched).
+  for (const char* h : {"[::1%.]", "::1%.", "[::1%eth0.100]", "[::FFFF:127.0.0.1%.]"}) {
+    INFO(h);
+    const Destination z(h, 80, false);
+    REQUIRE(z.ip());
+    CHECK(z.ip()->str() ==
+          (std::string(h).find("FFFF") != std::string::npos ? "127.0.0.1" : "::1"));
+  }
   const Destination d(std::string(300, 'a'), 80, false);  // longer than any DNS name
   CHECK(d.host().empty());
 }
