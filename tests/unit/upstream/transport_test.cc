@@ -38,6 +38,17 @@ std::string pattern(size_t n) {
   return s;
 }
 
+// Server side of the slow-reader cases: sleeps while the client's socket
+// fills up, then reads `size` bytes (or until the connection ends) into
+// *received.
+void readSlowly(SSL* ssl, size_t size, std::string* received) {
+  std::this_thread::sleep_for(300ms);  // the client's socket fills up meanwhile
+  char buf[65536];
+  size_t n = 0;
+  while (received->size() < size && SSL_read_ex(ssl, buf, sizeof buf, &n) == 1)
+    received->append(buf, n);
+}
+
 struct Certs {
   test::TempDir dir{"transport"};
   test::TestCA ca{dir.path().string()};
@@ -184,13 +195,7 @@ TEST_CASE("transport: a large write completes while the peer is slow to read",
   asio::io_context io;
   const std::string body = pattern(16 << 20);  // far more than the socket buffers hold
   std::string received;
-  Server server(io, certs, [&](SSL* ssl, int) {
-    std::this_thread::sleep_for(300ms);  // the client's socket fills up meanwhile
-    char buf[65536];
-    size_t n = 0;
-    while (received.size() < body.size() && SSL_read_ex(ssl, buf, sizeof buf, &n) == 1)
-      received.append(buf, n);
-  });
+  Server server(io, certs, [&](SSL* ssl, int) { readSlowly(ssl, body.size(), &received); });
   asio::error_code ec;
   auto t = connectTls(io, server.port(), certs.ca.caCertPath(), &ec);
   REQUIRE_FALSE(ec);
@@ -342,11 +347,8 @@ TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on
     Certs certs;
     std::string received;
     Server server(io, certs, [&](SSL* ssl, int) {
-      std::this_thread::sleep_for(300ms);  // the client's socket fills up meanwhile
-      char buf[65536];
+      readSlowly(ssl, body.size(), &received);
       size_t n = 0;
-      while (received.size() < body.size() && SSL_read_ex(ssl, buf, sizeof buf, &n) == 1)
-        received.append(buf, n);
       size_t off = 0;
       while (off < body.size() && SSL_write_ex(ssl, body.data() + off, body.size() - off, &n) == 1)
         off += n;
