@@ -13,15 +13,9 @@
 # H2GATE_MSI_VERSION=X.Y.Z builds the package under another version than
 # the project's (the upgrade test builds a "next" version with it).
 set -euo pipefail
-cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
-ROOT=$PWD
-BUILD=$(readlink -f "${1:-build-windows}")
-OUT=$(readlink -f "${2:-$BUILD}")
-EXE=$BUILD/h2gate.exe
-[[ -f $EXE ]] || {
-  echo "msi: $EXE not found: build it with tests/windows/run.sh" >&2
-  exit 2
-}
+TOOL=msi BUILD_DIR=${1:-} OUT_DIR=${2:-}
+# shellcheck source=deploy/windows/release_files.sh
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/release_files.sh"
 for tool in wixl:wixl msibuild:msitools msiinfo:msitools; do
   command -v "${tool%%:*}" >/dev/null || {
     echo "msi: ${tool%%:*} not found (Debian: ${tool#*:})" >&2
@@ -31,7 +25,7 @@ done
 # The CMake project version (MAJOR.MINOR.PATCH), as package.sh takes it; an
 # MSI's ProductVersion is at most 255.255.65535 and a newer one replaces an
 # older one (MajorUpgrade in h2gate.wxs).
-VERSION=${H2GATE_MSI_VERSION:-$(sed -n 's/^project(h2gate VERSION \([0-9.]*\).*/\1/p' "$ROOT/CMakeLists.txt")}
+VERSION=${H2GATE_MSI_VERSION:-$VERSION}
 [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || {
   echo "msi: the version must be MAJOR.MINOR.PATCH (CMakeLists.txt's project version; got '$VERSION')" >&2
   exit 2
@@ -39,10 +33,7 @@ VERSION=${H2GATE_MSI_VERSION:-$(sed -n 's/^project(h2gate VERSION \([0-9.]*\).*/
 NAME=h2gate-$VERSION-windows-x86_64
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/h2gate-msi.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
-cp "$EXE" "$STAGE/h2gate.exe"
-# Windows line ends for the text files (Notepad), as in the zip.
-sed 's/$/\r/' "$ROOT/config/examples/default.yaml" >"$STAGE/h2gate.yaml"
-sed 's/$/\r/' "$ROOT/deploy/windows/README-windows.txt" >"$STAGE/README-windows.txt"
+stage_release_files "$STAGE"
 MSI=$STAGE/$NAME.msi
 (cd "$STAGE" && wixl -a x64 -D Version="$VERSION" -D ExeSource=h2gate.exe \
   -D ConfigSource=h2gate.yaml -D ReadmeSource=README-windows.txt \
