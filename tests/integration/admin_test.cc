@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -22,6 +23,7 @@
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
 #include "tests/support/scrape.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/upstream_proxies.h"
 #include "tests/support/util.h"
 
@@ -257,7 +259,17 @@ int openFds(pid_t pid) {
 
 TEST_CASE("out of file descriptors, no listener spins: accept backs off, warns once",
           "[admin][listener]") {
-  H2gate gate(options());
+  // In the ASan+UBSan build, UBSan checks a vtable it has not seen before by
+  // writing it to a pipe(); with no descriptor left that fails, and it
+  // reports "invalid vptr" for sound objects (a DownstreamConnection, an
+  // error_category). So this h2gate alone runs without UBSan's vptr check;
+  // ASan and the other UBSan checks stay on.
+  TempDir dir("emfile");
+  H2gate::Options o = options();
+  const char* ubsan = std::getenv("UBSAN_OPTIONS");
+  o.env["UBSAN_OPTIONS"] = std::string(ubsan ? ubsan : "") +
+                           ":suppressions=" + dir.write("ubsan.supp", "vptr_check:*\n");
+  H2gate gate(o);
   const pid_t pid = gate.process().pid();
   const uint16_t admin = gate.adminPort();
   REQUIRE(adminGet(admin, "/healthz").status == 200);

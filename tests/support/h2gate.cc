@@ -183,7 +183,7 @@ H2gate::~H2gate() {
   if (!process_) return;
   if (!check_clean_exit_ || process_->status()) {
     // Reaped by the test already, or not checked: only report sanitizers.
-    if (process_->status()) CHECK(sanitizerReport().empty());
+    if (process_->status()) CHECK(sanitizerReport() == "");
     return;
   }
   process_->signalMain(SIGTERM);
@@ -192,7 +192,7 @@ H2gate::~H2gate() {
   INFO("h2gate at the end of the test: " << status->str() << "\n" << process_->logTail(30));
   CHECK(status->exited);
   CHECK(status->code == 0);
-  CHECK(sanitizerReport().empty());
+  CHECK(sanitizerReport() == "");
 }
 
 std::string H2gate::sanitizerReport() const {
