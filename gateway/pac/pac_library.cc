@@ -32,11 +32,15 @@ function isResolvableEx(host) {
   return dnsResolveEx(host) != "";
 }
 
-var shExpMatch = (function () {
+var shExpMatch = (function (glob) {
   // Compiled patterns, dropped wholesale when full: PAC files use few.
   var compiled = Object.create(null), count = 0;
   return function shExpMatch(str, shexp) {
-    var key = String(shexp);
+    var s = String(str), key = String(shexp);
+    // A plain glob is matched natively, in linear time (as a regular
+    // expression, '*x*x*x*x*y' backtracks for an exponential time).
+    var plain = glob(s, key);
+    if (plain !== undefined) return plain;
     var re = compiled[key];
     if (re === undefined) {
       var body = key.replace(/\./g, "\\.").replace(/\*/g, ".*").replace(/\?/g, ".");
@@ -48,9 +52,9 @@ var shExpMatch = (function () {
       compiled[key] = re;
       count++;
     }
-    return re.test(str);
+    return re.test(s);
   };
-})();
+})(__h2gateShExpGlob);
 
 var weekdayRange, dateRange, timeRange;
 (function () {
@@ -290,6 +294,19 @@ duk_ret_t jsGetClientVersion(duk_context* ctx) {
   return 1;
 }
 
+// shExpMatch(s, p) when p is a plain glob, else undefined (see shExpGlob).
+duk_ret_t jsShExpGlob(duk_context* ctx) {
+  duk_size_t s_len = 0, p_len = 0;
+  const char* s = duk_get_lstring(ctx, 0, &s_len);
+  const char* p = duk_get_lstring(ctx, 1, &p_len);
+  if (!s || !p) return 0;
+  const std::optional<bool> m = shExpGlob({s, s_len}, {p, p_len});
+  if (!m) return 0;
+  duk_push_boolean(ctx, *m);
+  return 1;
+}
+constexpr const char* kShExpGlob = "__h2gateShExpGlob";
+
 struct Native {
   const char* name;
   duk_c_function fn;
@@ -309,6 +326,39 @@ constexpr Native kNatives[] = {
 };
 
 }  // namespace
+
+bool globMatch(std::string_view s, std::string_view p) {
+  // Greedy: a '*' takes nothing at first, then one more character each time
+  // what follows it fails; only the last '*' is ever retried.
+  std::size_t i = 0, j = 0, star = std::string_view::npos, mark = 0;
+  while (i < s.size()) {
+    if (j < p.size() && p[j] == '*') {
+      star = j++;
+      mark = i;
+    } else if (j < p.size() && (p[j] == '?' || p[j] == s[i])) {
+      ++i;
+      ++j;
+    } else if (star != std::string_view::npos) {
+      j = star + 1;
+      i = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (j < p.size() && p[j] == '*') ++j;
+  return j == p.size();
+}
+
+std::optional<bool> shExpGlob(std::string_view s, std::string_view p) {
+  auto ascii = [](std::string_view t) {
+    return std::all_of(t.begin(), t.end(),
+                       [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+  };
+  if (!ascii(s) || !ascii(p)) return std::nullopt;  // '?' is one UTF-16 unit, not one byte
+  if (s.find_first_of("\n\r") != std::string_view::npos) return std::nullopt;  // '.' stops there
+  if (p.find_first_of("\\^$+()[]{}|") != std::string_view::npos) return std::nullopt;
+  return globMatch(s, p);
+}
 
 bool isPlainHostName(std::string_view host) {
   if (host.find('.') != std::string_view::npos) return false;
@@ -434,9 +484,16 @@ duk_ret_t installAll(duk_context* ctx, void*) {
     duk_def_prop(ctx, -3, DUK_DEFPROP_HAVE_VALUE | DUK_DEFPROP_FORCE);
     duk_put_global_string(ctx, n.name);
   }
+  // shExpMatch's native half: the library keeps it in a closure.
+  duk_push_c_function(ctx, jsShExpGlob, 2);
+  duk_put_global_string(ctx, kShExpGlob);
   duk_push_string(ctx, "pac-library.js");
   duk_compile_lstring_filename(ctx, 0, kLibrary.data(), kLibrary.size());
   duk_call(ctx, 0);
+  duk_pop(ctx);
+  duk_push_global_object(ctx);
+  duk_del_prop_string(ctx, -1, kShExpGlob);
+  duk_pop(ctx);
   return 0;
 }
 

@@ -31,6 +31,8 @@
 //   shExpMatch                            '*' any run, '?' one character; the
 //                                         other regular-expression characters
 //                                         keep their meaning, as in browsers
+//                                         (a pattern without them is matched
+//                                         as a glob, in linear time)
 // Where the browsers' own code has date arithmetic slips, the definition
 // wins: Mozilla's dateRange("JAN", "FEB") is true until March 2nd or 3rd
 // (it sets February on December 31st), h2gate's ends with February; its
@@ -75,6 +77,14 @@ std::string installPacLibrary(duk_context* ctx);
 
 // The pure parts, for tests.
 bool isPlainHostName(std::string_view host);
+// True when the glob p ('*' any run, '?' one character, everything else
+// literal) matches the whole of s; at most s.size() * p.size() steps.
+bool globMatch(std::string_view s, std::string_view p);
+// shExpMatch(s, p) when p is a plain glob, which is most of them: both
+// ASCII, p with no regular-expression character but '.', '*' and '?', s
+// without a line break (where '.' stops). Else nullopt: shExpMatch then
+// makes p a regular expression, as browsers do.
+std::optional<bool> shExpGlob(std::string_view s, std::string_view p);
 // nullopt: not a dotted quad of 1-3 digit decimal numbers up to 255 (what
 // isInNet accepts as an address, mask or pattern).
 std::optional<uint32_t> parseDottedQuad(std::string_view text);

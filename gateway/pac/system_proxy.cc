@@ -63,29 +63,30 @@ void addHostPattern(std::vector<BypassRule>& out, std::string_view entry) {
   addBypass(out, {BypassRule::Kind::Exact, e});
 }
 
-// A glob ('*' any run, '?' one character, everything else literal) as a
-// JavaScript regular expression literal. Not shExpMatch: it leaves the
-// other regular-expression characters live, and a setting like "a(b" must
-// not break the file.
-std::string globRegex(std::string_view glob) {
-  static const char kHex[] = "0123456789abcdef";
-  std::string out = "/^";
-  for (char c : glob) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '*') {
-      out += ".*";
-    } else if (c == '?') {
-      out += ".";
-    } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-      out += c;
+// The PAC file's own glob matcher, as pac::globMatch (pac_library.h) does
+// it: the file stays a PAC file any browser can run, and a pattern like
+// "a(b*" stays literal, which shExpMatch would not keep.
+constexpr std::string_view kGlobMatch = R"JS(function (s, p) {
+  // Greedy; only the last '*' is ever retried: at most s.length * p.length steps.
+  var i = 0, j = 0, star = -1, mark = 0;
+  while (i < s.length) {
+    var c = p.charAt(j);
+    if (c == "*") {
+      star = j++;
+      mark = i;
+    } else if (j < p.length && (c == "?" || c == s.charAt(i))) {
+      i++;
+      j++;
+    } else if (star >= 0) {
+      j = star + 1;
+      i = ++mark;
     } else {
-      out += "\\x";
-      out += kHex[u >> 4];
-      out += kHex[u & 15];
+      return false;
     }
   }
-  return out + "$/";
-}
+  while (p.charAt(j) == "*") j++;
+  return j == p.length;
+})JS";
 
 std::string condition(const BypassRule& r) {
   switch (r.kind) {
@@ -94,7 +95,13 @@ std::string condition(const BypassRule& r) {
     case BypassRule::Kind::Suffix:
       return "(h == " + js(r.value) + " || dnsDomainIs(h, " + js("." + r.value) + "))";
     case BypassRule::Kind::Glob:
-      return globRegex(r.value) + ".test(h)";
+      // js() writes other than printable ASCII as '?', a wildcard here:
+      // such a pattern matches no host name, so it is left out.
+      if (std::any_of(r.value.begin(), r.value.end(), [](char c) {
+            return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F;
+          }))
+        return "false";
+      return "matchesGlob(h, " + js(r.value) + ")";
     case BypassRule::Kind::Cidr:
       return "isInNetEx(h, " + js(r.value) + ")";
     case BypassRule::Kind::PlainNames:
@@ -324,11 +331,14 @@ SystemProxySettings settingsFromWindows(bool auto_detect, std::string_view auto_
 }
 
 std::string manualProxyPac(const ManualProxy& m, std::string_view from) {
-  std::string out = "// Made by h2gate from the " + std::string(from) +
-                    " proxy settings.\n"
-                    "function FindProxyForURL(url, host) {\n"
-                    "  var h = host.toLowerCase();\n"
-                    "  if (h.charAt(h.length - 1) == \".\") h = h.substring(0, h.length - 1);\n";
+  std::string out = "// Made by h2gate from the " + std::string(from) + " proxy settings.\n";
+  if (std::any_of(m.bypass.begin(), m.bypass.end(),
+                  [](const BypassRule& r) { return r.kind == BypassRule::Kind::Glob; }))
+    out += "var matchesGlob = " + std::string(kGlobMatch) + ";\n";
+  out +=
+      "function FindProxyForURL(url, host) {\n"
+      "  var h = host.toLowerCase();\n"
+      "  if (h.charAt(h.length - 1) == \".\") h = h.substring(0, h.length - 1);\n";
   for (const BypassRule& r : m.bypass) out += "  if (" + condition(r) + ") return \"DIRECT\";\n";
   auto answer = [](const std::string& e) { return js(e.empty() ? "DIRECT" : e); };
   out += "  var scheme = url.substring(0, url.indexOf(\":\")).toLowerCase();\n";

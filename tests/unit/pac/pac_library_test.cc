@@ -71,6 +71,47 @@ TEST_CASE("pac library: shExpMatch is a shell pattern over the whole string", "[
                 "shExpMatch('y.corpx', '*.corp')].join()") == "true,true,false");
   // A pattern that is not a valid regular expression throws, as in browsers.
   CHECK(js.eval("shExpMatch('x', '(')").starts_with("ERROR exception: SyntaxError"));
+  // '.' stops at a line break, as in a regular expression.
+  CHECK(js.eval("shExpMatch('a\\nb', 'a?b')") == "false");
+  CHECK(js.eval("shExpMatch('a\\nb', 'a*')") == "false");
+}
+
+TEST_CASE("pac library: shExpMatch globs of many '*' answer at once", "[pac][library][hostile]") {
+  ExprRunner js(table());
+  CHECK(js.eval(
+            "[shExpMatch('abc', 'a**c'), shExpMatch('', '*'), shExpMatch('', '?'), "
+            "shExpMatch('a', '?'), shExpMatch('ab', '*b*'), shExpMatch('ab', '*?*?*?')].join()") ==
+        "true,true,false,true,true,false");
+  CHECK(js.eval("shExpMatch('x.corp.example', '*.*.example')") == "true");
+  CHECK(js.eval("shExpMatch('x.corp.example', '*.*.*.example')") == "false");
+  // As a regular expression each of these backtracks for longer than the
+  // 5 s the runner allows (C(200, 15) ways to place the stars), and the
+  // answer would be a timeout.
+  const std::string host = "'" + std::string(200, 'a') + "'";
+  CHECK(js.eval("shExpMatch(" + host + ", '*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b')") == "false");
+  CHECK(js.eval("shExpMatch(" + host + ", '" + std::string(40, '*') + "b')") == "false");
+  CHECK(js.eval("shExpMatch(" + host + ", '*?*?*?*?*?*?*?*?*?*?*?*?*?*?*a')") == "true");
+  // Its native half is no global of the PAC file.
+  CHECK(js.eval("typeof __h2gateShExpGlob") == "undefined");
+}
+
+TEST_CASE("pac library: globMatch, and when shExpMatch may use it", "[pac][library]") {
+  CHECK(globMatch("", ""));
+  CHECK(globMatch("", "***"));
+  CHECK_FALSE(globMatch("", "?"));
+  CHECK(globMatch("abc", "a*c"));
+  CHECK(globMatch("abc", "*"));
+  CHECK(globMatch("ac", "a*c"));
+  CHECK_FALSE(globMatch("abd", "a*c"));
+  CHECK(globMatch("a(b)c", "a(*)c"));  // literal
+  CHECK(globMatch("mississippi", "m*iss*ppi"));
+  CHECK_FALSE(globMatch("mississippi", "m*iss*ppx"));
+  CHECK(globMatch("abcabd", "*abd"));  // the '*' retried past a false start
+  CHECK(shExpGlob("x.corp", "*.corp") == std::optional<bool>(true));
+  CHECK(shExpGlob("xcorp", "*.corp") == std::optional<bool>(false));
+  CHECK_FALSE(shExpGlob("a.foo.com", "*.(foo|bar).com"));  // a regular expression
+  CHECK_FALSE(shExpGlob("a\nb", "a?b"));                   // '.' stops at the break
+  CHECK_FALSE(shExpGlob("\xc3\xa4", "?"));                 // one UTF-16 unit, two bytes
 }
 
 TEST_CASE("pac library: DNS functions are IPv4-only except the Ex ones", "[pac][library]") {

@@ -205,3 +205,29 @@ TEST_CASE("system proxy: the PAC file from manual settings quotes what it embeds
   CHECK(answer(w, "http://a(b)+.corp.example/", "a(b)+.corp.example") == "DIRECT");
   CHECK(answer(w, "http://abb.corp/", "abb.corp") == "PROXY p:1");
 }
+
+TEST_CASE("system proxy: bypass globs of many '*' answer at once; non-ASCII ones match nothing",
+          "[pac][system][hostile]") {
+  // From a fuzzer's GNOME ignore-hosts: as regular expressions these took
+  // seconds per host (exponential backtracking) and the answer timed out.
+  ManualProxy m;
+  m.http = "PROXY p:1";
+  m.bypass.push_back({BypassRule::Kind::Glob, std::string(40, '*') + "localhost"});
+  m.bypass.push_back({BypassRule::Kind::Glob, "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"});
+  m.bypass.push_back({BypassRule::Kind::Glob, "*.in?ra.example"});
+  const std::string host = std::string(200, 'a') + ".example";
+  CHECK(answer(m, "http://" + host + "/", host) == "PROXY p:1");
+  CHECK(answer(m, "http://x.localhost/", "x.localhost") == "DIRECT");
+  const std::string as = std::string(14, 'a') + "b";
+  CHECK(answer(m, "http://" + as + "/", as) == "DIRECT");
+  CHECK(answer(m, "http://www.intra.example/", "www.intra.example") == "DIRECT");
+  CHECK(answer(m, "http://www.inxra.example/", "www.inxra.example") == "DIRECT");
+  CHECK(answer(m, "http://www.intro.example/", "www.intro.example") == "PROXY p:1");
+  CHECK(answer(m, "http://www.intra.example.org/", "www.intra.example.org") == "PROXY p:1");
+  // A byte outside printable ASCII cannot be in a host name: the pattern
+  // matches nothing (it is not widened to a wildcard).
+  ManualProxy u;
+  u.http = "PROXY p:1";
+  u.bypass.push_back({BypassRule::Kind::Glob, "*\xc3\xa4*"});
+  CHECK(answer(u, "http://x.example/", "x.example") == "PROXY p:1");
+}
