@@ -19,6 +19,9 @@
 #     a major upgrade: one h2gate in the installed programs, the new
 #     version's, the service running again, and the administrator's edit of
 #     h2gate.yaml kept;
+#  4b. the older MSI installed over it is refused (MajorUpgrade's
+#     downgrade LaunchCondition): msiexec fails before changing anything,
+#     the newer version stays the one installed, running and serving;
 #  5. `msiexec /x ... /qn` stops it (the log's "stopped, exit code 0"),
 #     removes the service and the program files; h2gate.yaml (Permanent:
 #     an administrator's edits survive) and the log stay.
@@ -268,6 +271,33 @@ for _ in $(seq 1 100); do
 done
 [[ $(state) == RUNNING ]] || fail "the service is not running after the upgrade: $(w sc query h2gate)"
 ok "upgrade to $next ($((SECONDS - t0)) s): installed h2gate: $(xargs <<<"$products"), service RUNNING, edited h2gate.yaml kept"
+
+# 4b. The older MSI over the newer version is refused (MajorUpgrade's
+# downgrade detection: FindRelatedProducts sets WIX_DOWNGRADE_DETECTED, the
+# LaunchCondition fails the install before anything is changed), and the
+# newer version goes on serving.
+t1=$SECONDS
+before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
+rc=0
+out=$(w msiexec /i "$winmsi" /qn /l\*v 'Z:'"${TMP//\//\\}"'\downgrade.log') || rc=$?
+((rc != 0)) || fail "msiexec /i $(basename "$msi") over $next succeeded (a downgrade): $out"
+downgrade_log=$(tr -d '\r' <"$TMP/downgrade.log")
+grep -q '^Property(S): WIX_DOWNGRADE_DETECTED = {' <<<"$downgrade_log" ||
+  fail "msiexec /i $(basename "$msi") failed ($rc), but not by detecting the newer version: $(tail -n 20 <<<"$downgrade_log")"
+if grep -qE '^Action start .*: (InstallInitialize|RemoveExistingProducts|StopServices)\.' <<<"$downgrade_log"; then
+  fail "the refused downgrade went on past its launch conditions: $(grep '^Action start' <<<"$downgrade_log" | tail -n 5)"
+fi
+products=$(installed_versions)
+[[ $(grep -c . <<<"$products") == 1 && $products == *" $next" ]] ||
+  fail "after the refused downgrade the installed h2gate versions are: ${products:-none} (want only $next)"
+[[ $(state) == RUNNING ]] || fail "the service is not running after the refused downgrade: $(w sc query h2gate)"
+log=$(tr -d '\r' <"$PD/h2gate.log" | tail -n +$((before + 1)))
+[[ $log != *"service h2gate: "* ]] || fail "the refused downgrade stopped or started the service: $log"
+got=$(curl -fsS -x http://127.0.0.1:3128 "$url" | sha256sum) ||
+  fail "a download through the service failed after the refused downgrade"
+[[ $got == "$want" ]] || fail "the download after the refused downgrade differs from the file"
+ok "msiexec /i $(basename "$msi") over $next is refused (exit $rc, Windows code mod 256;" \
+  "WIX_DOWNGRADE_DETECTED): $next stays installed, its service untouched and serving (this step: $((SECONDS - t1)) s)"
 
 # 5. Uninstall: stopped (drained), removed, files gone.
 before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
