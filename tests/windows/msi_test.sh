@@ -15,6 +15,8 @@
 #  3. the MSI started the service: RUNNING, /ready on the admin port, a
 #     download through it (direct mode, the default configuration) equal to
 #     the file served, its log in C:\ProgramData\h2gate\h2gate.log;
+#  3b. another build of the same version (another ProductCode) installed
+#     over it replaces it: one h2gate installed, the rebuild, running;
 #  4. an MSI of the next version (H2GATE_MSI_VERSION) installed over it is
 #     a major upgrade: one h2gate in the installed programs, the new
 #     version's, the service running again, and the administrator's edit of
@@ -251,6 +253,31 @@ ok "1 MiB through the service (direct mode) equals the file served"
 log=$(tr -d '\r' <"$PD/h2gate.log" 2>/dev/null) || fail "no log at C:\\ProgramData\\h2gate\\h2gate.log"
 [[ $log == *"service h2gate: running"* ]] || fail "the log lacks 'service h2gate: running': $log"
 ok "the service logs to C:\\ProgramData\\h2gate\\h2gate.log"
+
+# 3b. Another build of the same version (a new ProductCode, as every build
+# has) replaces the installed one instead of installing beside it (msi.sh
+# makes the Upgrade row's VersionMax inclusive): one h2gate installed, the
+# new build's, its service running again.
+t1=$SECONDS
+mkdir "$TMP/rebuild"
+msi_re=$("$ROOT/deploy/windows/msi.sh" "$BUILD" "$TMP/rebuild") || fail "msi.sh (rebuild) failed"
+product_code() { msiinfo export "$1" Property | tr -d '\r' | sed -n 's/^ProductCode\t//p'; }
+code_re=$(product_code "$msi_re")
+[[ $code_re != "$(product_code "$msi")" ]] ||
+  fail "two builds of the MSI have the same ProductCode $code_re"
+out=$(w msiexec /i "Z:${msi_re//\//\\}" /qn) || fail "msiexec /i (a rebuild of the same version) /qn: $out"
+products=$(installed_versions)
+[[ $(grep -c . <<<"$products") == 1 ]] ||
+  fail "after installing a rebuild of the same version the installed h2gate are: ${products:-none} (want one)"
+w reg query "HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\$code_re" >/dev/null ||
+  fail "the installed h2gate is not the rebuild ($code_re)"
+for _ in $(seq 1 100); do
+  [[ $(state) == RUNNING ]] && curl -fsS -o /dev/null http://127.0.0.1:9901/ready 2>/dev/null && break
+  sleep 0.3
+done
+[[ $(state) == RUNNING ]] || fail "the service is not running after the rebuild's install: $(w sc query h2gate)"
+ok "a rebuild of the same version replaces the installed one: one h2gate, $code_re, service RUNNING" \
+  "(this step: $((SECONDS - t1)) s)"
 
 # 4. A major upgrade keeps the administrator's configuration.
 printf '# edited by msi_test.sh\r\n' >>"$PF/h2gate.yaml"
