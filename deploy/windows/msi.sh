@@ -52,6 +52,23 @@ msibuild "$MSI" -q "UPDATE \`Component\` SET \`Attributes\` = 400 WHERE \`Compon
 # cannot be registered fails the installation (rolled back) instead of
 # leaving h2gate.exe installed without its service.
 msibuild "$MSI" -q "UPDATE \`ServiceInstall\` SET \`ErrorControl\` = 32769 WHERE \`ServiceInstall\` = 'Service'"
+# Nor MajorUpgrade/@AllowSameVersionUpgrades: the Upgrade row that finds
+# the versions to remove (WIX_UPGRADE_DETECTED) gets 0x200
+# msidbUpgradeAttributesVersionMaxInclusive beside its 1 (MigrateFeatures)
+# here, so another build of the same version replaces the installed one:
+# every build has a new ProductCode (Product/@Id "*"), and without this a
+# rebuild of the same version installs beside the first (two "h2gate" in
+# Apps & features sharing one service; a later upgrade removed only one of
+# them under wine). Attributes is part of the table's key, hence DELETE
+# and INSERT.
+# (msiinfo export ends its lines with CR LF.)
+upgrade_code=$(msiinfo export "$MSI" Property | tr -d '\r' | sed -n 's/^UpgradeCode\t//p')
+[[ $upgrade_code =~ ^\{[0-9A-F-]{36}\}$ ]] || {
+  echo "msi: no UpgradeCode in the Property table (got '$upgrade_code')" >&2
+  exit 2
+}
+msibuild "$MSI" -q "DELETE FROM \`Upgrade\` WHERE \`ActionProperty\` = 'WIX_UPGRADE_DETECTED'" \
+  -q "INSERT INTO \`Upgrade\` (\`UpgradeCode\`, \`VersionMax\`, \`Attributes\`, \`ActionProperty\`) VALUES ('$upgrade_code', '$VERSION', 513, 'WIX_UPGRADE_DETECTED')"
 # (The table is read once: `msiinfo | grep -q` under pipefail fails when
 # grep stops early and msiinfo gets SIGPIPE.)
 components=$(msiinfo export "$MSI" Component)
@@ -62,6 +79,11 @@ grep -q $'^Config\t[^\t]*\tINSTALLDIR\t400\t' <<<"$components" || {
 services=$(msiinfo export "$MSI" ServiceInstall)
 grep -q $'^Service\th2gate\th2gate\t16\t2\t32769\t' <<<"$services" || {
   echo "msi: setting the service's ErrorControl failed" >&2
+  exit 2
+}
+upgrades=$(msiinfo export "$MSI" Upgrade | tr -d '\r')
+grep -qxF "$upgrade_code"$'\t\t'"$VERSION"$'\t\t513\t\tWIX_UPGRADE_DETECTED' <<<"$upgrades" || {
+  echo "msi: setting the Upgrade row's same-version attribute failed" >&2
   exit 2
 }
 mkdir -p "$OUT"

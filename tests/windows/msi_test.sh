@@ -3,6 +3,10 @@
 # prefix of its own:
 #  1. the service `h2gate.exe service install -c <Program Files config>`
 #     registers, read from the registry (the reference the MSI must match);
+#  1b. with another program on 127.0.0.1:3128 the service cannot start:
+#     `msiexec /i ... /qn` fails and is rolled back, leaving no service
+#     registered, no h2gate.exe, no installed product, and a log that
+#     names the port;
 #  2. `msiexec /i h2gate-VERSION-windows-x86_64.msi /qn` installs h2gate.exe,
 #     h2gate.yaml and README-windows.txt to C:\Program Files\h2gate, the
 #     installed h2gate.exe --version runs, and the service key has the same
@@ -11,10 +15,15 @@
 #  3. the MSI started the service: RUNNING, /ready on the admin port, a
 #     download through it (direct mode, the default configuration) equal to
 #     the file served, its log in C:\ProgramData\h2gate\h2gate.log;
+#  3b. another build of the same version (another ProductCode) installed
+#     over it replaces it: one h2gate installed, the rebuild, running;
 #  4. an MSI of the next version (H2GATE_MSI_VERSION) installed over it is
 #     a major upgrade: one h2gate in the installed programs, the new
 #     version's, the service running again, and the administrator's edit of
 #     h2gate.yaml kept;
+#  4b. the older MSI installed over it is refused (MajorUpgrade's
+#     downgrade LaunchCondition): msiexec fails before changing anything,
+#     the newer version stays the one installed, running and serving;
 #  5. `msiexec /x ... /qn` stops it (the log's "stopped, exit code 0"),
 #     removes the service and the program files; h2gate.yaml (Permanent:
 #     an administrator's edits survive) and the log stay.
@@ -55,9 +64,10 @@ done
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/h2gate-msi-test.XXXXXX")
 export WINEPREFIX=$TMP/prefix WINEDEBUG=-all
-HTTP_PID=
+HTTP_PID='' BLOCKER_PID=''
 cleanup() {
   [[ -z $HTTP_PID ]] || kill "$HTTP_PID" 2>/dev/null || true
+  [[ -z $BLOCKER_PID ]] || kill "$BLOCKER_PID" 2>/dev/null || true
   "$WINESERVER" -k >/dev/null 2>&1 || true
   "$WINESERVER" -w >/dev/null 2>&1 || true
   rm -rf "$TMP"
@@ -116,6 +126,61 @@ out=$(w 'C:\Program Files\h2gate\h2gate.exe' service uninstall) ||
 rm -rf "$PF" "$PD"
 [[ -z $(state) ]] || fail "the service install registered is still there"
 ok "service install registers: $(value ImagePath "$ref")"
+
+# Whether an h2gate is registered as an installed program (the uninstall
+# entries), one "DisplayVersion REG_SZ X.Y.Z" line per h2gate.
+installed_versions() {
+  w reg query 'HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall' /s |
+    grep -A30 -E 'DisplayName +REG_SZ +h2gate$' | grep -E 'DisplayVersion' || true
+}
+
+# 1b. A service that cannot start fails the install, rolled back: no
+# service left registered (a dead entry pointing at a removed h2gate.exe),
+# no program files, no installed product; the log says why. Another
+# program holds 127.0.0.1:3128, the default configuration's listener.
+# (wine's msi rolls back by running the removal of what was installed, so
+# the service goes by ServiceControl's delete at uninstall, Remove=
+# "uninstall" in h2gate.wxs; without it the service stays, seen by hand.)
+# Step 2 then installs over what the rollback left, as a user would once
+# the port is free.
+t1=$SECONDS
+python3 -u -c 'import socket, time
+s = socket.socket()
+s.bind(("127.0.0.1", 3128))
+s.listen()
+print("listening", flush=True)
+time.sleep(300)' >"$TMP/blocker.log" 2>&1 &
+BLOCKER_PID=$!
+for _ in $(seq 1 50); do
+  grep -q listening "$TMP/blocker.log" && break
+  sleep 0.1
+done
+(exec 3<>/dev/tcp/127.0.0.1/3128) 2>/dev/null ||
+  fail "the program meant to hold 127.0.0.1:3128 does not: $(cat "$TMP/blocker.log")"
+rc=0
+out=$(w msiexec /i "$winmsi" /qn /l\*v 'Z:'"${TMP//\//\\}"'\failed.log') || rc=$?
+kill "$BLOCKER_PID"
+wait "$BLOCKER_PID" 2>/dev/null || true
+BLOCKER_PID=
+((rc != 0)) || fail "msiexec /i succeeded although the service could not start: $out"
+[[ -z $(state) ]] || fail "the failed install left the service registered: $(w sc query h2gate)"
+key=$(service_key)
+[[ $key != *ImagePath* ]] || fail "the failed install left the service's registry key: $key"
+for f in h2gate.exe README-windows.txt; do
+  [[ ! -e $PF/$f ]] || fail "the failed install left C:\\Program Files\\h2gate\\$f"
+done
+[[ -z $(installed_versions) ]] || fail "the failed install registered h2gate: $(installed_versions)"
+log=$(tr -d '\r' <"$PD/h2gate.log" 2>/dev/null) || fail "the failed start left no log in C:\\ProgramData\\h2gate"
+[[ $log == *"cannot listen on 127.0.0.1:3128"* && $log == *"service h2gate: stopped, exit code 1"* ]] ||
+  fail "the log of the failed start does not say that 127.0.0.1:3128 was taken: $log"
+# Under wine the configuration stays (the rollback removes what an
+# uninstall removes, and h2gate.yaml is Permanent): not asserted, as
+# Windows Installer's rollback of a new install may remove it.
+kept=none
+[[ -f $PF/h2gate.yaml ]] && kept=h2gate.yaml
+ok "with 127.0.0.1:3128 taken, msiexec /i exited $rc (Windows code mod 256), rolled back:" \
+  "no service, no h2gate.exe, no product; the log says why; left in Program Files: $kept" \
+  "(this step: $((SECONDS - t1)) s)"
 
 # 2. The MSI installs.
 out=$(w msiexec /i "$winmsi" /qn /l\*v 'Z:'"${TMP//\//\\}"'\install.log') || {
@@ -189,6 +254,31 @@ log=$(tr -d '\r' <"$PD/h2gate.log" 2>/dev/null) || fail "no log at C:\\ProgramDa
 [[ $log == *"service h2gate: running"* ]] || fail "the log lacks 'service h2gate: running': $log"
 ok "the service logs to C:\\ProgramData\\h2gate\\h2gate.log"
 
+# 3b. Another build of the same version (a new ProductCode, as every build
+# has) replaces the installed one instead of installing beside it (msi.sh
+# makes the Upgrade row's VersionMax inclusive): one h2gate installed, the
+# new build's, its service running again.
+t1=$SECONDS
+mkdir "$TMP/rebuild"
+msi_re=$("$ROOT/deploy/windows/msi.sh" "$BUILD" "$TMP/rebuild") || fail "msi.sh (rebuild) failed"
+product_code() { msiinfo export "$1" Property | tr -d '\r' | sed -n 's/^ProductCode\t//p'; }
+code_re=$(product_code "$msi_re")
+[[ $code_re != "$(product_code "$msi")" ]] ||
+  fail "two builds of the MSI have the same ProductCode $code_re"
+out=$(w msiexec /i "Z:${msi_re//\//\\}" /qn) || fail "msiexec /i (a rebuild of the same version) /qn: $out"
+products=$(installed_versions)
+[[ $(grep -c . <<<"$products") == 1 ]] ||
+  fail "after installing a rebuild of the same version the installed h2gate are: ${products:-none} (want one)"
+w reg query "HKLM\\Software\\Microsoft\\Windows\\CurrentVersion\\Uninstall\\$code_re" >/dev/null ||
+  fail "the installed h2gate is not the rebuild ($code_re)"
+for _ in $(seq 1 100); do
+  [[ $(state) == RUNNING ]] && curl -fsS -o /dev/null http://127.0.0.1:9901/ready 2>/dev/null && break
+  sleep 0.3
+done
+[[ $(state) == RUNNING ]] || fail "the service is not running after the rebuild's install: $(w sc query h2gate)"
+ok "a rebuild of the same version replaces the installed one: one h2gate, $code_re, service RUNNING" \
+  "(this step: $((SECONDS - t1)) s)"
+
 # 4. A major upgrade keeps the administrator's configuration.
 printf '# edited by msi_test.sh\r\n' >>"$PF/h2gate.yaml"
 IFS=. read -r major minor patch <<<"$(sed -n 's/^h2gate-\([0-9.]*\)-windows.*/\1/p' <<<"$(basename "$msi")")"
@@ -198,8 +288,7 @@ msi2=$(H2GATE_MSI_VERSION=$next "$ROOT/deploy/windows/msi.sh" "$BUILD" "$TMP/nex
   fail "msi.sh (version $next) failed"
 winmsi2="Z:${msi2//\//\\}"
 out=$(w msiexec /i "$winmsi2" /qn) || fail "msiexec /i $(basename "$msi2") /qn (upgrade): $out"
-products=$(w reg query 'HKLM\Software\Microsoft\Windows\CurrentVersion\Uninstall' /s |
-  grep -A30 -E 'DisplayName +REG_SZ +h2gate$' | grep -E 'DisplayVersion' || true)
+products=$(installed_versions)
 [[ $(grep -c . <<<"$products") == 1 && $products == *" $next" ]] ||
   fail "after the upgrade the installed h2gate versions are: ${products:-none} (want only $next)"
 grep -q 'edited by msi_test.sh' "$PF/h2gate.yaml" || fail "the upgrade replaced the edited h2gate.yaml"
@@ -209,6 +298,33 @@ for _ in $(seq 1 100); do
 done
 [[ $(state) == RUNNING ]] || fail "the service is not running after the upgrade: $(w sc query h2gate)"
 ok "upgrade to $next ($((SECONDS - t0)) s): installed h2gate: $(xargs <<<"$products"), service RUNNING, edited h2gate.yaml kept"
+
+# 4b. The older MSI over the newer version is refused (MajorUpgrade's
+# downgrade detection: FindRelatedProducts sets WIX_DOWNGRADE_DETECTED, the
+# LaunchCondition fails the install before anything is changed), and the
+# newer version goes on serving.
+t1=$SECONDS
+before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
+rc=0
+out=$(w msiexec /i "$winmsi" /qn /l\*v 'Z:'"${TMP//\//\\}"'\downgrade.log') || rc=$?
+((rc != 0)) || fail "msiexec /i $(basename "$msi") over $next succeeded (a downgrade): $out"
+downgrade_log=$(tr -d '\r' <"$TMP/downgrade.log")
+grep -q '^Property(S): WIX_DOWNGRADE_DETECTED = {' <<<"$downgrade_log" ||
+  fail "msiexec /i $(basename "$msi") failed ($rc), but not by detecting the newer version: $(tail -n 20 <<<"$downgrade_log")"
+if grep -qE '^Action start .*: (InstallInitialize|RemoveExistingProducts|StopServices)\.' <<<"$downgrade_log"; then
+  fail "the refused downgrade went on past its launch conditions: $(grep '^Action start' <<<"$downgrade_log" | tail -n 5)"
+fi
+products=$(installed_versions)
+[[ $(grep -c . <<<"$products") == 1 && $products == *" $next" ]] ||
+  fail "after the refused downgrade the installed h2gate versions are: ${products:-none} (want only $next)"
+[[ $(state) == RUNNING ]] || fail "the service is not running after the refused downgrade: $(w sc query h2gate)"
+log=$(tr -d '\r' <"$PD/h2gate.log" | tail -n +$((before + 1)))
+[[ $log != *"service h2gate: "* ]] || fail "the refused downgrade stopped or started the service: $log"
+got=$(curl -fsS -x http://127.0.0.1:3128 "$url" | sha256sum) ||
+  fail "a download through the service failed after the refused downgrade"
+[[ $got == "$want" ]] || fail "the download after the refused downgrade differs from the file"
+ok "msiexec /i $(basename "$msi") over $next is refused (exit $rc, Windows code mod 256;" \
+  "WIX_DOWNGRADE_DETECTED): $next stays installed, its service untouched and serving (this step: $((SECONDS - t1)) s)"
 
 # 5. Uninstall: stopped (drained), removed, files gone.
 before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
