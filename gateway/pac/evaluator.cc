@@ -185,6 +185,10 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   }
   // Logs `what` at warn once per script version (then at debug).
   void logOnce(uint64_t conn, uint64_t stream, uint64_t version, const std::string& what);
+  bool stopping() {
+    std::lock_guard lock(mutex);
+    return stop;
+  }
   void onAlert(std::string_view message);
 
   // Cache, under `mutex`.
@@ -388,11 +392,12 @@ void PacEvaluator::Impl::workerMain(WorkerSlot& slot) {
           fresh->load(recompile->text, recompile->origin, Clock::now() + options.load_timeout);
       setActive(slot, nullptr);
       ctx_version = recompile->version;
-      if (err)
+      if (!err) {
+        ctx = std::move(fresh);
+      } else if (!stopping()) {  // cancelled by the destructor: no failure of the script
         logOnce(0, 0, recompile->version,
                 std::string("compiling on a PAC thread failed: ") + err.message);
-      else
-        ctx = std::move(fresh);
+      }
       continue;
     }
     if (job.script) {

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "gateway/log.h"
+#include "tests/support/temp_dir.h"
 #include "tests/unit/pac/pac_test_util.h"
 
 using namespace h2gate::pac;
@@ -197,6 +199,29 @@ TEST_CASE("pac evaluator: an endless loop is cut off at the deadline",
   CHECK(r.from_cache);
   CHECK(Clock::now() - again < 200ms);
   CHECK(h.eval->stats().timeouts == 1);
+}
+
+TEST_CASE("pac evaluator: shutting down while a thread compiles is no failure of the script",
+          "[pac][evaluator]") {
+  // One thread loads the file (its top-level code takes a while), then the
+  // other compiles it too; the evaluator is destroyed meanwhile, which
+  // cancels that compile. Nothing wrong with the file: no warning says so.
+  h2gate::test::TempDir dir("pac-stop");
+  const std::string path = dir.file("log");
+  std::string error;
+  REQUIRE(h2gate::log::setOutputFile(path, {}, &error));
+  PacEvaluator::Options o;
+  o.threads = 2;
+  o.load_timeout = 20s;
+  Harness h(o);
+  REQUIRE(h.load("for (var i = 0; i < 20000000; i++) {}\n"
+                 "function FindProxyForURL(u, host) { return 'DIRECT'; }")
+              .ok());
+  std::this_thread::sleep_for(50ms);  // the second thread is compiling now
+  h.eval.reset();
+  h2gate::log::setOutput(nullptr);
+  const std::string logged = h2gate::test::readFile(path);
+  CHECK(logged.find("compiling on a PAC thread failed") == std::string::npos);
 }
 
 TEST_CASE("pac evaluator: a top-level endless loop fails the load", "[pac][evaluator][hostile]") {
