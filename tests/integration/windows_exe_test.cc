@@ -366,11 +366,22 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
     REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
   }
 
-  CommandResult inst =
-      runCommand({wrapper, "service", "install", "--listen", "127.0.0.1:" + str(port), "--admin",
-                  "127.0.0.1:" + str(admin), "--log-level", "debug", "--upstream",
-                  env.nghttpx.url(), "--cacert", env.ca.caCertPath(), "--log-file", log_arg},
-                 milliseconds(60000));
+  auto install = [&] {
+    return runCommand({wrapper, "service", "install", "--listen", "127.0.0.1:" + str(port),
+                       "--admin", "127.0.0.1:" + str(admin), "--log-level", "debug", "--upstream",
+                       env.nghttpx.url(), "--cacert", env.ca.caCertPath(), "--log-file", log_arg},
+                      milliseconds(60000));
+  };
+  CommandResult inst = install();
+  if (inst.exit_code != 0 && inst.out.empty() && inst.err.empty()) {
+    // Seen once in a full run under load: exit 1 and not a word, neither
+    // from h2gate.exe (every failure of `service install` says why) nor
+    // from wine; not reproduced in 6 runs since. Said, and tried once more.
+    std::cout << "[warn] h2gate.exe service install under wine: exit code " << inst.exit_code
+              << " with no output; service state '" << serviceState(wine)
+              << "'; trying once more\n";
+    inst = install();
+  }
   INFO("install: " << inst.out << inst.err);
   REQUIRE(inst.exit_code == 0);
   CHECK(inst.out.find("installed the service h2gate") != std::string::npos);
