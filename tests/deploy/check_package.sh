@@ -252,25 +252,30 @@ EOF
     fail "h2gate_config_reloads_total{result=\"success\"} is not 1 after systemctl reload"
   log "ok: systemctl reload h2gate: same PID $pid, listener moved to $proxy_port2, reloads_total{success} 1"
 
-  # Stop drains: a 16 MiB download at 2 MiB/s (8 s; more than socket buffers hold)
-  # started before the stop ends intact, and the stop waits for it.
-  head -c 16777216 /dev/urandom >"$TMP/www/16m.bin"
-  local want16
-  want16=$(sha256sum <"$TMP/www/16m.bin" | cut -d' ' -f1)
-  curl -fsS --max-time 60 --limit-rate 2m -x "http://127.0.0.1:$proxy_port2" \
-    -o "$TMP/slow.bin" "http://127.0.0.1:$origin_port/16m.bin" 2>"$TMP/slow.err" &
+  # Stop drains: a 48 MiB download at 4 MiB/s (12 s) started before the
+  # stop ends intact, and the stop waits for it. Loopback socket buffers
+  # (curl's autotuned receive buffer, h2gate's tuned send buffer, the
+  # origin's) held up to about 10 MiB in one run: a 16 MiB download at
+  # 2 MiB/s was then all handed to the kernel 2 s after the stop, and the
+  # stop returned rightly early. 44 MiB left at the stop keep h2gate
+  # relaying for at least 7 s.
+  head -c 50331648 /dev/urandom >"$TMP/www/48m.bin"
+  local want48
+  want48=$(sha256sum <"$TMP/www/48m.bin" | cut -d' ' -f1)
+  curl -fsS --max-time 60 --limit-rate 4m -x "http://127.0.0.1:$proxy_port2" \
+    -o "$TMP/slow.bin" "http://127.0.0.1:$origin_port/48m.bin" 2>"$TMP/slow.err" &
   local curl_pid=$! t0 took
   sleep 1
   t0=$SECONDS
   podman exec "$name" systemctl stop h2gate || fail "systemctl stop h2gate"
   took=$((SECONDS - t0))
   wait "$curl_pid" || fail "the download running during systemctl stop failed: $(cat "$TMP/slow.err")"
-  [[ $(sha256sum <"$TMP/slow.bin" | cut -d' ' -f1) == "$want16" ]] || fail "the drained download differs"
-  ((took >= 3)) || fail "systemctl stop returned after ${took}s, before the download (about 7 s more) ended"
+  [[ $(sha256sum <"$TMP/slow.bin" | cut -d' ' -f1) == "$want48" ]] || fail "the drained download differs"
+  ((took >= 3)) || fail "systemctl stop returned after ${took}s, before the download (about 11 s more) ended"
   local result
   result=$(podman exec "$name" systemctl show -p Result --value h2gate)
   [[ $result == success ]] || fail "h2gate's stop result is '$result'"
-  log "ok: systemctl stop h2gate took ${took}s: it drained the running 16 MiB download, intact; result $result"
+  log "ok: systemctl stop h2gate took ${took}s: it drained the running 48 MiB download, intact; result $result"
 
   # The user unit under a user manager: lingering starts user@UID.service (it
   # needs pam_systemd, from libpam-systemd, for its XDG_RUNTIME_DIR); systemctl
