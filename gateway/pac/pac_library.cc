@@ -350,11 +350,7 @@ bool globMatch(std::string_view s, std::string_view p) {
 }
 
 std::optional<bool> shExpGlob(std::string_view s, std::string_view p) {
-  auto ascii = [](std::string_view t) {
-    return std::all_of(t.begin(), t.end(),
-                       [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-  };
-  if (!ascii(s) || !ascii(p)) return std::nullopt;  // '?' is one UTF-16 unit, not one byte
+  if (!isAscii(s) || !isAscii(p)) return std::nullopt;  // '?' is one UTF-16 unit, not one byte
   if (s.find_first_of("\n\r") != std::string_view::npos) return std::nullopt;  // '.' stops there
   if (p.find_first_of("\\^$+()[]{}|") != std::string_view::npos) return std::nullopt;
   return globMatch(s, p);

@@ -26,6 +26,11 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// What js() writes as itself (or escaped); anything else becomes '?'.
+bool printableAscii(char c) {
+  return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7F;
+}
+
 // A JavaScript string literal.
 std::string js(std::string_view s) {
   std::string out = "\"";
@@ -33,7 +38,7 @@ std::string js(std::string_view s) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) {
+    } else if (!printableAscii(c)) {
       // Settings hold ASCII names; anything else cannot match a host anyway.
       out += "?";
     } else {
@@ -97,10 +102,7 @@ std::string condition(const BypassRule& r) {
     case BypassRule::Kind::Glob:
       // js() writes other than printable ASCII as '?', a wildcard here:
       // such a pattern matches no host name, so it is left out.
-      if (std::any_of(r.value.begin(), r.value.end(), [](char c) {
-            return static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F;
-          }))
-        return "false";
+      if (!std::all_of(r.value.begin(), r.value.end(), printableAscii)) return "false";
       return "matchesGlob(h, " + js(r.value) + ")";
     case BypassRule::Kind::Cidr:
       return "isInNetEx(h, " + js(r.value) + ")";
