@@ -40,6 +40,9 @@ class Squid {
     std::string username = "alice";
     std::string password = "s3cret";
     std::string realm = "h2gate-test";
+    // With `auth`: only requests to this domain and its subdomains need the
+    // credentials ("" = every request).
+    std::string auth_domain;
     // Negotiate (Kerberos) authentication with squid's negotiate_kerberos_auth:
     // every request needs a ticket for `negotiate_principal` (e.g.
     // HTTP/localhost@REALM), whose key is in `negotiate_keytab`; `krb5_conf`
