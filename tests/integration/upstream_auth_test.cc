@@ -599,3 +599,81 @@ TEST_CASE("auto: an HTTP/2 proxy that wants NTLM is reached over HTTP/1.1 from t
         std::string::npos);
   CHECK(adminGet(gate.adminPort(), "/clusters").body.find("auth=ntlm") != std::string::npos);
 }
+
+TEST_CASE("NTLM, Negotiate and Basic over HTTP/1.1 with 407s of every framing", "[auth][shapes]") {
+  // The proxy frames each 407 with a body, with Content-Length: 0, chunked,
+  // or closes after it (after the first, bare one only, or after every one).
+  // h2gate learns the scheme from a bare request's 407 (auto), then answers.
+  // An NTLM proxy that closes after its challenge cannot be answered (the
+  // challenge belongs to the closed connection): the handshake is tried on
+  // one new connection, then the app gets the 407.
+  REQUIRE_AUTH_TOOLS();
+  const std::string scheme = GENERATE("ntlm", "negotiate", "basic");
+  const std::string framing = GENERATE("body", "empty", "chunked", "close-first", "close");
+  INFO(scheme << ", 407s framed '" << framing << "'");
+  const bool fails = scheme == "ntlm" && framing == "close";
+  AuthProxy::Options o;
+  o.schemes = scheme;
+  o.basic = "CORP\\alice:ntlm-pw";
+  o.challenge_framing = framing;
+  ProxyEnv env(o, /*kerberos=*/scheme == "negotiate");
+
+  // curl's own client against the same proxy first.
+  // As "localhost": the proxy's Kerberos service is HTTP/localhost.
+  std::vector<std::string> fixture{
+      curlBinary(),   "-q",        "-sS",
+      "-o",           "/dev/null", "-w",
+      "%{http_code}", "--proxy",   "http://localhost:" + str(env.proxy->port())};
+  if (scheme == "ntlm")
+    fixture.insert(fixture.end(), {"--proxy-ntlm", "-U", "CORP\\alice:ntlm-pw"});
+  else if (scheme == "negotiate")
+    fixture.insert(fixture.end(), {"--proxy-negotiate", "-U", ":"});
+  else
+    fixture.insert(fixture.end(), {"--proxy-basic", "-U", "CORP\\alice:ntlm-pw"});
+  fixture.push_back(env.nginx.httpUrl("/1k"));
+  std::map<std::string, std::optional<std::string>> curl_env;
+  if (env.realm) curl_env = env.realm->kdc.env(env.realm->alice);
+  const CommandResult proof = runCommand(fixture, curl_env, milliseconds(30000));
+  INFO("curl: " << proof.out << " " << proof.err << env.proxy->logText());
+  CHECK(proof.out == (fails ? "407" : "200"));
+  const size_t proof_entries = env.proxy->requests().size();
+
+  H2gate& gate = env.startGate(
+      "      scheme: auto\n"
+      "      credentials: {username: 'CORP\\alice', password: ntlm-pw}\n");
+  const std::string want = fails ? "407" : "200";
+  // A GET learns the scheme; then a POST with a body, three GETs on one app
+  // connection and a CONNECT.
+  auto r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k?learn")});
+  INFO(r.err << gate.process().logTail(30) << env.proxy->logText());
+  CHECK(r.out == want);
+  const TestFile& f = testFile("1k");
+  r = env.curl(
+      {"-w", " %{http_code}", "--data-binary", "@" + f.path, env.nginx.httpUrl("/upload")});
+  if (fails)
+    CHECK(r.out.ends_with(" 407"));
+  else
+    CHECK(r.out == f.sha256 + " " + str(f.size) + "\n 200");
+  std::vector<std::string> gets{"-w", "%{http_code} "};
+  for (int i = 0; i < 3; ++i)
+    gets.insert(gets.end(), {"-o", "/dev/null", env.nginx.httpUrl("/1k?" + str(i))});
+  r = env.curl(gets);
+  CHECK(r.out == want + " " + want + " " + want + " ");
+  r = env.curl({"-o", env.out.file("t"), "-w", "%{http_connect}", env.nginx.httpsUrl("/1k")});
+  CHECK(r.out == want);
+  if (!fails) CHECK(sha256File(env.out.file("t")) == f.sha256);
+
+  // Bounded: six requests, at most two connections each, each with at most
+  // three legs (bare, negotiate, authenticate).
+  const auto entries = env.proxy->requests();
+  const size_t ours = entries.size() - proof_entries;
+  CHECK(ours <= 6 * 3);
+  std::set<std::string> clients;
+  for (size_t i = proof_entries; i < entries.size(); ++i) clients.insert(entries[i].at("client"));
+  CHECK(clients.size() <= 6 * 2);
+  if (fails)
+    CHECK(gate.stderrText().find("closes the connection after the challenge") != std::string::npos);
+  else
+    CHECK(env.entries(scheme).size() >= 1);
+  env.checkNoSecretsLogged();
+}

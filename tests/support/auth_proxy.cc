@@ -33,7 +33,8 @@ AuthProxy::AuthProxy(Options options) : options_(std::move(options)), dir_("auth
                "--log",           dir_.file("requests.log"),
                "--schemes",       options_.schemes,
                "--mutual",        options_.mutual,
-               "--ntlm-acceptor", options_.ntlm_acceptor};
+               "--ntlm-acceptor", options_.ntlm_acceptor,
+               "--challenge-framing", options_.challenge_framing};
   if (options_.one_line) opts.argv.push_back("--one-line");
   if (!options_.basic.empty()) opts.argv.insert(opts.argv.end(), {"--basic", options_.basic});
   if (!options_.tls_cert.empty())

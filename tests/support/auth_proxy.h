@@ -36,6 +36,9 @@ class AuthProxy {
     std::string ntlm_acceptor = "pyspnego";
     // TLS with this certificate (and ALPN list, e.g. "h2,http/1.1").
     std::string tls_cert, tls_key, alpn;
+    // How each 407 is framed: body | empty | chunked | close-first | close
+    // (auth_proxy.py --challenge-framing).
+    std::string challenge_framing = "body";
   };
   explicit AuthProxy(Options options);
   ~AuthProxy();
