@@ -73,6 +73,7 @@ struct PacRouteConfig {
     config::Cluster cluster = [] {
       config::Cluster c;
       c.tls = config::TlsContext{};
+      c.receives_listener_headers = false;  // see config::Cluster
       return c;
     }();
     std::size_t max_proxies = 64;
