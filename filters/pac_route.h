@@ -68,7 +68,7 @@ class PacRoute final : public upstream::RouteDecider,
   // upstream::RouteDecider
   void decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
               std::function<void(Decision)> done) const override;
-  // The decision from the evaluator's per-host cache, or nullopt (no
+  // The decision from the evaluator's answer cache, or nullopt (no
   // cached answer, or not started). Allocates only what the Decision holds.
   std::optional<Decision> decideNow(const RequestHead& head, const StreamInfo& info) const override;
   std::shared_ptr<const upstream::ProxyTemplate> proxies() const override { return proxies_; }
