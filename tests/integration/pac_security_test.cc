@@ -141,8 +141,12 @@ TEST_CASE("pac security: a PAC file naming h2gate as 127.1:PORT is a loop, refus
   if (!haveMountNamespaces()) FAIL("needs root for a private /etc/hosts (unshare -m)");
   PacEnv env;
   const uint16_t port = freePort();
-  env.writePac("self.pac", "function FindProxyForURL(url, host) {\n  return \"PROXY 127.1:" +
-                               str(port) + "\";\n}\n");
+  // By an IPv4 shorthand, and (for URLs with "byname") by a name that h2gate's
+  // /etc/hosts maps to 127.0.0.1.
+  env.writePac("self.pac",
+               "function FindProxyForURL(url, host) {\n"
+               "  if (url.indexOf('byname') >= 0) return \"PROXY gate.internal.test:" +
+                   str(port) + "\";\n  return \"PROXY 127.1:" + str(port) + "\";\n}\n");
   std::string listener =
       PacEnv::listener("local_proxy", "              url: " + env.pacUrl("self.pac") +
                                           "\n"
@@ -150,7 +154,8 @@ TEST_CASE("pac security: a PAC file naming h2gate as 127.1:PORT is a loop, refus
   const std::string any_port = "port_value: 0}";
   REQUIRE(listener.find(any_port) != std::string::npos);
   listener.replace(listener.find(any_port), any_port.size(), "port_value: " + str(port) + "}");
-  env.start(listener, {"local_proxy"});
+  env.start(listener, {"local_proxy"}, {},
+            "127.0.0.1 web.internal.test\n127.0.0.1 gate.internal.test\n");
   INFO(env.gate->process().logTail(60));
   REQUIRE(env.gate->port("local_proxy") == port);
   REQUIRE(env.gate->process().waitForLog("using the PAC file from", milliseconds(10000)));
@@ -171,7 +176,18 @@ TEST_CASE("pac security: a PAC file naming h2gate as 127.1:PORT is a loop, refus
   }
   CHECK(env.gate->process().waitForLog(
       "names h2gate's own listener \\(PROXY 127\\.1:" + str(port) + "\\)", milliseconds(2000)));
-  // Nothing looped: h2gate saw exactly the two requests curl made.
-  const auto log = env.gate->waitForAccessLog(2, milliseconds(5000));
-  CHECK(log.size() == 2);
+
+  // A name: resolved before the decision, then the same refusal.
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult r =
+      env.curl("local_proxy", {"-w", "%{http_code}", "-o", env.out.file("byname"),
+                               env.url("origin.test", false, "/1m?byname")});
+  CHECK(r.out == "503");
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(3000));
+  CHECK_THAT(readFile(env.out.file("byname")),
+             Catch::Contains("names h2gate itself (PROXY gate.internal.test:" + str(port) + ")"));
+
+  // Nothing looped: h2gate saw exactly the three requests curl made.
+  const auto log = env.gate->waitForAccessLog(3, milliseconds(5000));
+  CHECK(log.size() == 3);
 }
