@@ -20,7 +20,8 @@
 //         memory_limit: 33554432 # bytes per JavaScript heap (default 32 MiB); there is
 //                                #   one heap per thread, plus one while a new file loads
 //         threads: 2             # evaluation threads (default 2)
-//         cache_entries: 10000   # answers kept per scheme+host+port; 0: none
+//         cache_entries: 10000   # answers kept (per https host and port, per http URL); 0: none
+//         cache_bytes: 16777216  # bytes they may hold in all (default 16 MiB)
 //         cache_ttl: 60s         # how long one is kept (default 60 s)
 //       # When there is no PAC file yet or it cannot answer (exception,
 //       # timeout, no usable entry): one of direct: true (the default, as
@@ -73,6 +74,7 @@ struct PacRouteConfig {
     config::Cluster cluster = [] {
       config::Cluster c;
       c.tls = config::TlsContext{};
+      c.receives_listener_headers = false;  // see config::Cluster
       return c;
     }();
     std::size_t max_proxies = 64;
