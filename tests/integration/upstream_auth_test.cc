@@ -4,12 +4,15 @@
 // HTTP/2; for NTLM (and the auto matrix and Kerberos mutual authentication,
 // which squid does not send) the test proxy tests/support/auth_proxy.py,
 // whose acceptors are pyspnego (NTLMv2) and MIT's GSSAPI. Every fixture is
-// first proven with curl's own GSSAPI / NTLM client.
+// first proven with curl's own GSSAPI / NTLM client. A hostile proxy
+// (tests/support/hostile_server.py) that names a new huge scheme in each 407
+// cannot grow h2gate's log or memory without bound.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -19,6 +22,7 @@
 
 #include "tests/support/auth_proxy.h"
 #include "tests/support/h2gate.h"
+#include "tests/support/hostile_server.h"
 #include "tests/support/kerberos_proxy.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
@@ -35,6 +39,10 @@ namespace {
 
 std::string str(uint64_t n) {
   return std::to_string(n);
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
 }
 
 const char* const kAlice = "alice@H2GATE.TEST";
@@ -676,4 +684,71 @@ TEST_CASE("NTLM, Negotiate and Basic over HTTP/1.1 with 407s of every framing", 
   else
     CHECK(env.entries(scheme).size() >= 1);
   env.checkNoSecretsLogged();
+}
+
+TEST_CASE("a proxy naming a new 30 KB scheme in each 407: h2gate's log and memory stay bounded",
+          "[auth][hostile]") {
+  // auto: nothing h2gate can answer; basic: the credentials are rejected.
+  // Either way each 407 is a failure whose cause names the scheme.
+  const std::string scheme = GENERATE("auto", "basic");
+  INFO("scheme " << scheme);
+  HostileServer::Options po;
+  po.mode = HostileServer::Mode::Auth407;
+  po.scheme_bytes = 30 * 1024;
+  HostileServer proxy(po);
+  // The fixture, with curl: two 407s, each with a scheme of its own of 30 KB.
+  CommandResult c = runCurl({"-sS", "-o", "/dev/null", "-D", "-", "-x", proxy.url(),
+                             "http://origin.test/a", "http://origin.test/b"},
+                            milliseconds(20000));
+  INFO(c.err);
+  REQUIRE(countOccurrences(c.out, "HTTP/1.1 407 ") == 2);
+  const auto challenge = regexSearch(c.out, "Proxy-Authenticate: ([^\r\n]*)");
+  REQUIRE(challenge);
+  REQUIRE((*challenge)[1].size() == 30 * 1024);
+  REQUIRE(c.out.rfind("Proxy-Authenticate: ") != c.out.find("Proxy-Authenticate: "));
+  REQUIRE(!has(c.out.substr(c.out.rfind("Proxy-Authenticate: ")), (*challenge)[1]));
+
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = authConfigYaml("127.0.0.1", proxy.port(), "",
+                          scheme == "auto"
+                              ? "      scheme: auto\n"
+                              : "      scheme: basic\n"
+                                "      credentials: {username: alice, password: alice-pw}\n");
+  o.args = {"--log-level", "info"};
+  H2gate gate(o);
+  const pid_t pid = gate.process().pid();
+  TempDir out("hostile-407");
+  // `n` requests, one curl: each gets the proxy's 407.
+  auto requests = [&](int n, const std::string& tag) {
+    std::vector<std::string> args{"-sS", "-x",        gate.proxyUrl(), "-w", "%{http_code}\n",
+                                  "-o",  "/dev/null", "--max-time",    "120"};
+    for (int i = 0; i < n; ++i) args.push_back("http://origin.test/" + tag + str(i));
+    CommandResult r = runCurl(args, milliseconds(150000));
+    INFO(r.err);
+    CHECK(countOccurrences(r.out, "407\n") == static_cast<size_t>(n));
+  };
+  // Warm-up: the first causes are logged and remembered, buffers grown.
+  requests(50, "warm");
+  const long hwm_before = procStatusKiB(pid, "VmHWM");
+  const size_t log_before = gate.stderrText().size();
+  constexpr int kRequests = 400;
+  requests(kRequests, "flood");
+  const long hwm_after = procStatusKiB(pid, "VmHWM");
+  const std::string log = gate.stderrText();
+  std::cout << "[figures] 407 with a new 30 KB scheme (" << scheme << "), " << kRequests
+            << " requests after 50: h2gate log " << log_before << " -> " << log.size()
+            << " bytes, VmHWM " << hwm_before << " -> " << hwm_after << " KiB\n";
+  CHECK(proxy.requests() >= static_cast<size_t>(kRequests + 50 + 2));
+  // Unbounded, each request added a 30 KB warning to the log and a 30 KB
+  // cause to memory: 12 MB of each for these 400.
+  CHECK(log.size() < 256 * 1024);
+  CHECK(log.size() - log_before < 16 * 1024);
+  CHECK(has(log, "further new ones are logged at debug level only"));
+  CHECK(hwm_before > 0);
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("memory bound not checked under AddressSanitizer");
+#else
+  CHECK(hwm_after - hwm_before < 4 * 1024);
+#endif
 }
