@@ -9,6 +9,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>  // geteuid(): tests that start servers give root a user line
 
 #include <chrono>
 #include <map>

@@ -356,9 +356,10 @@ void Nghttpx::start(uint16_t fixed_port) {
 // ---------------------------------------------------------------------------
 // Helpers
 
-const SizedFile& sizedTestFile(const std::string& name, uint64_t size) {
+const SizedFile& sizedTestFile(std::string_view name_view, uint64_t size) {
   static std::mutex mutex;
   static std::map<std::string, SizedFile> files;
+  const std::string name(name_view);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = files.find(name);
   if (it != files.end()) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tests/support/process.h"
@@ -148,14 +149,15 @@ class Nghttpx {
 
 // A random file of `size` bytes named `name` in testDataDir() (the nginx
 // document root), made once per test-binary run; returns its SHA-256.
-// testFile() covers only 1k/1m/10m/64m.
+// testFile() covers only 1k/1m/10m/64m. The name by value, as testFile()'s
+// (tests/support/util.h says why).
 struct SizedFile {
   std::string name;  // URL path component
   std::string path;
   uint64_t size = 0;
   std::string sha256;
 };
-const SizedFile& sizedTestFile(const std::string& name, uint64_t size);
+const SizedFile& sizedTestFile(std::string_view name, uint64_t size);
 
 // curl running in the background (for transfers that must overlap a
 // blocking runCurl()): `-q` first, the proxy environment cleared, output in

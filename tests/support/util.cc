@@ -127,11 +127,12 @@ const std::string& testDataDir() {
   return path;
 }
 
-const TestFile& testFile(const std::string& name) {
+const TestFile& testFile(std::string_view name_view) {
   static std::mutex mutex;
   static std::map<std::string, TestFile> files;
   static const std::map<std::string, uint64_t> sizes = {
       {"1k", 1024}, {"1m", 1 << 20}, {"10m", 10 << 20}, {"64m", 64 << 20}};
+  const std::string name(name_view);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = files.find(name);
   if (it != files.end()) return it->second;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace h2gate::test {
@@ -34,14 +35,17 @@ std::string patternBytes(size_t n);
 
 // Random files shared by every test of one test-binary run, in one directory
 // (an nginx root): "1k" (1 KiB), "1m" (1 MiB), "10m" (10 MiB), "64m" (64 MiB).
-// Each is generated on first use and its SHA-256 cached.
+// Each is generated on first use and its SHA-256 cached. The name is taken by
+// value (a string_view): GCC 14's -Wdangling-reference takes a function that
+// returns a reference and binds a temporary string to a reference parameter for
+// one returning a part of that temporary.
 struct TestFile {
   std::string name;  // URL path component, e.g. "1m"
   std::string path;
   uint64_t size = 0;
   std::string sha256;
 };
-const TestFile& testFile(const std::string& name);
+const TestFile& testFile(std::string_view name);
 // Directory holding the test files (created on first call).
 const std::string& testDataDir();
 // Makes a random file of `size` bytes at `path`; returns its SHA-256.
