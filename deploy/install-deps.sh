@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs everything h2gate needs from Debian bookworm packages.
+# Installs everything h2gate needs from the packages of Debian 12 (bookworm) or
+# Debian 13 (trixie), the release /etc/os-release names (a few names differ:
+# RELEASE_PKGS below). Any other release: an error, before anything is installed.
 #
 #   deploy/install-deps.sh          build + runtime dependencies
 #   deploy/install-deps.sh --test   also the test tools (clang/libFuzzer, clang-format,
-#                                   nginx, squid, nghttpx, curl, ...) and curl 8 from
+#                                   nginx, squid, nghttpx, curl, ...) and curl 8 (on 12 from
 #                                   bookworm-backports unpacked into /opt/h2gate-test/curl8,
+#                                   on 13 the system's, which that path then runs),
 #                                   the clients of the compatibility tests (wget, git, Python
 #                                   requests/httpx, Go, Java, Node.js + undici in /opt/h2gate-test/node,
 #                                   headless Chromium, systemd for the unit test), podman + runc +
@@ -17,6 +20,15 @@
 #                                   nghttp2, yaml-cpp and prometheus-cpp packages are upgraded
 #                                   if the mirror no longer serves their installed version's
 #                                   source (deploy/windows/build-deps.sh --align)
+#   deploy/install-deps.sh --test-core
+#                                   of the test tools only what the unit and integration
+#                                   tests and the package checks need (the peers, the KDC,
+#                                   curl 8, the Python venv, lintian, systemd): no clients,
+#                                   Windows, fuzz, container or benchmark tools
+#                                   (tests/deploy/check_debian.sh)
+#
+# H2GATE_DEBIAN_RELEASE=bookworm|trixie uses that release's package names on
+# another Debian-based release (not tested there).
 #
 # Idempotent: packages already installed are not touched (but for that upgrade), and `apt-get update` runs
 # only when something has to be fetched. Runs apt-get directly as root, else via sudo.
@@ -28,19 +40,24 @@ RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
   libkrb5-dev gss-ntlmssp
-  node-llhttp duktape-dev libpsl-dev catch2 ca-certificates pandoc
+  duktape-dev libpsl-dev ca-certificates pandoc
+)
+# The test tools of --test-core: the peers and tools of the unit and integration
+# tests, and what the package checks (tests/deploy/check_package.sh static) run.
+CORE_TEST_PKGS=(
+  squid-openssl nghttp2-proxy nghttp2-client
+  curl openssl python3 python3-yaml procps iproute2 iputils-ping
+  dpkg-dev systemd lintian man-db python3-venv python3-dev faketime
+  libglib2.0-bin gsettings-desktop-schemas
+  krb5-kdc krb5-admin-server krb5-user
 )
 TEST_PKGS=(
-  clang libclang-rt-14-dev clang-format
-  nginx-light squid-openssl nghttp2-proxy nghttp2-client
-  curl openssl python3 python3-yaml procps iproute2 iputils-ping prometheus
-  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 dpkg-dev zip unzip wixl msitools
-  systemd lintian man-db
+  "${CORE_TEST_PKGS[@]}"
+  clang clang-format prometheus
+  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 zip unzip wixl msitools
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf valgrind
-  podman runc mmdebstrap python3-venv
-  faketime libglib2.0-bin gsettings-desktop-schemas
-  krb5-kdc krb5-admin-server krb5-user
+  podman runc mmdebstrap
   winbind
 )
 # krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
@@ -56,7 +73,7 @@ UNDICI_VERSION=6.21.3
 # h2gate's default port): the tests start their own instances, so these are not
 # started while installing, and their services are disabled when we installed them.
 # package:service
-DAEMONS=(nginx-light:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus
+DAEMONS=(nginx-light:nginx nginx:nginx squid-openssl:squid nghttp2-proxy:nghttpx prometheus:prometheus
   krb5-kdc:krb5-kdc krb5-admin-server:krb5-admin-server winbind:winbind)
 # curl 8 (for --proxy-http2) lives beside the system's curl 7.88, never installed
 # system-wide. Tests run "$CURL8_DIR/curl" (a wrapper that sets LD_LIBRARY_PATH).
@@ -80,13 +97,18 @@ die() {
 }
 
 usage() {
-  sed -n '2,19s/^# \{0,1\}//p' "$0"
+  sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//p;}' "$0"
 }
 
 with_test=0
+core_only=0
 for arg in "$@"; do
   case "$arg" in
     --test) with_test=1 ;;
+    --test-core)
+      with_test=1
+      core_only=1
+      ;;
     -h | --help)
       usage
       exit 0
@@ -103,11 +125,37 @@ else
   die "not root and sudo is not installed: run this as root"
 fi
 
+codename=""
 if [[ -r /etc/os-release ]]; then
   # shellcheck disable=SC1091
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [[ $codename == bookworm ]] || log "warning: made for Debian bookworm, this is '${codename:-unknown}'"
 fi
+release=${H2GATE_DEBIAN_RELEASE:-$codename}
+# The package names that differ between the releases. RELEASE_PKGS: llhttp (Debian 12
+# ships its C sources, which the build compiles; 13 a library) and Catch2 (v2, one
+# header; v3, a library: tests/support/catch2_v3/). RELEASE_CORE_TEST_PKGS, RELEASE_TEST_PKGS:
+# nginx (13's nginx-light is an empty package that adds a module), the runtime of
+# clang's libFuzzer, Java (17 is not in 13).
+case $release in
+  bookworm)
+    RELEASE_PKGS=(node-llhttp catch2)
+    RELEASE_CORE_TEST_PKGS=(nginx-light)
+    RELEASE_TEST_PKGS=(libclang-rt-14-dev)
+    JAVA_PKG=openjdk-17-jdk-headless
+    ;;
+  trixie)
+    RELEASE_PKGS=(libllhttp-dev libcatch2-dev)
+    RELEASE_CORE_TEST_PKGS=(nginx)
+    RELEASE_TEST_PKGS=(libclang-rt-19-dev)
+    JAVA_PKG=openjdk-21-jdk-headless
+    ;;
+  *)
+    die "h2gate builds on Debian 12 (bookworm) and Debian 13 (trixie); this is '${codename:-unknown}'" \
+      "(VERSION_CODENAME in /etc/os-release): nothing was installed." \
+      "On a derivative of one of them, H2GATE_DEBIAN_RELEASE=bookworm or trixie chooses its package names."
+    ;;
+esac
+[[ $release == "$codename" ]] || log "using Debian $release's package names on '${codename:-unknown}' (H2GATE_DEBIAN_RELEASE)"
 
 apt_get() {
   "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=900 "$@"
@@ -203,6 +251,16 @@ install_curl8() {
     log "curl 8 already in $CURL8_DIR"
     return 0
   fi
+  if [[ $release != bookworm ]]; then
+    # Debian 13's own curl is 8: the tests' path to curl 8 runs it.
+    "${SUDO[@]}" mkdir -p "$CURL8_DIR"
+    printf '#!/bin/sh\n# curl 8 is the system curl on Debian %s (deploy/install-deps.sh).\nexec /usr/bin/curl "$@"\n' \
+      "$release" | "${SUDO[@]}" tee "$CURL8_DIR/curl" >/dev/null
+    "${SUDO[@]}" chmod 755 "$CURL8_DIR/curl"
+    curl8_works || die "the system's curl is not curl 8 with HTTP2 and HTTPS-proxy: $(/usr/bin/curl --version | head -n1)"
+    log "curl 8 ready: $CURL8_DIR/curl runs /usr/bin/curl ($(/usr/bin/curl --version | head -n1 | cut -d' ' -f1-2))"
+    return 0
+  fi
   if ! apt-cache madison curl 2>/dev/null | grep bookworm-backports >/dev/null; then
     apt_update_once
   fi
@@ -288,13 +346,18 @@ install_pytools() {
   "$VENV_DIR/bin/python" -c 'import spnego, gssapi, h2' || die "pyspnego, gssapi or h2 does not import"
 }
 
-pkgs=("${RUNTIME_PKGS[@]}")
-if ((with_test)); then
-  pkgs+=("${TEST_PKGS[@]}")
+pkgs=("${RUNTIME_PKGS[@]}" "${RELEASE_PKGS[@]}")
+if ((core_only)); then
+  pkgs+=("${CORE_TEST_PKGS[@]}" "${RELEASE_CORE_TEST_PKGS[@]}")
+elif ((with_test)); then
+  pkgs+=("${TEST_PKGS[@]}" "${RELEASE_CORE_TEST_PKGS[@]}" "${RELEASE_TEST_PKGS[@]}")
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
   command -v node >/dev/null 2>&1 || pkgs+=(nodejs)
-  command -v java >/dev/null 2>&1 || pkgs+=(openjdk-17-jdk-headless)
+  command -v java >/dev/null 2>&1 || pkgs+=("$JAVA_PKG")
   command -v npm >/dev/null 2>&1 || pkgs+=(npm)
+fi
+# Debian 12's curl is 7.88: curl 8 comes from bookworm-backports.
+if ((with_test)) && [[ $release == bookworm ]]; then
   enable_backports
 fi
 
@@ -312,8 +375,10 @@ fi
 
 if ((with_test)); then
   install_curl8
-  install_undici
   install_pytools
+fi
+if ((with_test && !core_only)); then
+  install_undici
   # The Windows build compiles the Debian sources of the libraries the Linux build
   # links, at the installed version: the mirror must still serve that source.
   # Failing that, only the windows stage fails (build-deps.sh says why), not all.
