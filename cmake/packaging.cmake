@@ -1,12 +1,36 @@
 # The Debian package (cpack -G DEB in the build directory): /usr/bin/h2gate, the
 # loopback default config as the conffile /etc/h2gate/h2gate.yaml, the system unit
-# (/lib/systemd/system: bookworm's dpkg keeps units out of /usr/lib until the
-# merged-/usr move is finished) and the user unit, the man pages, copyright and
-# changelog. Dependencies come from dpkg-shlibdeps. Checked by
-# tests/deploy/check_package.sh (lintian, systemd-analyze, install and run in a
-# pristine bookworm container).
+# and the user unit, the man pages, copyright and changelog. Dependencies come from
+# dpkg-shlibdeps, so the package is for the Debian release it is built on; its
+# version says which: VERSION~debNNuB (0.1.0~deb12u1 built on Debian 12,
+# 0.1.0~deb13u1 on 13; B is H2GATE_DEB_BUILD). "~" sorts before the bare version,
+# and deb12 before deb13, so a release upgrade replaces the 12 build with the 13
+# one. Checked by tests/deploy/check_package.sh (lintian, systemd-analyze, install
+# and run in a pristine container of the release).
 set(H2GATE_DEB_DIR ${CMAKE_BINARY_DIR}/debian)
 file(MAKE_DIRECTORY ${H2GATE_DEB_DIR})
+
+cmake_host_system_information(RESULT H2GATE_OS_ID QUERY DISTRIB_ID)
+cmake_host_system_information(RESULT H2GATE_OS_VERSION_ID QUERY DISTRIB_VERSION_ID)
+cmake_host_system_information(RESULT H2GATE_OS_CODENAME QUERY DISTRIB_VERSION_CODENAME)
+set(H2GATE_DEB_BUILD 1 CACHE STRING "Build number of the package for this Debian release (the B of ~debNNuB)")
+if(H2GATE_OS_ID STREQUAL "debian" AND H2GATE_OS_VERSION_ID MATCHES "^[0-9]+$")
+  set(H2GATE_DEB_VERSION "${PROJECT_VERSION}~deb${H2GATE_OS_VERSION_ID}u${H2GATE_DEB_BUILD}")
+  set(H2GATE_DEB_DISTRIBUTION ${H2GATE_OS_CODENAME})
+else()
+  message(WARNING "not a numbered Debian release (/etc/os-release: ID '${H2GATE_OS_ID}', VERSION_ID "
+                  "'${H2GATE_OS_VERSION_ID}'): the package's version has no ~debNN suffix")
+  set(H2GATE_DEB_VERSION ${PROJECT_VERSION})
+  set(H2GATE_DEB_DISTRIBUTION unstable)
+endif()
+# Units: Debian 12's dpkg keeps them in /lib/systemd (the merged-/usr move was
+# not finished); from Debian 13 on they are installed under /usr/lib/systemd.
+if(H2GATE_OS_ID STREQUAL "debian" AND H2GATE_OS_VERSION_ID MATCHES "^[0-9]+$"
+   AND H2GATE_OS_VERSION_ID LESS 13)
+  set(H2GATE_SYSTEM_UNIT_DIR /lib/systemd/system)
+else()
+  set(H2GATE_SYSTEM_UNIT_DIR /usr/lib/systemd/system)
+endif()
 
 # Man pages: Markdown in deploy/man/, turned into roff by pandoc and gzipped,
 # at build time (tests/deploy/check_man.py checks them against --help and the
@@ -37,7 +61,7 @@ endif()
 install(FILES ${CMAKE_SOURCE_DIR}/config/examples/default.yaml
         DESTINATION /etc/h2gate RENAME h2gate.yaml
         PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
-install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/h2gate.service DESTINATION /lib/systemd/system)
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/h2gate.service DESTINATION ${H2GATE_SYSTEM_UNIT_DIR})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/h2gate-user.service
         DESTINATION lib/systemd/user RENAME h2gate.service)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/copyright DESTINATION share/doc/h2gate)
@@ -45,7 +69,7 @@ install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/copyright DESTINATION share/doc/
 # Debian wants a changelog in every binary package, compressed with gzip -9n; a
 # version without a Debian revision is a native package: changelog.gz.
 file(WRITE ${H2GATE_DEB_DIR}/changelog
-     "h2gate (${PROJECT_VERSION}) unstable; urgency=medium\n\n"
+     "h2gate (${H2GATE_DEB_VERSION}) ${H2GATE_DEB_DISTRIBUTION}; urgency=medium\n\n"
      "  * Built from the h2gate source tree with CPack (cmake/packaging.cmake).\n\n"
      " -- h2gate maintainers <h2gate@example.org>  Wed, 25 Nov 2026 00:00:00 +0000\n")
 execute_process(COMMAND gzip -9nf ${H2GATE_DEB_DIR}/changelog RESULT_VARIABLE gz_rc)
@@ -58,7 +82,7 @@ file(WRITE ${H2GATE_DEB_DIR}/conffiles "/etc/h2gate/h2gate.yaml\n")
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME h2gate)
-set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_VERSION ${H2GATE_DEB_VERSION})
 set(CPACK_PACKAGE_CONTACT "h2gate maintainers <h2gate@example.org>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "local forward proxy that carries traffic to upstream proxies over HTTP/2")

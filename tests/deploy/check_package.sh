@@ -2,16 +2,23 @@
 # Checks the Debian package (cmake/packaging.cmake) and its systemd units.
 #
 #   check_package.sh static BUILD_DIR    seconds (CTest package_static, -L deploy):
-#     - cpack -G DEB in BUILD_DIR (a Release build): h2gate_VERSION_ARCH.deb
-#     - its control data: Depends computed by dpkg-shlibdeps (libssl3, libnghttp2-14, ...),
-#       /etc/h2gate/h2gate.yaml a conffile, the files in place, the config valid
-#     - lintian: no error or warning (overrides, each explained, in
-#       deploy/debian/lintian-overrides)
+#     - cpack -G DEB in BUILD_DIR (a Release build): h2gate_VERSION~debNNuB_ARCH.deb
+#     - its control data: the version suffix of this machine's Debian release
+#       (cmake/packaging.cmake), Depends computed by dpkg-shlibdeps (the package of
+#       every library h2gate links: libssl3 or libssl3t64, libnghttp2-14, ...),
+#       /etc/h2gate/h2gate.yaml a conffile, the files in place (the system unit in
+#       /lib/systemd/system on Debian 12, /usr/lib/systemd/system from 13), the
+#       config valid
+#     - lintian (this machine's): no error or warning
 #     - systemd-analyze verify on both units; systemd-analyze security --offline on the
 #       system unit: prints the exposure score and fails above 2.0
-#   check_package.sh install BUILD_DIR   needs podman + runc, minutes (CTest package_install,
-#     -L container): in the pristine debian:bookworm image (tests/deploy/check_container.sh
-#     base makes it) with systemd as PID 1 and the host's network:
+#   check_package.sh install BUILD_DIR|DEB [RELEASE]
+#     needs podman + runc, minutes (CTest package_install, -L container): the package
+#     (cpack -G DEB in BUILD_DIR, or the .deb DEB, e.g. one built on another release by
+#     tests/deploy/check_debian.sh) in the pristine debian:RELEASE image (default: this
+#     machine's release; tests/deploy/check_container.sh base RELEASE makes it) with
+#     systemd as PID 1 and the host's network:
+#     - the package's ~debNN suffix is the container's release (VERSION_ID)
 #     - apt-get install ./h2gate_*.deb (dependencies from the archive)
 #     - systemctl start h2gate (ports moved to free ones in the conffile): a dynamic
 #       user, not root; curl fetches 1 MiB through it from a loopback origin
@@ -61,6 +68,11 @@ run() {
 }
 
 make_deb() {
+  if [[ -f $1 && $1 == *.deb ]]; then
+    DEB=$(readlink -f "$1")
+    log "ok: the package $(basename "$DEB"), $(stat -c %s "$DEB") bytes"
+    return
+  fi
   local build
   build=$(cd "$1" && pwd)
   [[ -x $build/h2gate ]] || fail "no $build/h2gate: build first"
@@ -77,21 +89,37 @@ static_checks() {
   local build=${1:?usage: $0 static BUILD_DIR}
   make_deb "$build"
   # Control data.
-  local depends conffiles
+  local version version_id depends conffiles
+  version=$(dpkg-deb -f "$DEB" Version)
+  # shellcheck disable=SC1091 # the machine's
+  version_id=$(. /etc/os-release && echo "${VERSION_ID:-}")
+  [[ $version == *"~deb${version_id}u"[0-9]* ]] ||
+    fail "version $version lacks the suffix ~deb${version_id}uN of this machine's Debian $version_id (cmake/packaging.cmake)"
+  log "ok: version $version (Debian $version_id)"
   depends=$(dpkg-deb -f "$DEB" Depends)
   log "Depends: $depends"
-  local lib
-  for lib in libc6 libssl3 libnghttp2-14 libyaml-cpp0.7 libprometheus-cpp-core1.0 libidn2-0 libstdc++6; do
-    [[ $depends == *"$lib "* || $depends == *"$lib" || $depends == *"$lib,"* ]] ||
-      fail "Depends lacks $lib (CPACK_DEBIAN_PACKAGE_SHLIBDEPS): $depends"
-  done
-  conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)
-  [[ $conffiles == "/etc/h2gate/h2gate.yaml" ]] || fail "conffiles is '$conffiles'"
-  log "ok: Depends computed by dpkg-shlibdeps; conffiles: $conffiles"
+  # The package of each library h2gate links (its NEEDED entries, found where the
+  # dynamic loader finds them) must be a dependency.
+  local lib path pkg needed=0 multiarch
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
   mkdir -p "$TMP/root"
   dpkg-deb -x "$DEB" "$TMP/root"
+  while read -r lib; do
+    pkg=$(dpkg -S "*/$multiarch/$lib" 2>/dev/null | head -n1 | cut -d: -f1)
+    [[ -n $pkg ]] || fail "no installed package has $lib, which h2gate links"
+    [[ ",$(tr -d ' ' <<<"$depends" | sed 's/([^)]*)//g')," == *",$pkg,"* ]] ||
+      fail "Depends lacks $pkg (it has $lib; CPACK_DEBIAN_PACKAGE_SHLIBDEPS): $depends"
+    needed=$((needed + 1))
+  done < <(objdump -p "$TMP/root/usr/bin/h2gate" | awk '$1 == "NEEDED" { print $2 }')
+  ((needed >= 5)) || fail "h2gate links only $needed libraries?"
+  conffiles=$(dpkg-deb --ctrl-tarfile "$DEB" | tar -xOf - ./conffiles)
+  [[ $conffiles == "/etc/h2gate/h2gate.yaml" ]] || fail "conffiles is '$conffiles'"
+  log "ok: Depends computed by dpkg-shlibdeps names the package of each of the $needed libraries h2gate links; conffiles: $conffiles"
+  # Debian 12 keeps units in /lib/systemd (cmake/packaging.cmake).
+  UNIT=usr/lib/systemd/system/h2gate.service
+  ((version_id >= 13)) || UNIT=lib/systemd/system/h2gate.service
   local f
-  for f in usr/bin/h2gate etc/h2gate/h2gate.yaml lib/systemd/system/h2gate.service \
+  for f in usr/bin/h2gate etc/h2gate/h2gate.yaml "$UNIT" \
     usr/lib/systemd/user/h2gate.service usr/share/man/man1/h2gate.1.gz \
     usr/share/man/man5/h2gate.yaml.5.gz usr/share/doc/h2gate/copyright; do
     [[ -f $TMP/root/$f ]] || fail "the package has no /$f"
@@ -116,7 +144,7 @@ static_checks() {
   # package put it here.
   command -v systemd-analyze >/dev/null || fail "systemd-analyze not installed (package systemd)"
   local unit
-  for unit in lib/systemd/system/h2gate.service usr/lib/systemd/user/h2gate.service; do
+  for unit in "$UNIT" usr/lib/systemd/user/h2gate.service; do
     mkdir -p "$TMP/verify/$(dirname "$unit")"
     sed "s#/usr/bin/h2gate#$TMP/root/usr/bin/h2gate#g" "$TMP/root/$unit" >"$TMP/verify/$unit.tmp"
     mv "$TMP/verify/$unit.tmp" "$TMP/verify/$unit"
@@ -132,7 +160,7 @@ static_checks() {
     fi
     log "ok: systemd-analyze $mode verify /$unit: no warning"
   done
-  systemd-analyze security --offline=true --no-pager "$TMP/verify/lib/systemd/system/h2gate.service" \
+  systemd-analyze security --offline=true --no-pager "$TMP/verify/$UNIT" \
     >"$TMP/security" 2>&1 || true
   local score
   score=$(sed -n 's/.*Overall exposure level for h2gate.service: \([0-9.]*\).*/\1/p' "$TMP/security")
@@ -163,12 +191,14 @@ wait_for() {
 }
 
 install_test() {
-  local build=${1:?usage: $0 install BUILD_DIR}
-  "$ROOT/tests/deploy/check_container.sh" base >"$TMP/base.log" 2>&1 || {
+  local build=${1:?usage: $0 install BUILD_DIR|DEB [RELEASE]} release=${2:-}
+  # shellcheck disable=SC1091 # the machine's
+  [[ -n $release ]] || release=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  "$ROOT/tests/deploy/check_container.sh" base "$release" >"$TMP/base.log" 2>&1 || {
     local rc=$?
     cat "$TMP/base.log"
     ((rc == 77)) && skip "$(sed -n 's/^check_container: SKIP: //p' "$TMP/base.log" | tail -n1)"
-    fail "the debian:bookworm base image"
+    fail "the debian:$release base image"
   }
   sed 's/^/  /' "$TMP/base.log"
   make_deb "$build"
@@ -177,12 +207,12 @@ install_test() {
   CLEANUP+=("podman rm -f -t 0 $name" "podman rmi -f $image")
   # The pristine image plus systemd (to be PID 1) and curl: nothing of h2gate's.
   mkdir -p "$TMP/ctx"
-  cat >"$TMP/ctx/Containerfile" <<'EOF'
-FROM debian:bookworm
+  cat >"$TMP/ctx/Containerfile" <<EOF
+FROM debian:$release
 RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus libpam-systemd
 CMD ["/lib/systemd/systemd"]
 EOF
-  log "podman build: debian:bookworm + systemd, curl"
+  log "podman build: debian:$release + systemd, curl"
   podman build --runtime runc --pull=never -t "$image" "$TMP/ctx" >"$TMP/build.log" 2>&1 || {
     tail -n 30 "$TMP/build.log" >&2
     fail "podman build of the systemd image"
@@ -193,6 +223,11 @@ EOF
   booted() { podman exec "$name" systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; }
   wait_for "systemd as PID 1 in the container" 60 booted
   log "ok: systemd $(podman exec "$name" systemctl --version | head -n1 | awk '{print $2}') is PID 1 in the container"
+  local version version_id
+  version=$(dpkg-deb -f "$DEB" Version)
+  version_id=$(podman exec "$name" sh -c '. /etc/os-release && echo "$VERSION_ID"')
+  [[ $version == *"~deb${version_id}u"[0-9]* ]] ||
+    fail "$(basename "$DEB") (version $version) is not built for Debian $version_id ($release): build it there"
 
   # apt-get install ./h2gate_*.deb: the dependencies come from the archive.
   podman exec "$name" sh -c "cd /root && apt-get install -y ./$(basename "$DEB")" >"$TMP/apt.log" 2>&1 || {
