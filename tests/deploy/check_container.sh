@@ -14,9 +14,8 @@
 #     - H2GATE --validate on deploy/h2gate.yaml and on the ConfigMap's config
 #       (with POD_IP, PROXY_USERNAME, PROXY_PASSWORD set; and it must fail without them)
 #   check_container.sh image            needs podman + runc, minutes (CTest container_image, -L container):
-#     - makes the base images debian:bookworm (mmdebstrap --variant=apt) and
-#       debian:bookworm-slim (--variant=minbase) with `podman import` unless podman
-#       already has them (they stay cached), builds deploy/Dockerfile, runs the image
+#     - makes the base images debian:trixie and debian:trixie-slim (below: base),
+#       builds deploy/Dockerfile (Debian 13, its default DEBIAN_RELEASE), runs the image
 #       (--network host: it shares the host's loopback, as it would a pod's),
 #       fetches a file from a loopback origin (python3 http.server) through it,
 #       then `podman stop` with a tunnel open: h2gate (PID 1) must drain and exit 0
@@ -28,14 +27,29 @@
 #     root is overlayfs: "'overlay' is not supported over overlayfs"); found out first,
 #     in seconds, with a one-file image made from the host's /bin/true.
 #   check_container.sh mirror           prints the Debian mirror the image test would use
-#   check_container.sh base             makes the debian:bookworm base image (cached) or exits 77
-#                                        with the reason: for tests/deploy/check_package.sh
+#   check_container.sh base [RELEASE [slim]]
+#                                       makes the pristine base image debian:RELEASE (default
+#                                       bookworm; `slim`: debian:RELEASE-slim) or exits 77 with
+#                                       the reason: for tests/deploy/check_package.sh and
+#                                       tests/deploy/check_debian.sh. The root file system
+#                                       comes from mmdebstrap (--variant=apt; slim: minbase
+#                                       without documentation, like Debian's official slim
+#                                       images) and is kept as a tarball in the cache,
+#                                       named after the Date of the suite's InRelease on the
+#                                       mirror (it changes when the archive publishes new
+#                                       packages: a point release), so a root is made once
+#                                       per package list (~40 s) and imported again in
+#                                       seconds; the image carries that name as the label
+#                                       org.h2gate.root. Offline, the newest cached root of
+#                                       the release serves. Older roots of a release are
+#                                       deleted when a new one is made.
 #
 # Env: HADOLINT, KUBERNETES_VALIDATE (default: in PATH, else /opt/h2gate-test/venv/bin),
 # KUBECTL (none: do not use kubectl), PYTHON (default /usr/bin/python3: Debian's, with python3-yaml),
-# H2GATE_DEBIAN_MIRROR (default: the first bookworm archive in the apt sources: deb822
-# *.sources files, then one-line sources.list entries), H2GATE_APT_DIR (/etc/apt: where
-# those sources are read).
+# H2GATE_DEBIAN_MIRROR (default: the first archive of a Debian 12 or 13 suite in the apt
+# sources: deb822 *.sources files, then one-line sources.list entries), H2GATE_APT_DIR
+# (/etc/apt: where those sources are read), H2GATE_ROOT_CACHE (the roots' cache: default
+# /var/cache/h2gate-roots where writable, else ${XDG_CACHE_HOME:-~/.cache}/h2gate-roots).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -44,6 +58,8 @@ LINT=$ROOT/tests/deploy/container_lint.py
 VENV_BIN=/opt/h2gate-test/venv/bin
 if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTHON=${PYTHON:-python3}; fi
 K8S_VERSIONS=(1.29.0 1.33.0)
+# The image test's Debian release: deploy/Dockerfile's default DEBIAN_RELEASE.
+IMAGE_RELEASE=${H2GATE_IMAGE_RELEASE:-$(sed -n 's/^ARG DEBIAN_RELEASE=//p' "$ROOT/deploy/Dockerfile" | head -n1)}
 
 log() { printf 'check_container: %s\n' "$*"; }
 fail() {
@@ -175,8 +191,8 @@ debian_mirror() {
   local apt=${H2GATE_APT_DIR:-/etc/apt} f uri=""
   for f in "$apt"/sources.list.d/*.sources; do
     [[ -f $f ]] || continue
-    # deb822: the URIs of the stanza whose Suites has plain "bookworm".
-    uri=$(awk 'BEGIN{RS=""} /\nSuites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ || /^Suites:([^\n]*[ \t])?bookworm([ \t]|\n|$)/ {
+    # deb822: the URIs of the stanza whose Suites has plain "bookworm" or "trixie".
+    uri=$(awk 'BEGIN{RS=""} /\nSuites:([^\n]*[ \t])?(bookworm|trixie)([ \t]|\n|$)/ || /^Suites:([^\n]*[ \t])?(bookworm|trixie)([ \t]|\n|$)/ {
                  if (match($0, /URIs:[ \t]*[^ \t\n]+/)) { s = substr($0, RSTART, RLENGTH); sub(/URIs:[ \t]*/, "", s); print s; exit } }' "$f")
     [[ -n $uri ]] && break
   done
@@ -188,7 +204,7 @@ debian_mirror() {
     if ((${#lists[@]})); then
       uri=$(awk '{ sub(/#.*/, "") }
                  $1 == "deb" { sub(/^[ \t]*deb[ \t]+(\[[^]]*\][ \t]+)?/, ""); split($0, f, /[ \t]+/)
-                               if (f[2] == "bookworm") { print f[1]; exit } }' "${lists[@]}")
+                               if (f[2] == "bookworm" || f[2] == "trixie") { print f[1]; exit } }' "${lists[@]}")
     fi
   fi
   echo "${uri:-http://deb.debian.org/debian}"
@@ -216,24 +232,85 @@ probe_podman() {
   log "ok: podman stores images and runs containers here"
 }
 
-# ensure_base TAG VARIANT [MMDEBSTRAP_OPTS...]: imports a bookworm root file system made
-# by mmdebstrap as TAG unless podman has it already.
+root_cache() {
+  if [[ -n ${H2GATE_ROOT_CACHE:-} ]]; then
+    printf '%s\n' "$H2GATE_ROOT_CACHE"
+  elif [[ -w /var/cache/h2gate-roots ]] || { [[ ! -e /var/cache/h2gate-roots && -w /var/cache ]]; }; then
+    printf '%s\n' /var/cache/h2gate-roots
+  else
+    printf '%s\n' "${XDG_CACHE_HOME:-$HOME/.cache}/h2gate-roots"
+  fi
+}
+
+# suite_date MIRROR SUITE: the Date of the suite's InRelease as 20260711T101637Z, or
+# nothing when the mirror cannot be reached.
+suite_date() {
+  local date
+  date=$(curl -fsS --max-time 30 -r 0-4095 "$1/dists/$2/InRelease" 2>/dev/null | sed -n 's/^Date: //p' | head -n1)
+  [[ -n $date ]] && date -u -d "$date" +%Y%m%dT%H%M%SZ 2>/dev/null
+  return 0
+}
+
+# ensure_base RELEASE FLAVOUR: podman has debian:RELEASE (FLAVOUR apt) or
+# debian:RELEASE-slim (FLAVOUR slim) made from the root of the cache for the
+# suite's current Date (made by mmdebstrap when missing). See `base` above.
 ensure_base() {
-  local tag=$1 variant=$2 mirror
-  shift 2
-  if podman image exists "$tag"; then
-    log "base image $tag: cached ($(podman image inspect --format '{{.Created}}' "$tag" | cut -d. -f1))"
+  local release=$1 flavour=$2 tag mirror date cache name tar label opts=()
+  case $flavour in
+    apt)
+      tag=debian:$release
+      opts=(--variant=apt)
+      ;;
+    slim)
+      tag=debian:$release-slim
+      # Like Debian's official slim image (debuerreotype): no documentation, man
+      # pages or translations.
+      opts=(--variant=minbase --dpkgopt='path-exclude=/usr/share/doc/*'
+        --dpkgopt='path-include=/usr/share/doc/*/copyright' --dpkgopt='path-exclude=/usr/share/man/*'
+        --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*'
+        --dpkgopt='path-exclude=/usr/share/groff/*' --dpkgopt='path-exclude=/usr/share/lintian/*'
+        --dpkgopt='path-exclude=/usr/share/linda/*')
+      ;;
+    *) fail "base image flavour '$flavour' (apt or slim)" ;;
+  esac
+  [[ $release =~ ^[a-z]+$ ]] || fail "Debian release '$release' (a codename: bookworm, trixie)"
+  mirror=$(debian_mirror)
+  cache=$(root_cache)
+  mkdir -p "$cache"
+  date=$(suite_date "$mirror" "$release")
+  if [[ -n $date ]]; then
+    name=$release-$flavour-$date.tar
+  else
+    name=$(cd "$cache" && ls -1 "$release-$flavour-"*.tar 2>/dev/null | sort | tail -n1)
+    [[ -n $name ]] || fail "cannot read $mirror/dists/$release/InRelease and no $release root is cached in $cache"
+    log "base image $tag: $mirror/dists/$release/InRelease unreadable: the newest cached root, $name"
+  fi
+  tar=$cache/$name
+  label=$(podman image inspect --format '{{index .Labels "org.h2gate.root"}}' "$tag" 2>/dev/null || true)
+  if [[ $label == "$name" ]]; then
+    log "base image $tag: cached ($name)"
     return
   fi
-  mirror=$(debian_mirror)
-  log "base image $tag: mmdebstrap --variant=$variant bookworm from $mirror, then podman import"
   local t0=$SECONDS
-  mmdebstrap --quiet --variant="$variant" "$@" bookworm "$TMP/base.tar" "$mirror" ||
-    fail "mmdebstrap --variant=$variant bookworm failed"
-  podman import --quiet --change 'CMD ["/bin/bash"]' "$TMP/base.tar" "$tag" >/dev/null ||
-    fail "podman import $tag failed"
-  rm -f "$TMP/base.tar"
-  log "base image $tag ready in $((SECONDS - t0))s"
+  (
+    # One mmdebstrap per root at a time (concurrent runs wait); a killed one
+    # leaves only a .tmp file.
+    exec 8>>"$cache/lock"
+    flock 8
+    if [[ ! -f $tar ]]; then
+      log "base image $tag: mmdebstrap ${opts[0]} $release from $mirror (root $name)"
+      # mmdebstrap picks the output format by the name's extension: .tar.
+      local part=$cache/.partial-$$-$name
+      mmdebstrap --quiet "${opts[@]}" "$release" "$part" "$mirror" ||
+        { rm -f "$part"; fail "mmdebstrap ${opts[0]} $release failed"; }
+      mv "$part" "$tar"
+      find "$cache" -maxdepth 1 \( -name "$release-$flavour-*.tar" -o -name ".partial-*-$release-$flavour-*.tar" \) \
+        ! -name "$name" -delete
+    fi
+  )
+  podman import --quiet --change 'CMD ["/bin/bash"]' --change "LABEL org.h2gate.root=$name" \
+    "$tar" "$tag" >/dev/null || fail "podman import $tag failed"
+  log "base image $tag ready in $((SECONDS - t0))s ($name)"
 }
 
 free_port() {
@@ -267,16 +344,10 @@ image_test() {
   local RUN_OPTS=()
   container_prereqs
 
-  ensure_base debian:bookworm apt
-  # Like Debian's official slim image (debuerreotype): no documentation, man pages or
-  # translations.
-  ensure_base debian:bookworm-slim minbase \
-    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
-    --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-    --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/groff/*' \
-    --dpkgopt='path-exclude=/usr/share/lintian/*' --dpkgopt='path-exclude=/usr/share/linda/*'
+  ensure_base "$IMAGE_RELEASE" apt
+  ensure_base "$IMAGE_RELEASE" slim
   # The base images themselves run here too?
-  if ! podman run --rm "${RUN_OPTS[@]}" --network none debian:bookworm-slim true >"$TMP/out" 2>&1; then
+  if ! podman run --rm "${RUN_OPTS[@]}" --network none "debian:$IMAGE_RELEASE-slim" true >"$TMP/out" 2>&1; then
     skip "podman cannot run a container here: $(tail -n1 "$TMP/out")"
   fi
 
@@ -286,7 +357,8 @@ image_test() {
   # network (rootful: a bridge with NAT); no registry is contacted, the bases are local.
   log "podman build -f deploy/Dockerfile (the builder compiles h2gate: minutes on 2 cores)"
   local t0=$SECONDS
-  if ! podman build --runtime runc --pull=never -f "$ROOT/deploy/Dockerfile" -t "$image" "$ROOT" \
+  if ! podman build --runtime runc --pull=never --build-arg "DEBIAN_RELEASE=$IMAGE_RELEASE" \
+    -f "$ROOT/deploy/Dockerfile" -t "$image" "$ROOT" \
     >"$TMP/build.log" 2>&1; then
     tail -n 60 "$TMP/build.log" >&2
     fail "podman build -f deploy/Dockerfile failed"
@@ -456,11 +528,11 @@ case ${1:-} in
     ;;
   image) image_test ;;
   base)
-    # For tests/deploy/check_package.sh: the pristine debian:bookworm image the
-    # image test builds on (made once, then cached), or exit 77 with the reason.
+    # For tests/deploy/check_package.sh and check_debian.sh: a pristine image (made
+    # once per package list, then cached), or exit 77 with the reason.
     RUN_OPTS=()
     container_prereqs
-    ensure_base debian:bookworm apt
+    ensure_base "${2:-bookworm}" "${3:-apt}"
     ;;
   mirror) debian_mirror ;;
   *)

@@ -3,7 +3,8 @@
 # container_script, -L deploy; seconds):
 #   - the Debian mirror it picks (debian_mirror, via `check_container.sh mirror`)
 #     from deb822 .sources files, from one-line sources.list entries (with
-#     [options], comments, other suites), and with neither (deb.debian.org);
+#     [options], comments, other suites; of Debian 12 or 13), and with neither
+#     (deb.debian.org);
 #   - `check_container.sh image` where podman cannot store an image or cannot run a
 #     container (a fake podman first in PATH, answering as podman does inside a
 #     container whose root is overlayfs): exit 77 with podman's reason, before
@@ -65,8 +66,12 @@ mirror_is deb822 http://deb822.example/debian
 
 mkdir -p "$TMP/none"
 mirror_is none http://deb.debian.org/debian
+mkdir -p "$TMP/trixie"
+printf 'deb http://security.example/debian-security trixie-security main\ndeb http://trixie.example/debian trixie main\n' \
+  >"$TMP/trixie/sources.list"
+mirror_is trixie http://trixie.example/debian
 mkdir -p "$TMP/other-suite"
-echo 'deb http://trixie.example/debian trixie main' >"$TMP/other-suite/sources.list"
+echo 'deb http://sid.example/debian sid main' >"$TMP/other-suite/sources.list"
 mirror_is other-suite http://deb.debian.org/debian
 
 # --- podman that cannot store images or run containers ------------------------------
