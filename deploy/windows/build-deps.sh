@@ -38,10 +38,21 @@
 # killed run leaves nothing that looks complete. Old sysroots are not removed
 # (each is ~60 MB): `rm -rf <cache>/sysroot-*` is always safe between builds.
 #
+# Debian releases: the packages above are Debian 12's (bookworm). On Debian 13
+# (trixie) two more libraries would have to come from source, as its packages no
+# longer give the build what it compiles for Windows: llhttp is a library there
+# (libllhttp-dev, from the source package node-undici, whose llhttp C code is
+# generated from TypeScript by llparse while that package builds: no C sources to
+# compile) and Catch2 is v3, a library, not v2's one header. That is not done yet:
+# on Debian 13 this script stops with exit status 3 and says so (the Linux build
+# and its tests work there: deploy/windows/README.md, "Debian 13").
+#
 # Environment: H2GATE_WIN_CACHE (cache directory), H2GATE_WIN_JOBS (parallel jobs,
-# default nproc).
+# default nproc), H2GATE_DEBIAN_RELEASE (bookworm or trixie: the release to act as,
+# default VERSION_CODENAME of /etc/os-release).
 # Exit status: 0 ok; 1 build or download failed; 2 (--print-sysroot) not built yet;
-# 3 a tool or a Linux package is missing, or the mirror does not serve a source.
+# 3 a tool or a Linux package is missing, the mirror does not serve a source, or the
+# Debian release is not one the Windows build is made on.
 set -euo pipefail
 
 SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
@@ -49,6 +60,8 @@ TRIPLE=x86_64-w64-mingw32
 # The Linux build's development packages (deploy/install-deps.sh RUNTIME_PKGS): the
 # sources built here are theirs, at their installed version.
 LINUX_PKGS=(libssl-dev libnghttp2-dev libyaml-cpp-dev prometheus-cpp-dev)
+# shellcheck disable=SC1091 # the machine's
+RELEASE=${H2GATE_DEBIAN_RELEASE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
 # The cross toolchain; their versions are part of the cache key.
 TOOL_PKGS=(gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix mingw-w64-x86-64-dev
   binutils-mingw-w64-x86-64)
@@ -61,6 +74,17 @@ die() { # MESSAGE [EXIT_STATUS]
 }
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "$SCRIPT"; }
+
+# What the Windows build takes from each Debian release besides LINUX_PKGS' sources.
+release_check() {
+  case $RELEASE in
+    bookworm) ;; # llhttp's C sources (node-llhttp) and Catch2 v2's header, as on Linux
+    trixie)
+      die "Debian 13 (trixie): the Windows build is not made here yet. It would need llhttp's C sources, which Debian 13 no longer ships (libllhttp-dev is a library; its C code is generated from TypeScript while the source package node-undici builds), and Catch2 v3 built for Windows (Debian 13's Catch2 is v3, a library). Build the Windows binaries on Debian 12 (deploy/windows/README.md, Debian 13)." 3
+      ;;
+    *) die "made for Debian 12 (bookworm); this is '${RELEASE:-unknown}' (VERSION_CODENAME of /etc/os-release)" 3 ;;
+  esac
+}
 
 mode=build
 case ${1:-} in
@@ -589,10 +613,12 @@ case $mode in
     fi
     ;;
   align)
+    release_check
     check_tools
     align
     ;;
   build)
+    release_check
     check_tools
     build
     ;;

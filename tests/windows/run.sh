@@ -31,7 +31,13 @@ command -v x86_64-w64-mingw32-g++-posix >/dev/null 2>&1 ||
 WINE=$(command -v wine64 || command -v wine || true)
 [[ -z $WINE && -x /usr/lib/wine/wine64 ]] && WINE=/usr/lib/wine/wine64
 [[ -n $WINE ]] || missing+=("wine (Debian: wine64)")
-[[ -f /usr/include/catch2/catch.hpp ]] || missing+=("the Catch2 v2 header (Debian: catch2)")
+if [[ ! -f /usr/include/catch2/catch.hpp ]]; then
+  if [[ -f /usr/include/catch2/catch_all.hpp ]]; then
+    missing+=("the Catch2 v2 header: this is Catch2 v3 (Debian 13), which the Windows build does not use yet (deploy/windows/README.md, Debian 13)")
+  else
+    missing+=("the Catch2 v2 header (Debian: catch2)")
+  fi
+fi
 if ((${#missing[@]})); then
   log "cannot build or run the Windows tests, missing:"
   printf '  %s\n' "${missing[@]}" >&2
