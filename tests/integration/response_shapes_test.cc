@@ -107,7 +107,8 @@ struct World {
   World()
       : nginx(nginxOptions(ca)),
         squid(squidOptions(ca)),
-        nghttpx(nghttpxOptions(ca, squid.httpPort())) {}
+        nghttpx_backend(nghttpxBackendOptions(ca)),
+        nghttpx(nghttpxOptions(ca, nghttpx_backend.httpPort())) {}
 
   static Nginx::Options nginxOptions(TestCA& ca) {
     Nginx::Options n;
@@ -131,6 +132,17 @@ struct World {
     s.auth = true;  // 407 for auth.test only
     s.auth_domain = "auth.test";
     s.hosts = {"x.auth.test"};
+    return s;
+  }
+  // nghttpx's backend: the same squid, but closing each connection after its
+  // answer. squid (5.7, 6.13) answers 407 to a POST only once it has the whole
+  // body, keeps the connection, and then never answers the next request on it;
+  // nghttpx 1.64 (Debian 13) puts such a connection back into its pool, so the
+  // next POST through nghttpx waited for squid until nghttpx's 60 s timeout.
+  static Squid::Options nghttpxBackendOptions(TestCA& ca) {
+    Squid::Options s = squidOptions(ca);
+    s.https = false;
+    s.extra_config = "client_persistent_connections off\n";
     return s;
   }
   static Nghttpx::Options nghttpxOptions(TestCA& ca, uint16_t backend) {
@@ -309,6 +321,7 @@ struct World {
   TestCA ca{work.path().string()};
   Nginx nginx;
   Squid squid;
+  Squid nghttpx_backend;
   Nghttpx nghttpx;
   ShapeServer shapes_server;
   uint16_t closed_port = freePort();  // nothing listens there
