@@ -27,6 +27,12 @@
 #            then the Debian package from build/ is installed with apt-get in a pristine
 #            bookworm container and run under systemd (tests/deploy/check_package.sh
 #            install); each skipped, with the reason, where podman cannot run containers
+#   trixie   tests/deploy/check_debian.sh trixie: in a pristine Debian 13 container
+#            (mmdebstrap root cached outside the tree), README command 1 until h2gate
+#            serves a request, then the tests built there: the unit tests and an
+#            integration subset (h2 upstream, [shapes], Negotiate with the KDC, a PAC
+#            route); the Debian 13 package (lintian) installed and run under systemd in
+#            another pristine Debian 13 container; skipped like container
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -42,7 +48,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 ROOT=$PWD
 
-STAGES=(format release bench asan fuzz windows container)
+STAGES=(format release bench asan fuzz windows container trixie)
 SKIP=",${H2GATE_SKIP:-},"
 FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-30}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
@@ -304,6 +310,25 @@ stage_container() {
       ;;
   esac
   return "$failed"
+}
+
+# h2gate on Debian 13 (tests/deploy/check_debian.sh trixie); exit 77 is a skip, as
+# for the container stage.
+stage_trixie() {
+  mkdir -p build
+  local log=build/trixie.log rc=0
+  timed tests/deploy/check_debian.sh trixie 2>&1 | tee "$log" || rc=$?
+  case $rc in
+    0) note trixie "$(sed -n 's/^check_debian: \(Debian trixie passed in [0-9]*s\).*/\1/p' "$log" | tail -n1)" ;;
+    77)
+      note trixie "SKIPPED: $(sed -n 's/^check_debian: SKIP: //p' "$log" | tail -n1)"
+      RESULT_OVERRIDE=SKIP
+      ;;
+    *)
+      note trixie "$(sed -n 's/^check_debian: FAIL: //p' "$log" | tail -n1)"
+      return 1
+      ;;
+  esac
 }
 
 # ------------------------------------------------------------------ main ----

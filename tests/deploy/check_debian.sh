@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# h2gate on a pristine Debian release, in a container: the README's command 1, the
+# tests and the Debian package there (tests/run.sh runs it for Debian 13 as the
+# stage `trixie`).
+#
+#   tests/deploy/check_debian.sh [RELEASE]      RELEASE: trixie (default) or bookworm
+#
+#   1. the pristine image debian:RELEASE (tests/deploy/check_container.sh base RELEASE:
+#      mmdebstrap --variant=apt, cached outside the tree per package list; the package
+#      check of step 6 and the container image test use the same root)
+#   2. a container of it (the host's network, privileged like the host's test runs)
+#      with this tree's files (those git tracks or would, committed or not) copied in,
+#      and README command 1 there: deploy/quickstart.sh, with --listen and --admin on
+#      free ports, until curl on the host fetches 1 MiB through it from a loopback
+#      origin; then POST /quitquitquit on its admin port: it must exit 0
+#   3. deploy/install-deps.sh --test-core, then the tests built in the same build/
+#      (command 1's objects are reused: only the tests compile)
+#   4. the unit tests (ctest -R '^unit') and a representative integration subset
+#      (SUBSET below: an h2 upstream, the HTTP/1.1 response matrix [shapes] on the
+#      paths H2GATE_SHAPES_PATHS names, Negotiate with the KDC over HTTP/1.1 and h2,
+#      a PAC route)
+#   5. tests/deploy/check_package.sh static build there: cpack -G DEB (the version
+#      ~debNNu1 of the release, its Depends from dpkg-shlibdeps), the release's lintian,
+#      systemd-analyze
+#   6. on the host: tests/deploy/check_package.sh install DEB RELEASE: that package in a
+#      new pristine container of the release, under systemd
+#   Each step prints its time. The .deb and the logs stay in build-RELEASE/ of the tree.
+#
+# Exit 0 passed, 1 failed, 77 skipped where podman cannot run containers here (the
+# line "check_debian: SKIP: reason").
+#
+# Env: H2GATE_SHAPES_PATHS (default squid,squid_tls,nghttpx,shapes: every path of the
+# matrix but direct and pac, which the others cover), H2GATE_DEBIAN_SUBSET (Catch2
+# test specs of the integration subset, one per line, instead of SUBSET),
+# H2GATE_KEEP_CONTAINER=1 (leave the container running after a failure, to look in).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RELEASE=${1:-trixie}
+if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTHON=${PYTHON:-python3}; fi
+OUT=$ROOT/build-$RELEASE
+SHAPES_PATHS=${H2GATE_SHAPES_PATHS:-squid,squid_tls,nghttpx,shapes}
+# Catch2 test specs (a comma would separate two specs: the names end in *).
+SUBSET=(
+  "h2: max_concurrent_streams 10 puts 25 tunnels on exactly 3 connections"
+  "[shapes]"
+  "Kerberos fixture: curl's GSSAPI client gets through squid's negotiate_kerberos_auth*"
+  "Negotiate through h2gate: CONNECT and absolute-form*"
+  "Negotiate over HTTP/2: 20 tunnels on one connection*"
+  "pac routing: DIRECT*"
+)
+if [[ -n ${H2GATE_DEBIAN_SUBSET:-} ]]; then
+  mapfile -t SUBSET <<<"$H2GATE_DEBIAN_SUBSET"
+fi
+
+log() { printf 'check_debian: %s\n' "$*"; }
+fail() {
+  printf 'check_debian: FAIL: %s\n' "$*" >&2
+  exit 1
+}
+skip() {
+  printf 'check_debian: SKIP: %s\n' "$*"
+  exit 77
+}
+
+[[ $RELEASE =~ ^(bookworm|trixie)$ ]] || fail "release '$RELEASE': bookworm or trixie"
+TMP=$(mktemp -d)
+CLEANUP=()
+cleanup() {
+  local c
+  for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+# CPU seconds the container has used (cgroup v2 or v1), 0 without it: with the
+# wall time of each step, what the step would take on 2 idle cores is about
+# max(wall on an idle machine, CPU / 2); a shared machine's load inflates the wall time.
+box_cpu() {
+  [[ -n ${NAME:-} ]] && podman exec "$NAME" sh -c \
+    'if [ -f /sys/fs/cgroup/cpu.stat ]; then sed -n "s/^usage_usec //p" /sys/fs/cgroup/cpu.stat | awk "{print int(\$1 / 1e6)}";
+     else awk "{print int(\$1 / 1e9)}" /sys/fs/cgroup/cpuacct/cpuacct.usage; fi' 2>/dev/null || echo 0
+}
+
+T_START=$SECONDS
+STEP_T0=$SECONDS
+STEP_CPU0=0
+TIMES=()
+# step NAME: ends the previous step (its wall and the container's CPU time kept for
+# the summary) and starts NAME.
+step() {
+  local cpu
+  cpu=$(box_cpu)
+  if [[ -n ${STEP_NAME:-} ]]; then
+    TIMES+=("$STEP_NAME: $((SECONDS - STEP_T0))s, CPU $((cpu > STEP_CPU0 ? cpu - STEP_CPU0 : 0))s")
+    log "--- ${TIMES[-1]}"
+  fi
+  STEP_NAME=${1:-}
+  STEP_T0=$SECONDS
+  STEP_CPU0=$cpu
+  [[ -z $STEP_NAME ]] || log "=== $STEP_NAME"
+}
+
+free_port() {
+  "$PYTHON" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# in_box LOG CMD: runs the bash command CMD in the container's /src, output to
+# $OUT/LOG; on failure its tail and the log's path.
+in_box() {
+  local logf=$OUT/$1
+  shift
+  if ! podman exec "${EXEC_ENV[@]}" "$NAME" bash -c "cd /src && $*" >"$logf" 2>&1; then
+    tail -n 60 "$logf" >&2
+    fail "in the $RELEASE container: '$*' failed (log: $logf)"
+  fi
+}
+
+# ------------------------------------------------------------ 1. the root ----
+step "pristine debian:$RELEASE"
+"$ROOT/tests/deploy/check_container.sh" base "$RELEASE" >"$TMP/base.log" 2>&1 || {
+  rc=$?
+  cat "$TMP/base.log"
+  ((rc == 77)) && skip "$(sed -n 's/^check_container: SKIP: //p' "$TMP/base.log" | tail -n1)"
+  fail "the debian:$RELEASE base image"
+}
+sed 's/^/  /' "$TMP/base.log"
+rm -rf "$OUT"
+mkdir -p "$OUT"
+
+# ---------------------------------------------------------- 2. command 1 ----
+step "README command 1 (deploy/quickstart.sh) in the pristine root"
+NAME=h2gate-debian-$RELEASE-$$
+# The host's CA bundle and proxy settings, for pip's downloads from PyPI in step 3
+# (only there: the tests must not see a proxy).
+INSTALL_ENV=()
+CA_MOUNT=()
+if [[ -f /etc/ssl/certs/ca-certificates.crt ]]; then
+  CA_MOUNT=(-v /etc/ssl/certs/ca-certificates.crt:/host-ca.crt:ro)
+  INSTALL_ENV+=(-e SSL_CERT_FILE=/host-ca.crt -e PIP_CERT=/host-ca.crt -e REQUESTS_CA_BUNDLE=/host-ca.crt)
+fi
+for v in http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY PIP_INDEX_URL PIP_DEFAULT_TIMEOUT; do
+  [[ -n ${!v:-} ]] && INSTALL_ENV+=(-e "$v=${!v}")
+done
+EXEC_ENV=()
+CLEANUP+=("[[ \${H2GATE_KEEP_CONTAINER:-} == 1 ]] || podman rm -f -t 0 $NAME")
+podman run -d --name "$NAME" --runtime runc --privileged --network host \
+  --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 "${CA_MOUNT[@]}" \
+  "debian:$RELEASE" sleep infinity >/dev/null || fail "podman run debian:$RELEASE"
+(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$TMP/src.tar") ||
+  fail "could not list this tree's files with git"
+podman exec -i "$NAME" bash -c 'mkdir /src && tar -C /src -xf -' <"$TMP/src.tar" || fail "copying the tree in"
+log "container $NAME: $(podman exec "$NAME" sh -c '. /etc/os-release && echo "$PRETTY_NAME"'), $(tar -tf "$TMP/src.tar" | wc -l) files of the tree in /src"
+
+proxy_port=$(free_port)
+admin_port=$(free_port)
+origin_port=$(free_port)
+mkdir -p "$TMP/www"
+head -c 1048576 /dev/urandom >"$TMP/www/1m.bin"
+"$PYTHON" -m http.server --bind 127.0.0.1 --directory "$TMP/www" "$origin_port" >"$TMP/origin.log" 2>&1 &
+CLEANUP+=("kill $!")
+podman exec "$NAME" bash -c "cd /src && exec nice deploy/quickstart.sh \
+  --listen 127.0.0.1:$proxy_port --admin 127.0.0.1:$admin_port" >"$OUT/quickstart.log" 2>&1 &
+qs_pid=$!
+CLEANUP+=("kill $qs_pid")
+# Installing and compiling take minutes on 2 busy cores.
+deadline=$((SECONDS + 3600))
+until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$admin_port/ready" 2>/dev/null; do
+  if ! kill -0 "$qs_pid" 2>/dev/null; then
+    tail -n 40 "$OUT/quickstart.log" >&2
+    fail "deploy/quickstart.sh ended before h2gate was ready (log: $OUT/quickstart.log)"
+  fi
+  ((SECONDS < deadline)) || fail "h2gate from deploy/quickstart.sh not ready within an hour"
+  sleep 1
+done
+log "ok: $(grep -m1 -o 'install-deps: installing: .*' "$OUT/quickstart.log" | cut -c1-160)..."
+log "ok: h2gate ready $((SECONDS - STEP_T0))s after deploy/quickstart.sh started ($(podman exec "$NAME" /src/build/h2gate --version))"
+want=$(sha256sum <"$TMP/www/1m.bin" | cut -d' ' -f1)
+got=$(curl -fsS --max-time 30 -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/1m.bin" | sha256sum | cut -d' ' -f1)
+[[ $got == "$want" ]] || fail "1 MiB through h2gate of deploy/quickstart.sh: not intact"
+curl -fsS -o /dev/null --max-time 10 -X POST -H "X-H2gate-Admin: 1" "http://127.0.0.1:$admin_port/quitquitquit" ||
+  fail "POST /quitquitquit to h2gate's admin port"
+rc=0
+wait "$qs_pid" || rc=$?
+((rc == 0)) || {
+  tail -n 20 "$OUT/quickstart.log" >&2
+  fail "h2gate of deploy/quickstart.sh exited $rc after POST /quitquitquit"
+}
+grep -q '1m.bin' "$OUT/quickstart.log" || fail "no access log line for the request in h2gate's output"
+log "ok: curl -x http://127.0.0.1:$proxy_port fetched 1 MiB intact through it (access log line written); /quitquitquit: exit 0"
+
+# --------------------------------------------------------- 3. the tests ----
+step "deploy/install-deps.sh --test-core"
+EXEC_ENV=("${INSTALL_ENV[@]}")
+in_box install-test-core.log nice deploy/install-deps.sh --test-core
+EXEC_ENV=()
+log "ok: $(grep -o 'installing: .*' "$OUT/install-test-core.log" | head -n1 | wc -w) test packages, $(grep -o 'curl 8 ready: .*' "$OUT/install-test-core.log")"
+
+step "the tests built in build/ (command 1's objects reused)"
+in_box configure.log cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=ON -DH2GATE_WERROR=ON
+in_box build.log nice cmake --build build
+log "ok: $(grep -c '^\[' "$OUT/build.log") build steps; $(grep -E '^-- (Catch2|llhttp)' "$OUT/configure.log" | tr '\n' ' ')"
+
+# --------------------------------------------------------- 4. run them ----
+step "unit tests"
+in_box unit.log ctest --test-dir build --output-on-failure -R "'^unit'"
+log "ok: $(grep -Eo '[0-9]+% tests passed.*' "$OUT/unit.log")"
+
+step "integration subset"
+# One run per spec: Catch2 v3 takes several arguments as one spec whose parts
+# must all match (v2: any).
+i=0
+for spec in "${SUBSET[@]}"; do
+  i=$((i + 1))
+  t0=$SECONDS
+  in_box "integration-$i.log" H2GATE_CURL8=/opt/h2gate-test/curl8/curl H2GATE_SHAPES_PATHS="$SHAPES_PATHS" \
+    build/tests/h2gate_integration_tests --durations yes "$(printf '%q' "$spec")"
+  log "ok: $spec: $(grep -E '^(All tests passed|test cases:)' "$OUT/integration-$i.log" | tail -n1) in $((SECONDS - t0))s"
+done
+
+# ----------------------------------------------------------- 5. package ----
+step "the Debian package: cpack, lintian, systemd-analyze"
+in_box package-static.log tests/deploy/check_package.sh static build
+grep -E '^check_package: (ok: (version|cpack|lintian|Depends)|Depends:)' "$OUT/package-static.log" | sed 's/^/  /'
+deb=$(podman exec "$NAME" bash -c 'ls /src/build/h2gate_*.deb') || fail "no .deb in the container's build/"
+podman cp "$NAME:$deb" "$OUT/" || fail "podman cp $deb"
+DEB=$OUT/$(basename "$deb")
+
+step "$(basename "$DEB") installed and run under systemd (tests/deploy/check_package.sh install)"
+# The container is done: its memory and processes go before the next one starts.
+[[ ${H2GATE_KEEP_CONTAINER:-} == 1 ]] || podman rm -f -t 0 "$NAME" >/dev/null
+NAME=""
+rc=0
+"$ROOT/tests/deploy/check_package.sh" install "$DEB" "$RELEASE" >"$OUT/package-install.log" 2>&1 || rc=$?
+sed 's/^/  /' "$OUT/package-install.log"
+((rc == 0)) || fail "the package under systemd in a pristine $RELEASE container (log: $OUT/package-install.log)"
+step ""
+log "Debian $RELEASE passed in $((SECONDS - T_START))s: ${TIMES[*]/#/| }"
