@@ -109,6 +109,9 @@ class Nghttpx {
     // Request headers (lower case) appended to each access log line as
     // " name=value" ("-" when absent), e.g. to see what h2gate added.
     std::vector<std::string> log_headers;
+    // INFO logs each backend connection's failure (for the peer logs a
+    // failed test prints); NOTICE keeps a long soak's log small.
+    std::string log_level = "INFO";
   };
 
   explicit Nghttpx(Options options);
