@@ -94,6 +94,9 @@ class H2gate {
 
   // Resolves the binary the same way the fixture does.
   static std::string binaryPath(const std::string& configured);
+  // The PAC probe (tests/tools/pac_probe.cc): $H2GATE_TEST_PAC_PROBE when
+  // set (the ASan stage's), else `configured`.
+  static std::string pacProbePath(const std::string& configured);
 
  private:
   bool check_clean_exit_ = true;
