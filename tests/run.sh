@@ -5,14 +5,17 @@
 #            tests/check_layers.py: no #include from a lower layer to a higher one
 #            (the table in that script; gateway/README.md, Layers), with its
 #            self-test proving it reports one
-#   release  Release build (gcc, -Werror) in build/, then ctest (unit, integration,
+#   release  Release build (gcc, -Werror) in build/, then ctest -j (unit, the
+#            integration tests, one entry per tests/integration/*_test.cc,
 #            the systemd and Windows proxy settings of tests/clients/README.md: clients_systemd,
 #            clients_wininet; the SSPI backend under wine: clients_sspi; a test
 #            that cannot run here is listed as skipped)
 #   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
 #            about a minute) with build/h2gate: every workload runs and the table
 #            has a figure in every row; the figures and their targets are not judged
-#   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/, then ctest
+#   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/ of h2gate, the PAC
+#            probe and the unit tests; then the unit tests, and the release build's
+#            integration and client tests with h2gate and the probe from build-asan/
 #   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
 #            H2GATE_FUZZ_SECONDS (default 30) seconds from its seed corpus
 #   windows  tests/windows/run.sh: the Windows builds of OpenSSL, nghttp2, yaml-cpp and
@@ -43,6 +46,7 @@
 #   H2GATE_FUZZ_SECONDS=30    time per fuzz target
 #   H2GATE_NO_INSTALL=1       do not run deploy/install-deps.sh --test
 #   CTEST_ARGS="-R unit"      extra ctest arguments (e.g. one test only)
+#   H2GATE_CTEST_JOBS=4       tests ctest runs at once
 set -euo pipefail
 
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
@@ -54,6 +58,10 @@ FUZZ_SECONDS=${H2GATE_FUZZ_SECONDS:-30}
 read -r -a CTEST_EXTRA <<<"${CTEST_ARGS:-}"
 # A test without its own TIMEOUT property gets this many seconds.
 CTEST_TIMEOUT=${H2GATE_CTEST_TIMEOUT:-600}
+# Tests ctest runs side by side (ctest -j): the integration tests are one
+# entry per source file (tests/CMakeLists.txt) and mostly wait on their
+# peers, so more run at once than there are cores.
+CTEST_JOBS=${H2GATE_CTEST_JOBS:-4}
 
 # For tests that need curl 8 (--proxy-http2); installed by install-deps.sh --test.
 export H2GATE_CURL8=${H2GATE_CURL8:-/opt/h2gate-test/curl8/curl}
@@ -101,20 +109,24 @@ stage_format() {
   return "$rc"
 }
 
-# build_and_ctest STAGE DIR CMAKE_ARGS...
-build_and_ctest() {
-  local stage=$1 dir=$2
-  shift 2
-  if ! timed cmake -S . -B "$dir" -G Ninja "$@" || ! timed cmake --build "$dir"; then
+# build STAGE DIR TARGETS CMAKE_ARGS...: configure DIR and build TARGETS ("" for all).
+build() {
+  local stage=$1 dir=$2 targets=$3
+  shift 3
+  local target_args=()
+  [[ -n $targets ]] && read -r -a target_args <<<"--target $targets"
+  if ! timed cmake -S . -B "$dir" -G Ninja "$@" || ! timed cmake --build "$dir" "${target_args[@]}"; then
     note "$stage" "build failed"
     return 2
   fi
-  local log="$dir/ctest.log" rc=0
-  # -LE container: the image test is a stage of its own (stage_container). A stage
-  # may exclude more labels with CTEST_EXCLUDE (a ctest label regex).
-  timed ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" \
-    -LE "${CTEST_EXCLUDE:-container}" \
-    "${CTEST_EXTRA[@]}" 2>&1 | tee "$log" || rc=$?
+}
+
+# run_ctest STAGE DIR LOG CTEST_ARGS...: ctest -j in DIR; notes what failed or was skipped.
+run_ctest() {
+  local stage=$1 dir=$2 log=$3 rc=0
+  shift 3
+  timed ctest --test-dir "$dir" --output-on-failure --timeout "$CTEST_TIMEOUT" -j "$CTEST_JOBS" \
+    "$@" "${CTEST_EXTRA[@]}" 2>&1 | tee "$log" || rc=$?
   # ctest lists the tests that failed or were skipped as "  N - name (Why)".
   local failed skipped
   failed=$(sed -n '/(Skipped)$/d; s/^[[:space:]]*[0-9]\{1,\} - \([^ ]*\) .*/\1/p' "$log" | tr '\n' ' ')
@@ -127,8 +139,10 @@ build_and_ctest() {
 }
 
 stage_release() {
-  build_and_ctest release build -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON \
-    -DH2GATE_TESTS=ON -DH2GATE_SANITIZE=OFF -DH2GATE_FUZZ=OFF
+  build release build "" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON \
+    -DH2GATE_TESTS=ON -DH2GATE_SANITIZE=OFF -DH2GATE_FUZZ=OFF || return
+  # -LE container: the image test is a stage of its own (stage_container).
+  run_ctest release build build/ctest.log -LE container
 }
 
 # The benchmark suite in its quick mode, so it cannot rot unseen: it must run to the
@@ -163,12 +177,29 @@ stage_bench() {
 # The rtt test (send-buffer tuning at 50 ms RTT, ~70 s) asserts a ratio of upload
 # times, a property of the release build; the tuner's code runs under ASan in the
 # integration tests.
+#
+# Only what runs under the sanitizers is built here: h2gate, the PAC probe and
+# the unit tests. The tests that start h2gate (labels integration and clients)
+# are the release stage's test programs pointed at these binaries
+# (H2GATE_TEST_BINARY, H2GATE_TEST_PAC_PROBE: tests/support/h2gate.h): the
+# test programs' own code gains nothing from ASan, and building them a second
+# time was a third of this stage. The static checks (docs, monitoring, deploy)
+# look at files, not at a sanitizer, and run in the release stage only.
 stage_asan() {
-  CTEST_EXCLUDE='container|rtt' \
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
-    UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    build_and_ctest asan build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DH2GATE_SANITIZE=ON \
-    -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF
+  build asan build-asan "h2gate pac_probe h2gate_unit_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DH2GATE_SANITIZE=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF || return
+  if [[ ! -x build/tests/h2gate_integration_tests ]]; then
+    note asan "no build/tests/h2gate_integration_tests: the release stage builds it"
+    return 1
+  fi
+  local -x ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+  local -x UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  local rc=0
+  run_ctest asan build-asan build-asan/ctest-unit.log -R '^unit' || rc=1
+  H2GATE_TEST_BINARY="$ROOT/build-asan/h2gate" \
+    H2GATE_TEST_PAC_PROBE="$ROOT/build-asan/tests/pac_probe" \
+    run_ctest asan build build-asan/ctest.log -L 'integration|clients' || rc=1
+  return "$rc"
 }
 
 stage_fuzz() {
@@ -186,12 +217,15 @@ stage_fuzz() {
     note fuzz "no fuzz targets"
     return 1
   fi
-  local artifacts="$ROOT/build-fuzz/artifacts"
+  local artifacts="$ROOT/build-fuzz/artifacts" works=() running=0 i
   mkdir -p "$artifacts"
+  # Two targets at a time (libFuzzer runs one thread): the stage takes half
+  # the wall time on two cores.
   for t in "${targets[@]}"; do
     name=$(basename "$t")
     base=${name%_fuzz}
     work=$(mktemp -d)
+    works+=("$work")
     mkdir -p "$work/corpus"
     corpus="tests/fuzz/corpus/$base"
     [[ -d $corpus ]] && cp -R "$corpus/." "$work/corpus/"
@@ -205,20 +239,32 @@ stage_fuzz() {
     done
     rm -f "$artifacts/$name-"*
     echo "fuzzing $name for ${FUZZ_SECONDS}s ($(find "$work/corpus" -type f | wc -l) seeds)"
-    one=0
-    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
-      UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-      timed timeout --kill-after=30 $((FUZZ_SECONDS + 300)) "$t" "${args[@]}" "$work/corpus" \
-      >"$work/log" 2>&1 || one=$?
+    if ((running >= 2)); then
+      wait -n || true
+      running=$((running - 1))
+    fi
+    (
+      one=0
+      ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+        UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+        timeout --kill-after=30 $((FUZZ_SECONDS + 300)) "$t" "${args[@]}" "$work/corpus" \
+        >"$work/log" 2>&1 || one=$?
+      echo "$one" >"$work/rc"
+    ) &
+    running=$((running + 1))
+  done
+  wait
+  for i in "${!targets[@]}"; do
+    name=$(basename "${targets[$i]}")
+    work=${works[$i]}
+    one=$(cat "$work/rc" 2>/dev/null || echo 99)
+    echo "--- $name: exit $one"
     if ((one)); then
       tail -n 300 "$work/log"
-    else
-      tail -n 12 "$work/log"
-    fi
-    if ((one)); then
       rc=1
       note fuzz "$name FAILED (exit $one, reproducer in $artifacts/)"
     else
+      tail -n 12 "$work/log"
       note fuzz "$name ok ($(grep -Eo 'stat::number_of_executed_units: [0-9]+' "$work/log" | grep -Eo '[0-9]+$' || echo '?') runs)"
     fi
     rm -rf "$work"

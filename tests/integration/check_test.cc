@@ -30,7 +30,7 @@ namespace {
 
 CommandResult check(const std::vector<std::string>& args) {
   testFile("1k");  // nginx serves /1k
-  std::vector<std::string> argv{H2GATE_BINARY, "check"};
+  std::vector<std::string> argv{H2gate::binaryPath(H2GATE_BINARY), "check"};
   argv.insert(argv.end(), args.begin(), args.end());
   return runCommand(argv, milliseconds(60000));
 }
@@ -260,7 +260,8 @@ CommandResult checkWith(const TempDir& dir, const std::string& yaml, const std::
   const char* asan = std::getenv("ASAN_OPTIONS");
   env["ASAN_OPTIONS"] = std::string(asan ? asan : "") + ":fast_unwind_on_malloc=0";
   env["LSAN_OPTIONS"] = "suppressions=" H2GATE_SOURCE_DIR "/tests/lsan.supp";
-  return runCommand({H2GATE_BINARY, "check", url, "-c", cfg}, env, milliseconds(60000));
+  return runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", url, "-c", cfg}, env,
+                    milliseconds(60000));
 }
 
 // Nothing check printed may carry a credential: no Kerberos token (base64
@@ -470,9 +471,9 @@ TEST_CASE("check: a proxy that cannot be reached, then the next endpoint and the
       "        typed_config: {cluster: proxy}\n"
       "  clusters:\n" +
       clusterYaml("proxy", {dead, env.nghttpx.port()}, env.ca.caCertPath(), {}, fast);
-  CommandResult r = runCommand(
-      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("eps.yaml", yaml)},
-      milliseconds(60000));
+  CommandResult r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check",
+                                env.nginx.httpsUrl("/1k"), "-c", dir.write("eps.yaml", yaml)},
+                               milliseconds(60000));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "endpoint 1 of 2: 127.0.0.1:" + str(dead)));
@@ -490,9 +491,9 @@ TEST_CASE("check: a proxy that cannot be reached, then the next endpoint and the
          "  clusters:\n" +
          clusterYaml("primary", {dead}, env.ca.caCertPath(), {}, fast) +
          clusterYaml("backup", {env.nghttpx.port()}, env.ca.caCertPath(), {}, fast);
-  r = runCommand(
-      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("fb.yaml", yaml)},
-      milliseconds(60000));
+  r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", env.nginx.httpsUrl("/1k"), "-c",
+                  dir.write("fb.yaml", yaml)},
+                 milliseconds(60000));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   CHECK(has(r.out, "goes to cluster 'primary' (then, if it cannot be reached: cluster 'backup')"));
@@ -507,9 +508,9 @@ TEST_CASE("check: a proxy that cannot be reached, then the next endpoint and the
          "  clusters:\n" +
          clusterYaml("primary", {dead}, env.ca.caCertPath(), {}, fast) +
          clusterYaml("backup", {freePort()}, env.ca.caCertPath(), {}, fast);
-  r = runCommand(
-      {H2GATE_BINARY, "check", env.nginx.httpsUrl("/1k"), "-c", dir.write("fb2.yaml", yaml)},
-      milliseconds(60000));
+  r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", env.nginx.httpsUrl("/1k"), "-c",
+                  dir.write("fb2.yaml", yaml)},
+                 milliseconds(60000));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
   CHECK(has(r.out, "(tried before: cluster 'primary': tcp: connecting to proxy failed"));
@@ -577,8 +578,8 @@ TEST_CASE("check: a hostile proxy's certificate subject and reason phrase are pr
   REQUIRE(has(c.err, "\x1b]0;pwned-cn\x07"));  // curl -v prints the subject raw
   REQUIRE(has(c.err, "\x1b]0;pwned-title\x07"));
 
-  CommandResult r = runCommand({H2GATE_BINARY, "check", "https://127.0.0.1:9/", "--upstream",
-                                proxy.url(), "--cacert", ca.caCertPath()},
+  CommandResult r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", "https://127.0.0.1:9/",
+                                "--upstream", proxy.url(), "--cacert", ca.caCertPath()},
                                milliseconds(30000));
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
@@ -622,7 +623,8 @@ TEST_CASE("check: a hostile destination's status line and certificate are printe
   REQUIRE(has(c.out, "HTTP/1.1 200 Forbidden \x1b]0;pwned-title\x07"));
 
   // Direct mode: check connects to the destination itself.
-  CommandResult r = runCommand({H2GATE_BINARY, "check", origin.url("/")}, milliseconds(30000));
+  CommandResult r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", origin.url("/")},
+                               milliseconds(30000));
   INFO(r.out << r.err);
   checkPrintable(r.out);
   checkPrintable(r.err);
@@ -650,7 +652,8 @@ TEST_CASE("check: a response head without end stops at 64 KiB", "[check][hostile
 
   // The destination, in direct mode (check reads this head itself).
   const auto start = std::chrono::steady_clock::now();
-  CommandResult r = runCommand({H2GATE_BINARY, "check", server.url("/")}, milliseconds(30000));
+  CommandResult r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", server.url("/")},
+                               milliseconds(30000));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   INFO(r.out << r.err << "took " << seconds << " s");
@@ -664,7 +667,8 @@ TEST_CASE("check: a response head without end stops at 64 KiB", "[check][hostile
             "broken: check the URL's port, or ask the server's administrator");
 
   // The same server as a proxy: its answer to the CONNECT.
-  r = runCommand({H2GATE_BINARY, "check", "https://127.0.0.1:9/", "--upstream", server.url()},
+  r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "check", "https://127.0.0.1:9/", "--upstream",
+                  server.url()},
                  milliseconds(30000));
   INFO(r.out << r.err);
   CHECK(!r.timed_out);
@@ -688,7 +692,7 @@ TEST_CASE("check: a head sent a byte at a time ends at the step's deadline", "[c
   // Each wait is short (a byte every 0.5 s), the step is not: it ends at
   // --step-timeout, counted from its start.
   auto timed = [&](const std::vector<std::string>& args, double* seconds) {
-    std::vector<std::string> argv{H2GATE_BINARY, "check"};
+    std::vector<std::string> argv{H2gate::binaryPath(H2GATE_BINARY), "check"};
     argv.insert(argv.end(), args.begin(), args.end());
     const auto start = std::chrono::steady_clock::now();
     CommandResult r = runCommand(argv, milliseconds(30000));
@@ -721,7 +725,7 @@ TEST_CASE("check: a head sent a byte at a time ends at the step's deadline", "[c
   r = timed({server.url("/"), "--step-timeout", "1h"}, &seconds);
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "--step-timeout: expected a duration from 100ms to 10m"));
-  r = runCommand({H2GATE_BINARY, "--step-timeout", "5s"}, milliseconds(10000));
+  r = runCommand({H2gate::binaryPath(H2GATE_BINARY), "--step-timeout", "5s"}, milliseconds(10000));
   CHECK(r.exit_code == 2);
   CHECK(has(r.err, "--step-timeout is an option of h2gate check"));
 }

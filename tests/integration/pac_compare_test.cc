@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/h2gate.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/util.h"
@@ -159,14 +160,15 @@ TZ="$TZV" "$PROBE" eval --pac "$PAC" --queries "$QUERIES" --my-ip "$MYIP" --now-
   for (const Run& run : kRuns) {
     INFO("run: " << run.label);
     const std::string pp_out = dir.file("pacparser.out"), h2_out = dir.file("h2gate.out");
-    const CommandResult r = runCommand(
-        {"env", "HOSTS=" + kPacDir + "/hosts", "RESOLV=" + resolv, "TZV=" + run.tz,
-         "WHEN=" + run.when, "PY=" + kPython,
-         "EVAL=" + std::string(H2GATE_SOURCE_DIR) + "/tests/support/pacparser_eval.py",
-         "PAC=" + kPacDir + "/" + run.pac, "QUERIES=" + queries_file, "MYIP=" + run.my_ip,
-         "PROBE=" + std::string(H2GATE_PAC_PROBE), "NOW_MS=" + std::to_string(run.epoch_ms),
-         "OUT_PP=" + pp_out, "OUT_H2=" + h2_out, "unshare", "-m", "sh", script},
-        milliseconds(120000));
+    const CommandResult r =
+        runCommand({"env", "HOSTS=" + kPacDir + "/hosts", "RESOLV=" + resolv, "TZV=" + run.tz,
+                    "WHEN=" + run.when, "PY=" + kPython,
+                    "EVAL=" + std::string(H2GATE_SOURCE_DIR) + "/tests/support/pacparser_eval.py",
+                    "PAC=" + kPacDir + "/" + run.pac, "QUERIES=" + queries_file,
+                    "MYIP=" + run.my_ip, "PROBE=" + H2gate::pacProbePath(H2GATE_PAC_PROBE),
+                    "NOW_MS=" + std::to_string(run.epoch_ms), "OUT_PP=" + pp_out,
+                    "OUT_H2=" + h2_out, "unshare", "-m", "sh", script},
+                   milliseconds(120000));
     INFO("exit " << r.exit_code << "; stderr: " << r.err);
     REQUIRE(r.exit_code == 0);
     const std::vector<std::string> pp = lines(readFile(pp_out));

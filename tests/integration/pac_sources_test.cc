@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/h2gate.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/util.h"
@@ -121,10 +122,10 @@ kill $NGINX
 wait $NGINX || true
 exit $rc
 )SH");
-  CommandResult r =
-      runCommand({"env", "D=" + dir.path().string(), "FIRST=" + first,
-                  "PROBE=" + std::string(H2GATE_PAC_PROBE), "unshare", "-m", "-n", "sh", script},
-                 milliseconds(60000));
+  CommandResult r = runCommand(
+      {"env", "D=" + dir.path().string(), "FIRST=" + first,
+       "PROBE=" + H2gate::pacProbePath(H2GATE_PAC_PROBE), "unshare", "-m", "-n", "sh", script},
+      milliseconds(60000));
   Outcome o;
   o.exit_code = r.exit_code;
   o.curl = readFile(dir.file("curl.out"));
@@ -229,8 +230,8 @@ ip -6 route del default
 probe > "$D/interfaces.out"
 )SH");
   const CommandResult r =
-      runCommand({"env", "D=" + dir.path().string(), "PROBE=" + std::string(H2GATE_PAC_PROBE),
-                  "unshare", "-n", "sh", script},
+      runCommand({"env", "D=" + dir.path().string(),
+                  "PROBE=" + H2gate::pacProbePath(H2GATE_PAC_PROBE), "unshare", "-n", "sh", script},
                  milliseconds(30000));
   INFO(r.err);
   REQUIRE(r.exit_code == 0);

@@ -95,6 +95,7 @@ struct SoakWorld {
     Nghttpx::Options n;
     n.ca = &ca;
     n.backend_port = squid.httpPort();
+    n.log_level = "NOTICE";  // not 40 lines for each of 20,000 requests
     return n;
   }
 

@@ -130,7 +130,8 @@ struct TlsEnv {
   H2gate& startGate(const TlsCluster& c) {
     const std::string yaml = tlsYaml(nghttpx.port(), ca.caCertPath(), c);
     const std::string path = work.write("h2gate-validate.yaml", yaml);
-    auto v = runCommand({H2GATE_BINARY, "--validate", "-c", path}, milliseconds(10000));
+    auto v = runCommand({H2gate::binaryPath(H2GATE_BINARY), "--validate", "-c", path},
+                        milliseconds(10000));
     INFO(yaml << "\n--validate: " << v.out << v.err);
     REQUIRE(v.exit_code == 0);
     H2gate::Options o;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -54,6 +55,8 @@ class AuthProxy {
  private:
   Options options_;
   TempDir dir_;
+  PeerLog requests_log_{"auth_proxy requests.log", dir_.file("requests.log")};
+  PeerLog stderr_log_{"auth_proxy stderr", dir_.file("auth_proxy.stderr")};
   std::unique_ptr<Process> process_;
   uint16_t port_ = 0;
 };

@@ -119,6 +119,11 @@ std::string H2gate::binaryPath(const std::string& configured) {
   return "h2gate";
 }
 
+std::string H2gate::pacProbePath(const std::string& configured) {
+  if (const char* env = std::getenv("H2GATE_TEST_PAC_PROBE"); env && *env) return env;
+  return configured;
+}
+
 H2gate::H2gate() : H2gate(Options{}) {}
 
 H2gate::H2gate(Options options) : check_clean_exit_(options.check_clean_exit), dir_("h2gate") {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -34,6 +35,8 @@ class ShapeServer {
 
  private:
   TempDir dir_;
+  PeerLog requests_log_{"shape_server requests.log", dir_.file("requests.log")};
+  PeerLog stderr_log_{"shape_server stderr", dir_.file("shape_server.stderr")};
   std::unique_ptr<Process> process_;
   uint16_t port_ = 0;
 };

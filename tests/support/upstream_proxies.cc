@@ -319,6 +319,7 @@ void Nghttpx::start(uint16_t fixed_port) {
          << "accesslog-format=$remote_addr:$remote_port $alpn \"$request\" $status" << logged
          << "\n"
          << "errorlog-file=" << d << "/error.log\n"
+         << "log-level=" << options_.log_level << "\n"
          << "pid-file=" << d << "/nghttpx.pid\n"
          << "frontend-http2-max-concurrent-streams=" << options_.max_concurrent_streams << "\n";
     if (options_.window_size) conf << "frontend-http2-window-size=" << options_.window_size << "\n";

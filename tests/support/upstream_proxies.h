@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ca.h"
@@ -89,6 +90,7 @@ class Squid {
   // Destruction order: squid stops before its directory goes.
   Options options_;
   TempDir dir_;
+  PeerLog cache_log_{"squid cache.log", dir_.file("cache.log")};
   std::string name_;  // squid -n service name, unique per instance
   std::unique_ptr<Process> process_;
   uint16_t http_port_ = 0;
@@ -108,6 +110,9 @@ class Nghttpx {
     // Request headers (lower case) appended to each access log line as
     // " name=value" ("-" when absent), e.g. to see what h2gate added.
     std::vector<std::string> log_headers;
+    // INFO logs each backend connection's failure (for the peer logs a
+    // failed test prints); NOTICE keeps a long soak's log small.
+    std::string log_level = "INFO";
   };
 
   explicit Nghttpx(Options options);
@@ -142,6 +147,7 @@ class Nghttpx {
 
   Options options_;
   TempDir dir_;
+  PeerLog error_log_{"nghttpx error log", dir_.file("error.log")};
   CertFiles cert_;
   std::unique_ptr<Process> process_;
   uint16_t port_ = 0;
