@@ -9,8 +9,10 @@
 # find the static libraries build-deps.sh built, in its sysroot: the one given as
 # -DH2GATE_WIN_SYSROOT=DIR (or $H2GATE_WIN_SYSROOT), else the one build-deps.sh
 # --print-sysroot names for this tree's script and the installed Linux versions.
-# The sysroot also links to Debian's Asio headers; llhttp's C sources come from
-# Debian's node-llhttp as on Linux. tests/windows/run.sh does all of this.
+# The sysroot also links to Debian's Asio headers. llhttp's C sources: on Debian 12
+# those of node-llhttp, as on Linux; on Debian 13, which has llhttp only as a library,
+# the sysroot's copy of Debian 12's (deploy/windows/build-deps.sh says why).
+# tests/windows/run.sh does all of this.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR x86_64)
 set(H2GATE_MINGW_TRIPLE x86_64-w64-mingw32)
@@ -42,6 +44,11 @@ if(NOT EXISTS "${H2GATE_WIN_SYSROOT}/MANIFEST")
 endif()
 # try_compile projects read this file again: hand them the sysroot.
 list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES H2GATE_WIN_SYSROOT)
+# llhttp's C sources in the sysroot (Debian 13): the top-level CMakeLists.txt builds them.
+if(EXISTS "${H2GATE_WIN_SYSROOT}/src/llhttp/llhttp.c")
+  set(LLHTTP_SOURCE_DIR "${H2GATE_WIN_SYSROOT}/src/llhttp" CACHE PATH "llhttp C sources" FORCE)
+  set(LLHTTP_INCLUDE_DIR "${H2GATE_WIN_SYSROOT}/include/llhttp" CACHE PATH "llhttp header" FORCE)
+endif()
 
 # Headers and libraries from the mingw runtime and the sysroot only, never the
 # host's /usr/include (its libc headers would shadow mingw's).

@@ -26,6 +26,12 @@
 #                                   curl 8, the Python venv, lintian, systemd): no clients,
 #                                   Windows, fuzz, container or benchmark tools
 #                                   (tests/deploy/check_debian.sh)
+#   deploy/install-deps.sh --test-windows
+#                                   --test-core and the Windows cross build with its tests
+#                                   under wine (tests/windows/run.sh): mingw-w64, wine64,
+#                                   zip, wixl/msitools, winbind, promtool; then
+#                                   deploy/windows/build-deps.sh --align as for --test
+#                                   (tests/deploy/check_debian.sh with H2GATE_DEBIAN_WINDOWS=1)
 #
 # H2GATE_DEBIAN_RELEASE=bookworm|trixie uses that release's package names on
 # another Debian-based release (not tested there).
@@ -51,14 +57,20 @@ CORE_TEST_PKGS=(
   libglib2.0-bin gsettings-desktop-schemas
   krb5-kdc krb5-admin-server krb5-user
 )
+# The Windows cross build and its tests under wine (tests/windows/run.sh): the zip and
+# the MSI (deploy/windows/); prometheus: promtool, for tests/windows/deps_test.sh (and
+# the monitoring checks of --test).
+WINDOWS_TEST_PKGS=(
+  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 zip unzip wixl msitools
+  winbind prometheus
+)
 TEST_PKGS=(
   "${CORE_TEST_PKGS[@]}"
-  clang clang-format prometheus
-  g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix wine64 zip unzip wixl msitools
+  "${WINDOWS_TEST_PKGS[@]}"
+  clang clang-format
   wget git python3-requests python3-httpx python3-pip chromium
   wrk iperf3 linux-perf valgrind
   podman runc mmdebstrap
-  winbind
 )
 # krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
 # authentication tests (tests/support/kerberos.h); winbind: Samba's ntlm_auth, which wine's
@@ -102,12 +114,21 @@ usage() {
 
 with_test=0
 core_only=0
+windows=0
 for arg in "$@"; do
   case "$arg" in
-    --test) with_test=1 ;;
+    --test)
+      with_test=1
+      windows=1
+      ;;
     --test-core)
       with_test=1
       core_only=1
+      ;;
+    --test-windows)
+      with_test=1
+      core_only=1
+      windows=1
       ;;
     -h | --help)
       usage
@@ -349,6 +370,7 @@ install_pytools() {
 pkgs=("${RUNTIME_PKGS[@]}" "${RELEASE_PKGS[@]}")
 if ((core_only)); then
   pkgs+=("${CORE_TEST_PKGS[@]}" "${RELEASE_CORE_TEST_PKGS[@]}")
+  ((!windows)) || pkgs+=("${WINDOWS_TEST_PKGS[@]}")
 elif ((with_test)); then
   pkgs+=("${TEST_PKGS[@]}" "${RELEASE_CORE_TEST_PKGS[@]}" "${RELEASE_TEST_PKGS[@]}")
   command -v go >/dev/null 2>&1 || pkgs+=(golang-go)
@@ -379,6 +401,8 @@ if ((with_test)); then
 fi
 if ((with_test && !core_only)); then
   install_undici
+fi
+if ((windows)); then
   # The Windows build compiles the Debian sources of the libraries the Linux build
   # links, at the installed version: the mirror must still serve that source.
   # Failing that, only the windows stage fails (build-deps.sh says why), not all.

@@ -15,13 +15,33 @@
 #                                                 that library to the newest version whose
 #                                                 source it serves (never downgrades)
 #
-# Built: OpenSSL 3.0 (libssl, libcrypto; Debian's Configure options, minus tests and
+# Built: OpenSSL 3 (libssl, libcrypto; Debian's Configure options, minus tests and
 # apps), nghttp2 (libnghttp2 only), yaml-cpp (the library only), prometheus-cpp (core
-# only: pull and push are not built, so neither civetweb nor zlib is needed).
+# only: pull and push are not built, so neither civetweb nor zlib is needed); on
+# Debian 13 also Catch2 v3 (libCatch2.a, for the Windows tests).
 # Not built: libidn2 (Windows has IDN conversion in the system, IdnToAscii in
-# normaliz.dll); llhttp and Asio, which the build takes from Debian's node-llhttp
-# (C sources) and libasio-dev (headers): the sysroot's include/ links to Asio's
-# headers, so the cross build's include path never holds /usr/include itself.
+# normaliz.dll); llhttp and Asio: the build compiles llhttp's C sources and takes
+# Asio's headers from libasio-dev (the sysroot's include/ links to them, so the
+# cross build's include path never holds /usr/include itself).
+#
+# Debian releases:
+#   12 (bookworm)  llhttp's C sources are those of the installed node-llhttp (the Linux
+#                  build compiles them too); the Windows tests compile in Catch2 v2's
+#                  single header (package catch2).
+#   13 (trixie)    llhttp is a library there (libllhttp-dev, source package
+#                  node-undici, which holds llhttp as TypeScript that llparse turns
+#                  into C while the package builds; this mirror does not even serve
+#                  node-undici's source files): no C sources for Windows. They come
+#                  from Debian 12's binary package node-llhttp (arch all: the
+#                  generated C sources and llhttp.h), downloaded from the same mirror's
+#                  bookworm suite by an apt configuration of this script (checked
+#                  against the signed index as for the sources) and copied into the
+#                  sysroot (src/llhttp/, include/llhttp/; cmake/mingw-w64.cmake points
+#                  the build at them). Its version is part of the key: the newest the
+#                  bookworm lists name (they are fetched once, and again by --align).
+#                  So the Windows build parses HTTP/1 with llhttp 8.1 where the Linux
+#                  build of Debian 13 links 9.2. Catch2 is v3 there, a library: built
+#                  from the source of the installed libcatch2-dev (source catch2).
 #
 # Sources come from a deb-src twin of each `deb` entry of this machine's Debian
 # archive (the suites of its codename, security included: deb822
@@ -38,15 +58,6 @@
 # killed run leaves nothing that looks complete. Old sysroots are not removed
 # (each is ~60 MB): `rm -rf <cache>/sysroot-*` is always safe between builds.
 #
-# Debian releases: the packages above are Debian 12's (bookworm). On Debian 13
-# (trixie) two more libraries would have to come from source, as its packages no
-# longer give the build what it compiles for Windows: llhttp is a library there
-# (libllhttp-dev, from the source package node-undici, whose llhttp C code is
-# generated from TypeScript by llparse while that package builds: no C sources to
-# compile) and Catch2 is v3, a library, not v2's one header. That is not done yet:
-# on Debian 13 this script stops with exit status 3 and says so (the Linux build
-# and its tests work there: deploy/windows/README.md, "Debian 13").
-#
 # Environment: H2GATE_WIN_CACHE (cache directory), H2GATE_WIN_JOBS (parallel jobs,
 # default nproc), H2GATE_DEBIAN_RELEASE (bookworm or trixie: the release to act as,
 # default VERSION_CODENAME of /etc/os-release).
@@ -57,11 +68,20 @@ set -euo pipefail
 
 SCRIPT=$(readlink -f "${BASH_SOURCE[0]}")
 TRIPLE=x86_64-w64-mingw32
-# The Linux build's development packages (deploy/install-deps.sh RUNTIME_PKGS): the
-# sources built here are theirs, at their installed version.
-LINUX_PKGS=(libssl-dev libnghttp2-dev libyaml-cpp-dev prometheus-cpp-dev)
 # shellcheck disable=SC1091 # the machine's
 RELEASE=${H2GATE_DEBIAN_RELEASE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
+# The Linux build's development packages (deploy/install-deps.sh): the sources built
+# here are theirs, at their installed version. Built in this order: OpenSSL, which
+# takes most of the time, last, so that a failure elsewhere shows in seconds.
+LINUX_PKGS=(libnghttp2-dev libyaml-cpp-dev prometheus-cpp-dev libssl-dev)
+# Debian 13: llhttp's C sources from this binary package of Debian 12 (see the top).
+LLHTTP_PKG=""
+LLHTTP_SUITE=""
+if [[ $RELEASE == trixie ]]; then
+  LINUX_PKGS=(libcatch2-dev "${LINUX_PKGS[@]}")
+  LLHTTP_PKG=node-llhttp
+  LLHTTP_SUITE=bookworm
+fi
 # The cross toolchain; their versions are part of the cache key.
 TOOL_PKGS=(gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix mingw-w64-x86-64-dev
   binutils-mingw-w64-x86-64)
@@ -78,11 +98,8 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "$SCRIPT"; }
 # What the Windows build takes from each Debian release besides LINUX_PKGS' sources.
 release_check() {
   case $RELEASE in
-    bookworm) ;; # llhttp's C sources (node-llhttp) and Catch2 v2's header, as on Linux
-    trixie)
-      die "Debian 13 (trixie): the Windows build is not made here yet. It would need llhttp's C sources, which Debian 13 no longer ships (libllhttp-dev is a library; its C code is generated from TypeScript while the source package node-undici builds), and Catch2 v3 built for Windows (Debian 13's Catch2 is v3, a library). Build the Windows binaries on Debian 12 (deploy/windows/README.md, Debian 13)." 3
-      ;;
-    *) die "made for Debian 12 (bookworm); this is '${RELEASE:-unknown}' (VERSION_CODENAME of /etc/os-release)" 3 ;;
+    bookworm | trixie) ;; # the differences: LINUX_PKGS, LLHTTP_PKG
+    *) die "made for Debian 12 (bookworm) and 13 (trixie); this is '${RELEASE:-unknown}' (VERSION_CODENAME of /etc/os-release; H2GATE_DEBIAN_RELEASE chooses on a derivative)" 3 ;;
   esac
 }
 
@@ -158,6 +175,7 @@ key_inputs() {
   for i in "${!SRC_NAME[@]}"; do
     printf 'source %s %s\n' "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"
   done
+  [[ -z $LLHTTP_PKG ]] || printf 'package %s %s (%s)\n' "$LLHTTP_PKG" "$(llhttp_version)" "$LLHTTP_SUITE"
 }
 
 sysroot_path() { printf '%s/sysroot-%s\n' "$CACHE" "$(key_inputs | sha256sum | cut -c1-16)"; }
@@ -177,39 +195,44 @@ take_lock() {
 # ------------------------------------------------------ sources via apt ----
 
 APT_DIR=$CACHE/apt
-apt_src() {
-  local opts=(-q -o "Dir::Etc::SourceList=$APT_DIR/sources.list"
-    -o "Dir::Etc::SourceParts=$APT_DIR/sources.list.d" -o "Dir::State::Lists=$APT_DIR/lists"
-    -o "Dir::Cache=$APT_DIR/cache" -o "Dir::Etc::Preferences=$APT_DIR/preferences"
-    -o "Dir::Etc::PreferencesParts=$APT_DIR/preferences.d")
+# Debian 13: Debian 12's binary packages (LLHTTP_PKG), an apt configuration of its own.
+APT_OLD_DIR=$CACHE/apt-$LLHTTP_SUITE
+# apt_in DIR apt-get|apt-cache ARGS...: apt with the configuration in DIR.
+apt_in() {
+  local dir=$1 tool=$2
+  shift 2
+  local opts=(-q -o "Dir::Etc::SourceList=$dir/sources.list"
+    -o "Dir::Etc::SourceParts=$dir/sources.list.d" -o "Dir::State::Lists=$dir/lists"
+    -o "Dir::Cache=$dir/cache" -o "Dir::Etc::Preferences=$dir/preferences"
+    -o "Dir::Etc::PreferencesParts=$dir/preferences.d")
   # As root apt drops to the _apt user for downloads, which cannot write here.
-  [[ $(id -u) -ne 0 ]] || opts+=(-o APT::Sandbox::User=root)
-  apt-get "${opts[@]}" "$@"
+  [[ $tool != apt-get || $(id -u) -ne 0 ]] || opts+=(-o APT::Sandbox::User=root)
+  "$tool" "${opts[@]}" "$@"
 }
-apt_src_cache() {
-  apt-cache -o "Dir::Etc::SourceList=$APT_DIR/sources.list" \
-    -o "Dir::Etc::SourceParts=$APT_DIR/sources.list.d" -o "Dir::State::Lists=$APT_DIR/lists" \
-    -o "Dir::Cache=$APT_DIR/cache" "$@"
-}
+apt_src() { apt_in "$APT_DIR" apt-get "$@"; }
+apt_src_cache() { apt_in "$APT_DIR" apt-cache "$@"; }
 
-# deb-src twins of the machine's `deb` entries for its Debian codename's suites.
-write_deb_src() {
-  local codename f out
+# write_sources DIR TYPE [SUITE]: an apt configuration in DIR with, for each `deb`
+# entry of the machine's Debian archive for its codename's suites, an entry of TYPE
+# (deb-src: the source twins of them all); with SUITE, only the entries of the
+# codename's main suite (not -updates, -security), for SUITE instead.
+write_sources() {
+  local dir=$1 type=$2 to=${3:-} codename f out
   # shellcheck disable=SC1091 # the machine's, not ours
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   [[ -n $codename ]] || die "no VERSION_CODENAME in /etc/os-release: cannot tell the Debian suites" 3
-  rm -rf "$APT_DIR/sources.list.d"
-  mkdir -p "$APT_DIR/sources.list.d" "$APT_DIR/lists/partial" "$APT_DIR/cache" "$APT_DIR/preferences.d"
-  : >"$APT_DIR/sources.list"
-  : >"$APT_DIR/preferences"
-  out=$APT_DIR/sources.list.d/debian-src.sources
+  rm -rf "$dir/sources.list.d"
+  mkdir -p "$dir/sources.list.d" "$dir/lists/partial" "$dir/cache" "$dir/preferences.d"
+  : >"$dir/sources.list"
+  : >"$dir/preferences"
+  out=$dir/sources.list.d/debian.sources
   : >"$out"
   # deb822: each stanza whose Types has `deb` and whose Suites has one of the
   # codename's suites, copied whole (Signed-By may be a multi-line key) with
-  # Types: deb-src.
+  # Types: TYPE (and Suites: SUITE).
   for f in /etc/apt/sources.list.d/*.sources; do
     [[ -f $f ]] || continue
-    awk -v cn="$codename" '
+    awk -v cn="$codename" -v type="$type" -v to="$to" '
       function flush() {
         if (n && deb && suite && enabled) { for (i = 1; i <= n; i++) print lines[i]; print "" }
         n = 0; deb = 0; suite = 0; enabled = 1
@@ -221,9 +244,11 @@ write_deb_src() {
         line = $0
         if (tolower($1) == "types:") {
           for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1
-          line = "Types: deb-src"
+          line = "Types: " type
         } else if (tolower($1) == "suites:") {
-          for (i = 2; i <= NF; i++) if ($i == cn || index($i, cn "-") == 1 || index($i, cn "/") == 1) suite = 1
+          for (i = 2; i <= NF; i++)
+            if ($i == cn || (to == "" && (index($i, cn "-") == 1 || index($i, cn "/") == 1))) suite = 1
+          if (to != "") line = "Suites: " to
         } else if (tolower($1) == "enabled:" && tolower($2) == "no") {
           enabled = 0
         }
@@ -231,30 +256,32 @@ write_deb_src() {
       }
       END { flush() }' "$f" >>"$out"
   done
-  # One-line format: "deb [options] URI SUITE COMPONENT..." -> deb-src.
+  # One-line format: "deb [options] URI SUITE COMPONENT..." -> TYPE [options] URI SUITE...
   for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
     [[ -f $f ]] || continue
-    awk -v cn="$codename" '
+    awk -v cn="$codename" -v type="$type" -v to="$to" '
       $1 == "deb" {
         s = 2
         if ($2 ~ /^\[/) { while (s <= NF && $s !~ /\]$/) s++; s++ }
         suite = $(s + 1)
-        if (suite == cn || index(suite, cn "-") == 1 || index(suite, cn "/") == 1) {
-          sub(/^deb/, "deb-src"); print
+        if (suite == cn || (to == "" && (index(suite, cn "-") == 1 || index(suite, cn "/") == 1))) {
+          $1 = type
+          if (to != "") $(s + 1) = to
+          print
         }
-      }' "$f" >>"$APT_DIR/sources.list"
+      }' "$f" >>"$dir/sources.list"
   done
-  if [[ ! -s $out && ! -s $APT_DIR/sources.list ]]; then
-    die "no 'deb' entry for Debian $codename in /etc/apt/sources.list or /etc/apt/sources.list.d/: no mirror to take sources from" 3
+  if [[ ! -s $out && ! -s $dir/sources.list ]]; then
+    die "no 'deb' entry for Debian $codename in /etc/apt/sources.list or /etc/apt/sources.list.d/: no mirror to take packages from${to:+ (for the suite $to)}" 3
   fi
 }
 
 apt_updated=0
 apt_src_update() {
   ((apt_updated)) && return 0
-  write_deb_src
+  write_sources "$APT_DIR" deb-src
   log "apt-get update of deb-src entries for: $(sed -n 's/^Suites: //p; s/^deb-src \(\[[^]]*\] \)\{0,1\}[^ ]* \([^ ]*\).*/\2/p' \
-    "$APT_DIR/sources.list.d/debian-src.sources" "$APT_DIR/sources.list" | tr '\n' ' ')(in $APT_DIR)"
+    "$APT_DIR/sources.list.d/debian.sources" "$APT_DIR/sources.list" | tr '\n' ' ')(in $APT_DIR)"
   local out
   if ! out=$(apt_src update --error-on=any 2>&1); then
     printf '%s\n' "$out" >&2
@@ -301,6 +328,73 @@ prune_sources() {
     [[ -d $d && $d != "$CACHE/sources/${src}_$keep" ]] && rm -rf "$d"
   done
   return 0
+}
+
+# ------------------------------------------ llhttp from Debian 12 (13) ----
+
+# The lists of Debian 12's main suite on the machine's mirror, in APT_OLD_DIR.
+llhttp_lists_update() {
+  write_sources "$APT_OLD_DIR" deb "$LLHTTP_SUITE"
+  log "apt-get update of Debian's $LLHTTP_SUITE suite, for $LLHTTP_PKG (in $APT_OLD_DIR)"
+  local out
+  if ! out=$(apt_in "$APT_OLD_DIR" apt-get update --error-on=any 2>&1); then
+    printf '%s\n' "$out" >&2
+    die "apt-get update of Debian's $LLHTTP_SUITE suite failed (entries in $APT_OLD_DIR/)"
+  fi
+}
+
+# LLHTTP_VERSION: the version of LLHTTP_PKG built, the newest in the lists; they are
+# fetched first if there are none (but not for --print-sysroot: the version is then
+# empty, and no sysroot is found), and again by --align.
+LLHTTP_VERSION=""
+resolve_llhttp() {
+  [[ -n $LLHTTP_PKG ]] || return 0
+  if ! compgen -G "$APT_OLD_DIR/lists/*_Packages*" >/dev/null; then
+    [[ $mode == print ]] && return 0
+    llhttp_lists_update
+  fi
+  LLHTTP_VERSION=$(apt_in "$APT_OLD_DIR" apt-cache policy "$LLHTTP_PKG" 2>/dev/null |
+    sed -n 's/^ *Candidate: //p' | grep -v '^(none)$' || true)
+  [[ -n $LLHTTP_VERSION || $mode == print ]] ||
+    die "Debian's $LLHTTP_SUITE suite on this mirror has no $LLHTTP_PKG (lists in $APT_OLD_DIR/lists)" 3
+}
+llhttp_version() { printf '%s\n' "$LLHTTP_VERSION"; }
+
+# Downloads LLHTTP_PKG at its version into <cache>/sources/ (apt checks it against
+# the signed index).
+fetch_llhttp() {
+  local ver dir tmp
+  ver=$(llhttp_version)
+  dir=$CACHE/sources/${LLHTTP_PKG}_$ver
+  [[ -f $dir/.complete ]] && return 0
+  mkdir -p "$CACHE/sources"
+  tmp=$(mktemp -d "$CACHE/sources/.tmp.XXXXXX")
+  if ! FETCH_ERROR=$(cd "$tmp" && apt_in "$APT_OLD_DIR" apt-get download "$LLHTTP_PKG=$ver" 2>&1); then
+    rm -rf "$tmp"
+    printf '%s\n' "$FETCH_ERROR" >&2
+    die "could not download $LLHTTP_PKG $ver from Debian's $LLHTTP_SUITE suite" 3
+  fi
+  touch "$tmp/.complete"
+  rm -rf "$dir"
+  mv -T "$tmp" "$dir"
+  prune_sources "$LLHTTP_PKG" "$ver"
+}
+
+# llhttp's generated C sources and header from the package into the sysroot.
+stage_llhttp() {
+  local ver deb out=$WORK/llhttp f
+  ver=$(llhttp_version)
+  deb=$(ls "$CACHE/sources/${LLHTTP_PKG}_$ver"/*.deb)
+  run_logged llhttp dpkg-deb -x "$deb" "$out"
+  mkdir -p "$STAGE/src/llhttp" "$STAGE/include/llhttp"
+  for f in llhttp.c api.c http.c; do
+    [[ -f $out/usr/share/llhttp/$f ]] || die "$deb has no usr/share/llhttp/$f"
+    cp "$out/usr/share/llhttp/$f" "$STAGE/src/llhttp/"
+  done
+  cp "$out/usr/share/include/llhttp/llhttp.h" "$STAGE/include/llhttp/" ||
+    die "$deb has no usr/share/include/llhttp/llhttp.h"
+  cp "$out/usr/share/doc/$LLHTTP_PKG/copyright" "$STAGE/src/llhttp/" ||
+    die "$deb has no usr/share/doc/$LLHTTP_PKG/copyright"
 }
 
 # ------------------------------------------------------------- --align ----
@@ -359,6 +453,11 @@ align() {
   done
   resolve_sources
   log "aligned: $(for i in "${!SRC_NAME[@]}"; do printf '%s %s; ' "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"; done)"
+  if [[ -n $LLHTTP_PKG ]]; then
+    llhttp_lists_update
+    resolve_llhttp
+    log "llhttp: $LLHTTP_PKG $LLHTTP_VERSION from Debian's $LLHTTP_SUITE suite"
+  fi
 }
 
 # ---------------------------------------------------------------- build ----
@@ -441,7 +540,11 @@ build_nghttp2() {
   # GetTickCount64, and 1.52's lib/nghttp2_time.c then calls time_now_sec(), which
   # it defines only without GetTickCount64 (undefined at link time). Without
   # clock_gettime it takes GetTickCount64, Windows' own monotonic clock.
+  # The static library: ENABLE_STATIC_LIB up to 1.5x (Debian 12), BUILD_STATIC_LIBS
+  # from 1.60 on (Debian 13's 1.64, which then builds its tests unless BUILD_TESTING
+  # is off); each version ignores the other's options.
   cmake_lib nghttp2 "$src" -DENABLE_LIB_ONLY=ON -DENABLE_SHARED_LIB=OFF -DENABLE_STATIC_LIB=ON \
+    -DBUILD_STATIC_LIBS=ON -DBUILD_TESTING=OFF \
     -DENABLE_DOC=OFF -DENABLE_FAILMALLOC=OFF -DENABLE_HTTP3=OFF -DWITH_LIBXML2=OFF -DWITH_JEMALLOC=OFF \
     -DHAVE_CLOCK_GETTIME=OFF
   # A static-only install: its users must not declare the API dllimport
@@ -472,6 +575,15 @@ build_prometheus_cpp() {
   sed -i 's|^#ifdef PROMETHEUS_CPP_CORE_STATIC_DEFINE$|#if 1 /* static library only (deploy/windows/build-deps.sh) */|' "$hdr"
 }
 
+# Catch2 v3 (Debian 13), for the Windows tests: the library and its CMake package,
+# built with the tests' C++ standard (v3 compiles some of its API only from C++17 on:
+# the library and its users must agree).
+build_catch2() {
+  local src
+  src=$(extract catch2 "$1")
+  cmake_lib catch2 "$src" -DCMAKE_CXX_STANDARD=20 -DCATCH_INSTALL_DOCS=OFF -DCATCH_INSTALL_EXTRAS=OFF
+}
+
 # Makes the sysroot relocatable and checks it before it is renamed into place.
 finish_sysroot() {
   local pc f bad
@@ -491,6 +603,9 @@ finish_sysroot() {
     include/yaml-cpp/yaml.h lib/libyaml-cpp.a lib/cmake/yaml-cpp/yaml-cpp-config.cmake
     include/prometheus/registry.h lib/libprometheus-cpp-core.a
     lib/cmake/prometheus-cpp/prometheus-cpp-config.cmake)
+  [[ $RELEASE != trixie ]] || expect+=(include/catch2/catch_all.hpp lib/libCatch2.a
+    lib/cmake/Catch2/Catch2Config.cmake src/llhttp/llhttp.c src/llhttp/api.c src/llhttp/http.c
+    include/llhttp/llhttp.h)
   for f in "${expect[@]}"; do
     [[ -e $STAGE/$f ]] || die "the sysroot lacks $f after the build"
   done
@@ -558,13 +673,23 @@ build() {
   t0=$SECONDS
   log "building the Windows sysroot $final"
   log "sources: $(for i in "${!SRC_NAME[@]}"; do printf '%s %s  ' "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"; done)"
+  # Every source is tried, so that one run names all those the mirror lacks.
+  local unserved=()
   for i in "${!SRC_NAME[@]}"; do
-    fetch_source "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}" || {
-      printf '%s\n' "$FETCH_ERROR" >&2
-      die "the mirror does not serve ${SRC_NAME[$i]} ${SRC_VERSION[$i]}, the version of the installed ${LINUX_PKGS[$i]}; it serves: $(served_versions "${SRC_NAME[$i]}" | tr '\n' ' ')- as root, '$SCRIPT --align' (deploy/install-deps.sh --test runs it) upgrades ${LINUX_PKGS[$i]} to the newest version whose source is served" 3
-    }
+    if ! fetch_source "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"; then
+      printf '%s\n' "$FETCH_ERROR" | grep -E '^(E|Err):' >&2 || true
+      log "the mirror does not serve ${SRC_NAME[$i]} ${SRC_VERSION[$i]}, the version of the installed ${LINUX_PKGS[$i]}; the index names: $(served_versions "${SRC_NAME[$i]}" | tr '\n' ' ')"
+      unserved+=("${SRC_NAME[$i]} ${SRC_VERSION[$i]} (${LINUX_PKGS[$i]})")
+      continue
+    fi
     prune_sources "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"
   done
+  [[ -z $LLHTTP_PKG ]] || fetch_llhttp
+  if ((${#unserved[@]})); then
+    local list
+    list=$(printf '%s, ' "${unserved[@]}")
+    die "the mirror does not serve the source of ${list%, }: as root, '$SCRIPT --align' (deploy/install-deps.sh --test runs it) upgrades such a package to the newest version whose source is served, if there is one" 3
+  fi
   log "sources ready ($((SECONDS - t0)) s)"
 
   WORK=$(mktemp -d "$CACHE/build.tmp.XXXXXX")
@@ -583,6 +708,7 @@ build() {
       nghttp2) fn=build_nghttp2 ;;
       yaml-cpp) fn=build_yaml_cpp ;;
       prometheus-cpp) fn=build_prometheus_cpp ;;
+      catch2) fn=build_catch2 ;;
       *) die "no build recipe for source package $name" ;;
     esac
     t=$SECONDS
@@ -590,6 +716,10 @@ build() {
     "$fn" "${SRC_VERSION[$i]}"
     log "$name: done in $((SECONDS - t)) s"
   done
+  if [[ -n $LLHTTP_PKG ]]; then
+    log "llhttp: the C sources of $LLHTTP_PKG $(llhttp_version) ($LLHTTP_SUITE)"
+    stage_llhttp
+  fi
   finish_sysroot
   write_manifest $((SECONDS - t0))
   mv -T "$STAGE" "$final"
@@ -602,6 +732,7 @@ build() {
 # ----------------------------------------------------------------- main ----
 
 resolve_sources
+resolve_llhttp
 case $mode in
   print)
     final=$(sysroot_path)

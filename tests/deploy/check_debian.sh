@@ -22,6 +22,12 @@
 #   5. tests/deploy/check_package.sh static build there: cpack -G DEB (the version
 #      ~debNNu1 of the release, its Depends from dpkg-shlibdeps), the release's lintian,
 #      systemd-analyze
+#   5w. only with H2GATE_DEBIAN_WINDOWS=1 (it takes 15 to 30 minutes): the Windows cross
+#      build there, deploy/install-deps.sh --test-windows and tests/windows/run.sh:
+#      deploy/windows/build-deps.sh (its cache: the host's
+#      /var/cache/h2gate-win-RELEASE, H2GATE_DEBIAN_WIN_CACHE), h2gate.exe and the
+#      Windows tests, run under wine (ctest -L windows, then the [windows-exe] cases of
+#      the integration tests built in step 3)
 #   6. on the host: tests/deploy/check_package.sh install DEB RELEASE: that package in a
 #      new pristine container of the release, under systemd
 #   Each step prints its time. The .deb and the logs stay in build-RELEASE/ of the tree.
@@ -32,7 +38,8 @@
 # Env: H2GATE_SHAPES_PATHS (default squid,squid_tls,nghttpx,shapes: every path of the
 # matrix but direct and pac, which the others cover), H2GATE_DEBIAN_SUBSET (Catch2
 # test specs of the integration subset, one per line, instead of SUBSET),
-# H2GATE_KEEP_CONTAINER=1 (leave the container running after a failure, to look in).
+# H2GATE_DEBIAN_WINDOWS=1 (step 5w), H2GATE_KEEP_CONTAINER=1 (leave the container
+# running after a failure, to look in).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -52,6 +59,8 @@ SUBSET=(
 if [[ -n ${H2GATE_DEBIAN_SUBSET:-} ]]; then
   mapfile -t SUBSET <<<"$H2GATE_DEBIAN_SUBSET"
 fi
+WINDOWS=${H2GATE_DEBIAN_WINDOWS:-0}
+WIN_CACHE=${H2GATE_DEBIAN_WIN_CACHE:-/var/cache/h2gate-win-$RELEASE}
 
 log() { printf 'check_debian: %s\n' "$*"; }
 fail() {
@@ -143,6 +152,12 @@ for v in http_proxy https_proxy HTTP_PROXY HTTPS_PROXY no_proxy NO_PROXY PIP_IND
   [[ -n ${!v:-} ]] && INSTALL_ENV+=(-e "$v=${!v}")
 done
 EXEC_ENV=()
+# The Windows libraries built in the container are kept on the host, keyed by their
+# versions as on the host (deploy/windows/build-deps.sh).
+if [[ $WINDOWS == 1 ]]; then
+  mkdir -p "$WIN_CACHE"
+  CA_MOUNT+=(-v "$WIN_CACHE:/var/cache/h2gate-win")
+fi
 CLEANUP+=("[[ \${H2GATE_KEEP_CONTAINER:-} == 1 ]] || podman rm -f -t 0 $NAME")
 podman run -d --name "$NAME" --runtime runc --privileged --network host \
   --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 "${CA_MOUNT[@]}" \
@@ -207,8 +222,8 @@ in_box unit.log ctest --test-dir build --output-on-failure -R "'^unit'"
 log "ok: $(grep -Eo '[0-9]+% tests passed.*' "$OUT/unit.log")"
 
 step "integration subset"
-# One run per spec: Catch2 v3 takes several arguments as one spec whose parts
-# must all match (v2: any).
+# One run per spec (and its time): Catch2 takes several arguments as one spec
+# whose parts must all match.
 i=0
 for spec in "${SUBSET[@]}"; do
   i=$((i + 1))
@@ -225,6 +240,17 @@ grep -E '^check_package: (ok: (version|cpack|lintian|Depends)|Depends:)' "$OUT/p
 deb=$(podman exec "$NAME" bash -c 'ls /src/build/h2gate_*.deb') || fail "no .deb in the container's build/"
 podman cp "$NAME:$deb" "$OUT/" || fail "podman cp $deb"
 DEB=$OUT/$(basename "$deb")
+
+if [[ $WINDOWS == 1 ]]; then
+  step "the Windows cross build (deploy/install-deps.sh --test-windows, tests/windows/run.sh)"
+  EXEC_ENV=("${INSTALL_ENV[@]}")
+  in_box install-test-windows.log nice deploy/install-deps.sh --test-windows
+  EXEC_ENV=()
+  in_box windows.log nice tests/windows/run.sh build-windows
+  grep -E '^build-deps: (sources:|[a-z0-9-]+: done in|llhttp:|sysroot complete)|^windows: (mingw|wine|dependencies|configured)' \
+    "$OUT/windows.log" | sed 's/^/  /'
+  log "ok: $(grep -Eo '[0-9]+% tests passed.*' "$OUT/windows.log" | tail -n1); [windows-exe]: $(grep -E '^(All tests passed|test cases:)' "$OUT/windows.log" | tail -n1); windows: passed under wine"
+fi
 
 step "$(basename "$DEB") installed and run under systemd (tests/deploy/check_package.sh install)"
 # The container is done: its memory and processes go before the next one starts.
