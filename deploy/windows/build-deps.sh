@@ -557,6 +557,14 @@ build_yaml_cpp() {
   src=$(extract yaml-cpp "$1")
   cmake_lib yaml-cpp "$src" -DYAML_BUILD_SHARED_LIBS=OFF -DYAML_CPP_BUILD_TESTS=OFF \
     -DYAML_CPP_BUILD_TOOLS=OFF -DYAML_CPP_INSTALL=ON
+  # yaml-cpp 0.8 (Debian 13) declares its API dllimport on mingw unless
+  # YAML_CPP_STATIC_DEFINE is set, which its CMake config passes on but its .pc
+  # does not: the installed header is made static-only, as prometheus-cpp's below
+  # (0.7's has no such block and declares nothing dllimport for a static build).
+  local hdr=$STAGE/include/yaml-cpp/dll.h
+  if grep -q '^#ifdef YAML_CPP_STATIC_DEFINE$' "$hdr"; then
+    sed -i 's|^#ifdef YAML_CPP_STATIC_DEFINE$|#if 1 /* static library only (deploy/windows/build-deps.sh) */|' "$hdr"
+  fi
 }
 
 build_prometheus_cpp() {
@@ -639,9 +647,10 @@ EOF
   # shellcheck disable=SC2086 # pkg-config's flags are words
   run_logged link-check "$TRIPLE-g++-posix" -std=c++17 -static -o "$WORK/link_check.exe" \
     "$WORK/link_check.cc" $flags -lprometheus-cpp-core
-  # Nothing may point into the staging directory, which is renamed.
-  bad=$(grep -rlIF "$STAGE" "$STAGE" 2>/dev/null || true)
-  [[ -z $bad ]] || die "these files name the staging directory (not relocatable): $bad"
+  # Nothing may point into the staging directory, which is renamed, or into the
+  # build directory, which is removed.
+  bad=$(grep -rlIF -e "$STAGE" -e "$WORK" "$STAGE" 2>/dev/null || true)
+  [[ -z $bad ]] || die "these files name the staging or the build directory (not relocatable): $bad"
 }
 
 write_manifest() { # SECONDS
