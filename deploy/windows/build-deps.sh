@@ -595,10 +595,15 @@ build_catch2() {
 # Makes the sysroot relocatable and checks it before it is renamed into place.
 finish_sysroot() {
   local pc f bad
-  # .pc files: prefix relative to the file (pkg-config's ${pcfiledir}).
+  # .pc files: prefix relative to the file (pkg-config's ${pcfiledir}). OpenSSL 3.5's
+  # util/mkinstallvars.pl takes INSTALLTOP "C:/Program Files/OpenSSL" for a relative
+  # path on this Unix build host and puts the build directory before it in its
+  # prefix= line (3.0 writes it as given): the whole line is replaced.
   for pc in "$STAGE"/lib/pkgconfig/*.pc; do
     # shellcheck disable=SC2016 # ${pcfiledir} is pkg-config's, written as is
-    sed -i -e "s|$STAGE|\${pcfiledir}/../..|g" -e 's|C:/Program Files/OpenSSL|${pcfiledir}/../..|g' "$pc"
+    sed -i -e "s|$STAGE|\${pcfiledir}/../..|g" \
+      -e 's|^prefix=.*C:/Program Files/OpenSSL$|prefix=${pcfiledir}/../..|' \
+      -e 's|C:/Program Files/OpenSSL|${pcfiledir}/../..|g' "$pc"
   done
   # Libraries only: nghttp2 installs its README and an OCSP helper script there.
   rm -rf "$STAGE/share"
