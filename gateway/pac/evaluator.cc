@@ -304,6 +304,10 @@ PacResult PacEvaluator::Impl::runEval(Flight& flight, PacContext* ctx, bool& dis
   }
   ++evaluations;
   RawAnswer raw = ctx->findProxy(flight.query.url, flight.query.host, flight.deadline);
+  if (raw.lookups_refused > 0)
+    logOnce(conn, stream, r.script_version,
+            "FindProxyForURL asked DNS for more than " + std::to_string(kMaxLookupsPerRun) +
+                " names in one run; the others got 'not found' without a lookup");
   if (raw.error) {
     r.error = raw.error;
     discard = raw.error.kind == PacError::Kind::Timeout || raw.error.kind == PacError::Kind::Memory;
@@ -342,6 +346,10 @@ void PacEvaluator::Impl::runLoad(Job& job, std::unique_ptr<PacContext>& ctx, uin
   PacError err =
       fresh->load(job.script->text, job.script->origin, Clock::now() + options.load_timeout);
   setActive(slot, nullptr);
+  if (fresh->lookupsRefused() > 0)
+    logOnce(0, 0, job.script->version,
+            "the top-level code asked DNS for more than " + std::to_string(kMaxLookupsPerRun) +
+                " names; the others got 'not found' without a lookup");
   if (err) {
     ++load_failures;
     if (err.kind == PacError::Kind::Timeout)
@@ -553,8 +561,11 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
 }
 
 void PacEvaluator::networkChanged() {
-  std::lock_guard lock(impl_->mutex);
-  impl_->cacheClear();
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->cacheClear();
+  }
+  if (impl_->env.resolver) impl_->env.resolver->networkChanged();
 }
 
 std::shared_ptr<const PacScript> PacEvaluator::script() const {

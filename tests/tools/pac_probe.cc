@@ -37,8 +37,8 @@ class FixedLocalResolver : public pac::PacResolver {
  public:
   explicit FixedLocalResolver(std::vector<filters::IpAddress> local) : local_(std::move(local)) {}
   std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only,
-                                          pac::Deadline deadline) override {
-    return system_.resolve(host, v4_only, deadline);
+                                          pac::Deadline deadline, std::string_view owner) override {
+    return system_.resolve(host, v4_only, deadline, owner);
   }
   std::vector<filters::IpAddress> localAddresses(pac::Deadline) override { return local_; }
 

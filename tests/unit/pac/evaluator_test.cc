@@ -445,6 +445,97 @@ function FindProxyForURL(url, host) {
   CHECK(Clock::now() - start < 700ms);
 }
 
+TEST_CASE("pac evaluator: one run asks DNS for at most kMaxLookupsPerRun names",
+          "[pac][evaluator][hostile][dns]") {
+  auto resolver = std::make_shared<TableResolver>();
+  resolver->table["known.example"] = {"10.1.2.3"};
+  Harness h({}, resolver);
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  var found = 0;
+  if (host == "many") {
+    for (var i = 0; i < 5000; i++) if (dnsResolve("n" + i + ".example")) found++;
+    return "PROXY many-" + found + (isResolvable("known.example") ? "" : "-unresolvable") + ":1";
+  }
+  if (host == "same") {
+    for (var i = 0; i < 5000; i++) if (dnsResolve("known.example")) found++;
+    return "PROXY same:" + found;
+  }
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  // 5000 names asked, 32 looked up; the 33rd and later (known.example too)
+  // are "not found" without a lookup, and the run still answers.
+  PacResult r = h.ask("http://many/", "many");
+  CHECK(r.answer == "PROXY many-0-unresolvable:1");
+  CHECK(resolver->lookups() == static_cast<int>(kMaxLookupsPerRun));
+  // Each lookup says whom it is for: the request's host.
+  for (const std::string& owner : resolver->owners()) CHECK(owner == "many");
+  // One name asked 5000 times: one lookup, every call answered.
+  r = h.ask("http://same/", "same");
+  CHECK(r.answer == "PROXY same:5000");
+  CHECK(resolver->lookups() == static_cast<int>(kMaxLookupsPerRun) + 1);
+}
+
+TEST_CASE(
+    "pac evaluator: a request whose PAC loops over a DNS server that does not answer "
+    "does not change another request's answer",
+    "[pac][evaluator][hostile][dns]") {
+  // The system resolver's pool with a lookup that never returns for *.dead
+  // (a DNS server that does not answer: getaddrinfo() cannot be cancelled)
+  // and answers at once for inhosts.test (a name in /etc/hosts).
+  DeadDns dns;
+  PacEnvironment env;
+  SystemResolver::Options ro;
+  env.resolver = std::make_shared<SystemResolver>(ro, dns.lookup());
+  env.dns_timeout = 100ms;
+  PacEvaluator::Options o;
+  o.timeout = 500ms;
+  o.threads = 2;
+  asio::io_context io;
+  auto eval = std::make_unique<PacEvaluator>(o, env);
+  std::optional<PacError> loaded;
+  eval->setScript(makeScript(R"JS(
+function FindProxyForURL(url, host) {
+  if (host == "loop.example") { for (var i = 0; ; i++) dnsResolve("n" + i + ".dead"); }
+  return isResolvable("inhosts.test") ? "DIRECT" : "PROXY 127.0.0.1:9";
+}
+)JS",
+                             "dead-dns.pac"),
+                  io.get_executor(), [&](PacError e) { loaded = e; });
+  auto run = [&io](auto done) {
+    const auto until = Clock::now() + 20s;
+    while (!done() && Clock::now() < until) {
+      io.restart();
+      io.run_for(5ms);
+    }
+  };
+  run([&] { return loaded.has_value(); });
+  REQUIRE(loaded);
+  REQUIRE(loaded->ok());
+  // Three evaluations that loop until their deadline, one after the other
+  // (distinct URLs: no cached answer), each leaving lookups that never end.
+  for (int i = 0; i < 3; ++i) {
+    std::optional<PacResult> r;
+    eval->evaluate(PacQuery{"http://loop.example/" + std::to_string(i), "loop.example",
+                            "loop" + std::to_string(i)},
+                   io.get_executor(), [&](PacResult x) { r = x; });
+    run([&] { return r.has_value(); });
+    REQUIRE(r);
+    CHECK(r->error.kind == PacError::Kind::Timeout);
+  }
+  CHECK(dns.stuck() >= 1);
+  // Another request: its isResolvable() gets a lookup thread at once.
+  std::optional<PacResult> other;
+  eval->evaluate(PacQuery{"http://other.example/", "other.example", "other"}, io.get_executor(),
+                 [&](PacResult x) { other = x; });
+  run([&] { return other.has_value(); });
+  REQUIRE(other);
+  CHECK(other->answer == "DIRECT");
+  eval.reset();
+}
+
 TEST_CASE("pac evaluator: the caller's timer answers when every worker is stuck",
           "[pac][evaluator][hostile]") {
   // A resolver that blocks past every deadline (nothing can cut its call
