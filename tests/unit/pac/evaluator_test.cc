@@ -11,6 +11,11 @@
 
 #include "gateway/log.h"
 #include "tests/support/temp_dir.h"
+#ifdef __linux__
+#include <unistd.h>
+
+#include "tests/support/process.h"
+#endif
 #include "tests/unit/pac/pac_test_util.h"
 
 using namespace h2gate::pac;
@@ -27,6 +32,28 @@ function FindProxyForURL(url, host) {
   return "PROXY proxy1.corp.example:8080; PROXY proxy2.corp.example:8080; DIRECT";
 }
 )JS";
+
+#ifdef __linux__
+// This test binary's PAC worker processes now.
+std::vector<pid_t> pacWorkers() {
+  std::vector<pid_t> out;
+  for (pid_t p : h2gate::test::descendants(::getpid()))
+    if (h2gate::test::commandLine(p).find("--pac-worker") != std::string::npos) out.push_back(p);
+  return out;
+}
+// True when none of `workers` runs any more within `wait`.
+bool waitUntilGone(const std::vector<pid_t>& workers, std::chrono::milliseconds wait) {
+  const auto until = Clock::now() + wait;
+  while (true) {
+    bool any = false;
+    for (pid_t p : workers)
+      any = any || h2gate::test::commandLine(p).find("--pac-worker") != std::string::npos;
+    if (!any) return true;
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+#endif
 
 struct Harness {
   explicit Harness(PacEvaluator::Options o = {}, std::shared_ptr<TableResolver> r = nullptr)
@@ -565,6 +592,98 @@ function FindProxyForURL(url, host) {
   r = h.ask("http://other/", "other");
   CHECK(r.error.kind == PacError::Kind::Timeout);
   CHECK(Clock::now() - start < 1500ms);
+}
+
+TEST_CASE(
+    "pac evaluator: a native function past the deadline is stopped; the next query is answered",
+    "[pac][evaluator][hostile][native]") {
+  // Duktape checks the deadline between bytecode instructions, never inside
+  // a native function: each of these runs for minutes (indexOf over 2^31
+  // property lookups about 4 minutes on the 2-core test machine; the string
+  // search is 4 million memcmp() calls of 64 KiB, no property lookup at
+  // all). The worker process running it is killed at the deadline + kKillGrace.
+  const std::string call =
+      GENERATE(as<std::string>{}, "Array.prototype.indexOf.call({length: 2147483647}, 1)",
+               "Array.prototype.lastIndexOf.call({length: 2147483647}, 1)",
+               "Array.prototype.join.call({length: 2147483647}, '')",
+               "Array.prototype.sort.call({length: 2147483647})",
+               "'a'.repeat(1 << 22).indexOf('a'.repeat(1 << 16) + 'b')");
+  INFO(call);
+  PacEvaluator::Options o;
+  o.timeout = 300ms;
+  o.threads = 1;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, host) {\n"
+                 "  if (host.indexOf('ok') == 0) return 'DIRECT';\n"
+                 "  return String(" +
+                 call +
+                 ");\n"
+                 "}")
+              .ok());
+  const auto start = Clock::now();
+  PacResult r = h.ask("http://native.example/", "native.example");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK_THAT(r.error.message, Catch::Contains("300 ms"));
+  CHECK(Clock::now() - start < 1500ms);
+#ifdef __linux__
+  // The process that ran it does not run on: gone within a second.
+  CHECK(waitUntilGone(pacWorkers(), 1s));
+#endif
+  // The only thread is free again (its worker killed, a new one started
+  // and given the file): an answer comes, well before the minutes the call
+  // would have taken. The first tries may still wait for the new worker.
+  PacResult ok;
+  const auto until = Clock::now() + 15s;
+  for (int i = 0; Clock::now() < until; ++i) {
+    const std::string host = "ok" + std::to_string(i) + ".example";
+    ok = h.ask("http://" + host + "/", host);
+    if (ok.error.ok()) break;
+    INFO(ok.error.message);
+    CHECK(ok.error.kind == PacError::Kind::Timeout);
+  }
+  CHECK(ok.answer == "DIRECT");
+  CHECK(Clock::now() - start < 15s);
+  const PacStats s = h.eval->stats();
+  CHECK(s.workers_killed == 1);
+  // The same query again: the failure is remembered (error_ttl), no second run.
+  r = h.ask("http://native.example/", "native.example");
+  CHECK(r.from_cache);
+  CHECK(h.eval->stats().workers_killed == 1);
+}
+
+TEST_CASE("pac evaluator: destroying it while native functions run returns at once",
+          "[pac][evaluator][hostile][native]") {
+  PacEvaluator::Options o;
+  o.threads = 2;
+  o.timeout = 60s;  // the calls are still running when the evaluator goes
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, host) {\n"
+                 "  return String(Array.prototype.indexOf.call({length: 2147483647}, 1));\n"
+                 "}")
+              .ok());
+  std::vector<std::optional<PacResult>> out(3);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::string host = "n" + std::to_string(i) + ".example";
+    h.eval->evaluate(PacQuery{"http://" + host + "/", host, host}, h.io.get_executor(),
+                     [&out, i](PacResult r) { out[i] = r; });
+  }
+  std::this_thread::sleep_for(500ms);  // both workers deep in indexOf, one query queued
+#ifdef __linux__
+  const std::vector<pid_t> busy = pacWorkers();
+  CHECK(busy.size() >= 2);
+#endif
+  const auto start = Clock::now();
+  h.eval.reset();
+  CHECK(Clock::now() - start < 1s);
+  h.runUntil([&] { return out[0] && out[1] && out[2]; }, 5s);
+  for (auto& r : out) {
+    REQUIRE(r);
+    CHECK(r->error.kind == PacError::Kind::Shutdown);
+  }
+#ifdef __linux__
+  // Not left computing: the workers are gone.
+  CHECK(waitUntilGone(busy, 2s));
+#endif
 }
 
 TEST_CASE("pac evaluator: queries for one key share one run; the queue is bounded",
