@@ -208,6 +208,14 @@ struct Cluster {
   SendBuffer send_buffer;
   uint32_t tcp_notsent_lowat = kDefaultUpstreamNotsentLowat;  // 0: unset
   Mark mark;
+  // Whether a listener's upstream_headers (its request_headers_to_add and
+  // proxy_credentials: credentials, identity tokens) may go to this
+  // cluster. True for the clusters of the config, which the operator wrote;
+  // false for a proxy that a PAC file names (upstream/router.h
+  // ProxyTemplate), which whoever serves the PAC file chose. Not a config
+  // field: upstream/proxy_request.h listenerHeaders() is the one place that
+  // reads it.
+  bool receives_listener_headers = true;
 };
 
 struct Admin {

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "gateway/log.h"
+#include "gateway/net/host_addresses.h"
+#include "gateway/net/host_name.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/pac/resolver.h"
 
@@ -32,14 +34,69 @@ asio::any_io_executor controlExecutor() {
 
 // Bound on the distinct skipped entries and loops logged per route.
 constexpr std::size_t kMaxNoted = 256;
+// Bound on the proxy names whose addresses the loop check keeps; one more
+// starts the list afresh.
+constexpr std::size_t kMaxResolvedNames = 1024;
+
+// An IPv4-mapped IPv6 address as the IPv4 address it connects to.
+asio::ip::address unmapped(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
+// What connecting to `host` (a proxy's host as the answer parser left it:
+// lower case, no brackets) reaches when that is known without DNS: an IP
+// literal in any notation, in the canonical form the request parser gives
+// a destination (net::canonicalRequestHost: 127.1, 0x7f000001, 2130706433,
+// 0177.0.0.1, ::ffff:127.0.0.1 are 127.0.0.1); the unspecified address,
+// which connects to this host; loopback for localhost and names under
+// .localhost (RFC 6761). *name set, and nothing returned, for a name
+// that only DNS can tell.
+std::vector<asio::ip::address> literalAddresses(std::string_view host, bool* name) {
+  *name = false;
+  if (host.size() > 1 && host.back() == '.') host.remove_suffix(1);
+  if (host == "localhost" || host.ends_with(".localhost"))
+    return {asio::ip::address_v4::loopback(), asio::ip::address_v6::loopback()};
+  const bool v6 = host.find(':') != std::string_view::npos;
+  std::string error;
+  if (std::optional<std::string> canonical = net::canonicalRequestHost(host, v6, &error)) {
+    asio::error_code ec;
+    const asio::ip::address a = asio::ip::make_address(*canonical, ec);
+    if (!ec) return {unmapped(a)};
+    *name = true;  // canonicalRequestHost leaves names as they are
+    return {};
+  }
+  // Refused as a destination: the unspecified address (0.0.0.0, ::),
+  // which connect() takes for this host, or no address at all.
+  if (v6) {
+    asio::error_code ec;
+    const asio::ip::address_v6 a = asio::ip::make_address_v6(std::string(host), ec);
+    if (!ec && a.is_unspecified()) return {asio::ip::address_v6::loopback()};
+  } else if (std::optional<asio::ip::address_v4> a = net::parseIpv4AnyNotation(std::string(host));
+             a && a->is_unspecified()) {
+    return {asio::ip::address_v4::loopback()};
+  }
+  return {};
+}
+
+// The default NameLookup: asio's resolver, whose getaddrinfo runs off the
+// event loop.
+void resolveWithAsio(const std::string& host, asio::any_io_executor ex,
+                     std::function<void(std::vector<asio::ip::address>)> done) {
+  auto resolver = std::make_shared<asio::ip::tcp::resolver>(ex);
+  resolver->async_resolve(
+      host, "", [resolver, done = std::move(done)](const asio::error_code& ec, auto results) {
+        std::vector<asio::ip::address> out;
+        if (!ec)
+          for (const auto& r : results) out.push_back(unmapped(r.endpoint().address()));
+        done(std::move(out));
+      });
+}
 
 std::string isoTime(std::chrono::system_clock::time_point t) {
   if (t.time_since_epoch().count() == 0) return "never";
   return log::utcSeconds(t);
-}
-
-bool loopbackName(const std::string& h) {
-  return h == "localhost" || h == "127.0.0.1" || h == "::1" || h == "0.0.0.0" || h == "::";
 }
 
 // "http://host:port/path" → scheme, host (no brackets), port, path.
@@ -93,7 +150,7 @@ pac::PacQuery queryFor(const RequestHead& head) {
 }  // namespace
 
 PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses)
-    : config_(std::move(config)) {
+    : config_(std::move(config)), lookup_(resolveWithAsio) {
   for (const std::string& own : own_addresses) {
     const std::size_t colon = own.rfind(':');
     if (colon == std::string::npos) continue;
@@ -103,7 +160,12 @@ PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses
     if (ec != std::errc() || p != end || port > 65535) continue;
     std::string host = own.substr(0, colon);
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
-    own_addresses_.push_back({std::move(host), static_cast<uint16_t>(port)});
+    // A listener's address is an IP address (0.0.0.0 and :: included).
+    asio::error_code bad;
+    const asio::ip::address a = asio::ip::make_address(host, bad);
+    if (bad) continue;
+    own_addresses_.push_back({unmapped(a), static_cast<uint16_t>(port)});
+    if (a.is_unspecified() && interfaces_.empty()) interfaces_ = net::interfaceAddresses();
   }
   auto t = std::make_shared<upstream::ProxyTemplate>();
   t->cluster = config_.proxies.cluster;
@@ -137,10 +199,7 @@ std::string PacRoute::start() {
     env.resolver = std::make_shared<pac::SystemResolver>(dns);
     env.dns_timeout = config_.dns_timeout;
     env.heap_limit = config_.memory_limit;
-    const std::string route = name();
-    env.alert = [route](std::string_view msg) {
-      H2G_LOG(Info, 0, 0, "pac " << route << ": alert(): " << msg.substr(0, 500));
-    };
+    // alert() is logged by the evaluator (escaped, with a budget).
     evaluator_ = std::make_unique<pac::PacEvaluator>(config_.evaluation, std::move(env));
     std::weak_ptr<PacRoute> weak = weak_from_this();
     source_ = std::make_unique<pac::PacSource>(config_.source, controlExecutor(),
@@ -229,12 +288,106 @@ void PacRoute::noteGood() const {
   troubled_.store(false, std::memory_order_release);
 }
 
-bool PacRoute::isOwnAddress(const pac::ProxyEntry& e) const {
+bool PacRoute::onOwnPort(uint16_t port) const {
+  return std::any_of(own_addresses_.begin(), own_addresses_.end(),
+                     [port](const OwnAddress& own) { return own.port == port; });
+}
+
+bool PacRoute::reachesOwn(const asio::ip::address& a, uint16_t port) const {
+  // An unspecified address connects to this host (Linux: loopback).
+  const asio::ip::address dest = !a.is_unspecified() ? unmapped(a)
+                                 : a.is_v4() ? asio::ip::address(asio::ip::address_v4::loopback())
+                                             : asio::ip::address(asio::ip::address_v6::loopback());
   for (const OwnAddress& own : own_addresses_) {
-    if (own.port != e.port) continue;
-    if (own.host == e.host || (loopbackName(own.host) && loopbackName(e.host))) return true;
+    if (own.port != port) continue;
+    if (own.address == dest) return true;
+    // A socket bound to 0.0.0.0 or :: takes every local address of its family.
+    if (own.address.is_unspecified() && own.address.is_v4() == dest.is_v4() &&
+        (dest.is_loopback() ||
+         std::find(interfaces_.begin(), interfaces_.end(), dest) != interfaces_.end()))
+      return true;
   }
   return false;
+}
+
+bool PacRoute::isOwnAddress(const pac::ProxyEntry& e) const {
+  if (!onOwnPort(e.port)) return false;
+  bool name = false;
+  std::vector<asio::ip::address> addresses = literalAddresses(e.host, &name);
+  if (name) {
+    std::lock_guard lock(names_mutex_);
+    // Resolved by decide() before this decision (unresolvedNames); absent
+    // only when the lookup took longer than dns_timeout: the connect then
+    // finds out, as for any proxy.
+    if (auto it = names_.find(e.host); it != names_.end()) addresses = it->second.addresses;
+  }
+  return std::any_of(addresses.begin(), addresses.end(),
+                     [&](const asio::ip::address& a) { return reachesOwn(a, e.port); });
+}
+
+std::vector<std::string> PacRoute::unresolvedNames(const pac::PacResult& r) const {
+  std::vector<std::string> out;
+  if (r.error) return out;
+  const auto now = std::chrono::steady_clock::now();
+  for (const pac::ProxyEntry& e : r.proxies.entries) {
+    if (e.kind == pac::ProxyEntry::Kind::Direct || !onOwnPort(e.port)) continue;
+    bool name = false;
+    literalAddresses(e.host, &name);
+    if (!name || std::find(out.begin(), out.end(), e.host) != out.end()) continue;
+    std::lock_guard lock(names_mutex_);
+    auto it = names_.find(e.host);
+    if (it == names_.end() || it->second.expires <= now) out.push_back(e.host);
+  }
+  return out;
+}
+
+void PacRoute::decideWith(std::shared_ptr<const pac::PacResult> r, uint64_t conn, uint64_t stream,
+                          asio::any_io_executor ex, std::function<void(Decision)> done) const {
+  std::vector<std::string> names = unresolvedNames(*r);
+  if (names.empty()) {
+    asio::post(ex, [d = toDecision(*r, conn, stream), done = std::move(done)]() mutable {
+      done(std::move(d));
+    });
+    return;
+  }
+  // Resolve them all, within dns_timeout; then decide (on `ex`, one thread).
+  struct Pending {
+    std::size_t left;
+    bool finished = false;
+    asio::steady_timer timer;
+    std::function<void()> finish;
+  };
+  std::weak_ptr<const PacRoute> weak = weak_from_this();
+  auto pending = std::make_shared<Pending>(
+      Pending{names.size(), false, asio::steady_timer(ex, config_.dns_timeout), {}});
+  pending->finish = [weak, pending_raw = pending.get(), r, conn, stream,
+                     done = std::move(done)]() mutable {
+    if (pending_raw->finished) return;
+    pending_raw->finished = true;
+    pending_raw->timer.cancel();
+    auto self = weak.lock();
+    Decision d;
+    if (self)
+      d = self->toDecision(*r, conn, stream);
+    else
+      d.reason = "the PAC route was replaced by a reload";
+    done(std::move(d));
+  };
+  pending->timer.async_wait([pending](const asio::error_code& ec) {
+    if (!ec) pending->finish();
+  });
+  const auto ttl =
+      std::max<std::chrono::milliseconds>(config_.evaluation.cache_ttl, std::chrono::seconds(1));
+  for (const std::string& host : names) {
+    lookup_(host, ex, [weak, pending, host, ttl](std::vector<asio::ip::address> addresses) {
+      if (auto self = weak.lock()) {
+        std::lock_guard lock(self->names_mutex_);
+        if (self->names_.size() >= kMaxResolvedNames) self->names_.clear();
+        self->names_[host] = {std::move(addresses), std::chrono::steady_clock::now() + ttl};
+      }
+      if (--pending->left == 0) pending->finish();
+    });
+  }
 }
 
 upstream::RouteDecider::Decision PacRoute::toDecision(const pac::PacResult& r, uint64_t conn_id,
@@ -309,21 +462,20 @@ void PacRoute::decide(const RequestHead& head, const StreamInfo& info, asio::any
   q.stream_id = info.stream_id;
   const uint64_t conn = info.connection_id, stream = info.stream_id;
   if (std::shared_ptr<const pac::PacResult> hit = evaluator_->cachedAnswer(q.cache_key)) {
-    asio::post(ex, [d = toDecision(*hit, conn, stream), done = std::move(done)]() mutable {
-      done(std::move(d));
-    });
+    decideWith(std::move(hit), conn, stream, ex, std::move(done));
     return;
   }
   std::weak_ptr<const PacRoute> weak = weak_from_this();
   evaluator_->evaluate(std::move(q), ex,
-                       [weak, conn, stream, done = std::move(done)](pac::PacResult r) {
+                       [weak, conn, stream, ex, done = std::move(done)](pac::PacResult r) mutable {
                          auto self = weak.lock();
                          if (!self) {
                            Decision d;
                            d.reason = "the PAC route was replaced by a reload";
                            return done(std::move(d));
                          }
-                         done(self->toDecision(r, conn, stream));
+                         self->decideWith(std::make_shared<const pac::PacResult>(std::move(r)),
+                                          conn, stream, ex, std::move(done));
                        });
 }
 
@@ -332,9 +484,12 @@ std::optional<upstream::RouteDecider::Decision> PacRoute::decideNow(const Reques
   if (!evaluator_) return std::nullopt;
   // The key is built in a buffer each thread keeps: no allocation per request.
   thread_local std::string key;
-  std::shared_ptr<const pac::PacResult> hit = evaluator_->cachedAnswer(
-      pac::PacQuery::cacheKeyFor(schemeOf(head), head.host, head.port, key));
+  std::shared_ptr<const pac::PacResult> hit = evaluator_->cachedAnswer(pac::PacQuery::cacheKeyFor(
+      schemeOf(head), head.host, head.port, head.is_connect ? std::string_view() : head.path, key));
   if (!hit) return std::nullopt;
+  // A proxy name on the listener's port whose addresses the loop check
+  // does not have yet: decide() resolves it first.
+  if (!own_addresses_.empty() && !unresolvedNames(*hit).empty()) return std::nullopt;
   return toDecision(*hit, info.connection_id, info.stream_id);
 }
 
@@ -422,6 +577,8 @@ PacRoute::Counters PacRoute::counters() const {
     c.timeouts = s.timeouts;
     c.errors = s.errors + s.overloaded;
     c.loads = s.loads;
+    c.cache_entries = s.cache_entries;
+    c.cache_bytes = s.cache_bytes;
     c.have_script = evaluator_->script() != nullptr;
   }
   if (source_) c.download_failures = source_->status().failures;

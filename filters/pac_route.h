@@ -4,7 +4,7 @@
 //
 //   config (filters/pac_route_config.h) ─▶ PacRoute
 //     PacSource (file, URL, WPAD, system; its own thread) ─ new text ─▶
-//     PacEvaluator (its threads, cache per scheme+host+port) ◀─ decide()
+//     PacEvaluator (its threads, cache per URL asked) ◀─ decide()
 //
 // decide() builds the query as browsers do (https and CONNECT requests as
 // "https://host[:port]/", path stripped; http ones whole) and maps the
@@ -12,10 +12,17 @@
 // "HTTPS h:p" (proxies the router creates on demand from proxies()).
 // SOCKS and QUIC entries are skipped (the parser says why), each distinct
 // one logged once. An answer naming this listener's own address is a loop:
-// DIRECT or 503 per on_loop, logged once. When the PAC cannot answer (none
-// loaded yet, exception, timeout, garbage, overload) the route's fallback
-// applies (DIRECT, a cluster, or a status); such a problem is logged once
-// when it starts (or changes kind), and once when answers work again.
+// DIRECT or 503 per on_loop, logged once. The address is what connecting
+// to the named proxy would reach, as the own-address filter judges a
+// destination (gateway/own_addresses.h): an IP literal in any notation, in
+// its canonical form (net::canonicalRequestHost: 127.1, 2130706433,
+// 0x7f000001, [::ffff:127.0.0.1] are 127.0.0.1), localhost, and a name by
+// the addresses it resolves to. Only entries on one of the listener's ports
+// are looked at, and a name is resolved (asynchronously, within
+// dns_timeout) before its first decision and then again after cache_ttl. When the PAC cannot answer
+// (none loaded yet, exception, timeout, garbage, overload) the route's fallback applies (DIRECT, a
+// cluster, or a status); such a problem is logged once when it starts (or changes kind), and once
+// when answers work again.
 //
 // Lifetime: created by the forward_proxy factory (config check and start
 // alike); start() (from Filter::init, at start or reload) starts the
@@ -32,6 +39,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -59,7 +68,7 @@ class PacRoute final : public upstream::RouteDecider,
   // upstream::RouteDecider
   void decide(const RequestHead& head, const StreamInfo& info, asio::any_io_executor ex,
               std::function<void(Decision)> done) const override;
-  // The decision from the evaluator's per-host cache, or nullopt (no
+  // The decision from the evaluator's answer cache, or nullopt (no
   // cached answer, or not started). Allocates only what the Decision holds.
   std::optional<Decision> decideNow(const RequestHead& head, const StreamInfo& info) const override;
   std::shared_ptr<const upstream::ProxyTemplate> proxies() const override { return proxies_; }
@@ -89,11 +98,20 @@ class PacRoute final : public upstream::RouteDecider,
     uint64_t fallbacks = 0;  // requests that took the route's fallback
     uint64_t download_failures = 0;
     uint64_t loads = 0;
+    uint64_t cache_entries = 0;  // the answer cache now
+    uint64_t cache_bytes = 0;
     bool have_script = false;
   };
   Counters counters() const;
   const std::string& name() const { return config_.source.name; }
   const PacRouteConfig& config() const { return config_; }
+
+  // How the loop check resolves a proxy's name: `done` gets its addresses
+  // (none when it does not resolve), posted to `ex`. By default asio's
+  // resolver (getaddrinfo off the event loop); tests set their own.
+  using NameLookup = std::function<void(const std::string& host, asio::any_io_executor ex,
+                                        std::function<void(std::vector<asio::ip::address>)> done)>;
+  void setNameLookup(NameLookup lookup) { lookup_ = std::move(lookup); }
 
  private:
   // What `result` means for a request: routes, or the fallback.
@@ -103,17 +121,35 @@ class PacRoute final : public upstream::RouteDecider,
   void noteProblem(const pac::PacError& error, uint64_t conn_id, uint64_t stream_id) const;
   void noteGood() const;
   bool isOwnAddress(const pac::ProxyEntry& e) const;
+  bool reachesOwn(const asio::ip::address& a, uint16_t port) const;
+  bool onOwnPort(uint16_t port) const;
+  // The proxy names in `r` on one of the listener's ports that the loop
+  // check needs resolved and has no fresh addresses for.
+  std::vector<std::string> unresolvedNames(const pac::PacResult& r) const;
+  // toDecision() once the names it needs are resolved; `done` posted to `ex`.
+  void decideWith(std::shared_ptr<const pac::PacResult> r, uint64_t conn_id, uint64_t stream_id,
+                  asio::any_io_executor ex, std::function<void(Decision)> done) const;
   void onScript(std::shared_ptr<pac::PacScript> script);
 
   // One of the listener's own addresses, parsed once ("[::1]:3128" →
-  // "::1", 3128; an unparsable port matches nothing).
+  // ::1, 3128; one that does not parse matches nothing).
   struct OwnAddress {
-    std::string host;  // no brackets
+    asio::ip::address address;  // may be unspecified: every local address
     uint16_t port = 0;
   };
 
   PacRouteConfig config_;
   std::vector<OwnAddress> own_addresses_;
+  // The machine's addresses, read once when an own address is unspecified.
+  std::vector<asio::ip::address> interfaces_;
+  NameLookup lookup_;
+  // Addresses of the proxy names the loop check resolved (bounded).
+  struct Resolved {
+    std::vector<asio::ip::address> addresses;
+    std::chrono::steady_clock::time_point expires;
+  };
+  mutable std::mutex names_mutex_;
+  mutable std::unordered_map<std::string, Resolved> names_;
   std::shared_ptr<upstream::ProxyTemplate> proxies_;
   std::unique_ptr<pac::PacEvaluator> evaluator_;
   std::unique_ptr<pac::PacSource> source_;

@@ -25,7 +25,8 @@ void durationAt(config::NodeReader& r, const char* key, milliseconds min, millis
 
 void parseEvaluation(config::NodeReader& e, PacRouteConfig& out) {
   if (e.isNull() || !e.expectMap()) return;
-  e.allowOnly({"timeout", "dns_timeout", "memory_limit", "threads", "cache_entries", "cache_ttl"});
+  e.allowOnly({"timeout", "dns_timeout", "memory_limit", "threads", "cache_entries", "cache_bytes",
+               "cache_ttl"});
   durationAt(e, "timeout", milliseconds(10), milliseconds(60000), out.evaluation.timeout);
   durationAt(e, "dns_timeout", milliseconds(10), milliseconds(60000), out.dns_timeout);
   if (auto v = e.uint("memory_limit", 1u << 20, uint64_t(4) << 30))
@@ -33,6 +34,8 @@ void parseEvaluation(config::NodeReader& e, PacRouteConfig& out) {
   if (auto v = e.uint("threads", 1, 64)) out.evaluation.threads = static_cast<unsigned>(*v);
   if (auto v = e.uint("cache_entries", 0, 10'000'000))
     out.evaluation.cache_entries = static_cast<std::size_t>(*v);
+  if (auto v = e.uint("cache_bytes", 64u << 10, uint64_t(4) << 30))
+    out.evaluation.cache_bytes = static_cast<std::size_t>(*v);
   durationAt(e, "cache_ttl", milliseconds(0), milliseconds(24 * 3600 * 1000),
              out.evaluation.cache_ttl);
   // Not given: at most the evaluation's timeout.

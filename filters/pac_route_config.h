@@ -23,7 +23,8 @@
 //                                #   one heap per worker, plus one while a new file loads
 //         threads: 2             # worker processes (gateway/pac/worker.h), each an
 //                                #   evaluation thread of h2gate's and a heap (default 2)
-//         cache_entries: 10000   # answers kept per scheme+host+port; 0: none
+//         cache_entries: 10000   # answers kept (per https host and port, per http URL); 0: none
+//         cache_bytes: 16777216  # bytes they may hold in all (default 16 MiB)
 //         cache_ttl: 60s         # how long one is kept (default 60 s)
 //       # When there is no PAC file yet or it cannot answer (exception,
 //       # timeout, no usable entry): one of direct: true (the default, as
@@ -76,6 +77,7 @@ struct PacRouteConfig {
     config::Cluster cluster = [] {
       config::Cluster c;
       c.tls = config::TlsContext{};
+      c.receives_listener_headers = false;  // see config::Cluster
       return c;
     }();
     std::size_t max_proxies = 64;

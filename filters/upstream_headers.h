@@ -17,7 +17,8 @@
 // An added header replaces one of the same name the app sent, and a
 // cluster's entry replaces a listener-wide one. Proxy-Authorization from
 // here (or proxy_credentials, its Basic shorthand) wins over the cluster's
-// proxy_credentials. DIRECT requests get nothing. The app's own
+// proxy_credentials. DIRECT requests get nothing, and neither does a proxy
+// a PAC file names (upstream/proxy_request.h listenerHeaders()). The app's own
 // Proxy-Authorization is dropped unless forward_proxy_authorization is true
 // (not allowed with proxy_auth on the same listener: that header is for
 // h2gate). Values are secrets: never logged, redacted in /config_dump.

@@ -230,6 +230,22 @@ class Checker {
     return true;
   }
 
+  // A step that waits for a server more than once (TLS and the request
+  // through the tunnel) has one deadline for all its waits: a server that
+  // sends a byte every few seconds cannot keep it going.
+  void startStep() {
+    report_.begin();
+    step_deadline_ = Clock::now() + options_.step_timeout;
+  }
+  Clock::duration stepLeft() const {
+    return std::max(step_deadline_ - Clock::now(), Clock::duration::zero());
+  }
+  bool stepExpired() const { return Clock::now() >= step_deadline_; }
+  std::string stepTimeoutText() const {
+    const auto ms = options_.step_timeout.count();
+    return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
+  }
+
   static std::string routeName(const std::string& cluster) {
     return cluster.empty() ? std::string("DIRECT") : "cluster '" + cluster + "'";
   }
@@ -513,11 +529,11 @@ class Checker {
     if (*alpn == "h2") {
       report_.ok("alpn", "h2: one TLS connection carries every tunnel");
     } else if (!offered_h2) {
-      report_.note("alpn", (alpn->empty() ? std::string("none") : *alpn) +
+      report_.note("alpn", (alpn->empty() ? std::string("none") : serverText(*alpn)) +
                                ": the cluster's alpn_protocols do not offer h2; HTTP/1.1 used");
     } else {
       report_.warn("alpn",
-                   (alpn->empty() ? std::string("no ALPN answer") : *alpn) +
+                   (alpn->empty() ? std::string("no ALPN answer") : serverText(*alpn)) +
                        ": the proxy refused h2, HTTP/1.1 used (one TLS connection per tunnel)",
                    "works, but without multiplexing; ask for HTTP/2 on the proxy");
     }
@@ -531,13 +547,18 @@ class Checker {
       if (report_.failed()) return false;  // the auth hook said why
       if (collector_->failed_status != 0 || collector_->reset)
         return report_.fail(step, "no answer: " + collector_->reason,
-                            "the proxy closed the connection; see its logs");
-      return report_.fail(
-          step, "no answer within " + std::to_string(options_.step_timeout.count()) + " ms",
-          "the proxy (or what is behind it) does not answer in time");
+                            "the proxy closed the connection, or its answer is not HTTP/1.1 "
+                            "that h2gate accepts (a head is at most " +
+                                std::to_string(http1::Limits{}.max_head_bytes / 1024) +
+                                " KiB); see its logs");
+      return report_.fail(step,
+                          "no complete answer within " + stepTimeoutText() + " (--step-timeout)",
+                          "the proxy (or what is behind it) does not answer in time; "
+                          "--step-timeout DURATION waits longer");
     }
     const ResponseHead& h = *collector_->head;
-    const std::string answer = std::to_string(h.status) + (h.reason.empty() ? "" : " " + h.reason);
+    const std::string answer =
+        std::to_string(h.status) + (h.reason.empty() ? "" : " " + serverText(h.reason));
     if (h.status == 407) return auth_walk_.fail407(h, step, has_credentials_);
     if (target_.tls && (h.status < 200 || h.status > 299))
       return report_.fail(step, "CONNECT " + target_.head.authority() + " refused: " + answer,
@@ -690,14 +711,14 @@ class Checker {
     bool sent = false;
     tunnel_->send(bytes, [&] { sent = true; });
     return runUntil(
-               io_, [&] { return sent || collector_->ended; }, options_.step_timeout) &&
+               io_, [&] { return sent || collector_->ended; }, stepLeft()) &&
            sent;
   }
   // Waits for more bytes (or the end); false when none came.
   bool receiveRaw() {
     if (!collector_->data.empty()) return true;
     runUntil(
-        io_, [&] { return !collector_->data.empty() || collector_->ended; }, options_.step_timeout);
+        io_, [&] { return !collector_->data.empty() || collector_->ended; }, stepLeft());
     return !collector_->data.empty();
   }
   bool flushTls(SSL* ssl) {
@@ -716,6 +737,15 @@ class Checker {
     return true;
   }
 
+  // The step's deadline passed while the destination was still answering.
+  bool originTimeout(const std::string& step, const std::string& what) {
+    return report_.fail(step,
+                        "no complete " + what + " from " + target_.head.authority() + " within " +
+                            stepTimeoutText() + " (--step-timeout)",
+                        "the destination (or the path to it) answers too slowly or not at all: "
+                        "check the URL's host and port; --step-timeout DURATION waits longer");
+  }
+
   bool originRequest() {
     const RequestHead& h = target_.head;
     struct SslFree {
@@ -725,7 +755,7 @@ class Checker {
     std::unique_ptr<SSL_CTX, SslFree> ctx;
     std::unique_ptr<SSL, SslFree> ssl;
     if (target_.tls) {
-      report_.begin();
+      startStep();
       ctx.reset(SSL_CTX_new(TLS_client_method()));
       SSL_CTX_set_default_verify_paths(ctx.get());
       // Verified and reported, not enforced: the app verifies the origin.
@@ -743,10 +773,14 @@ class Checker {
       for (;;) {
         const int r = SSL_do_handshake(ssl.get());
         if (!flushTls(ssl.get()))
-          return report_.fail("origin-tls", "the tunnel broke: " + collector_->reason,
-                              "the proxy closed the tunnel; see its logs");
+          return stepExpired() && !collector_->ended
+                     ? originTimeout("origin-tls", "TLS handshake")
+                     : report_.fail("origin-tls", "the tunnel broke: " + collector_->reason,
+                                    "the proxy closed the tunnel; see its logs");
         if (r == 1) break;
         if (SSL_get_error(ssl.get(), r) == SSL_ERROR_WANT_READ && feedTls(ssl.get())) continue;
+        if (stepExpired() && !collector_->ended)
+          return originTimeout("origin-tls", "TLS handshake");
         return report_.fail("origin-tls",
                             "TLS handshake with " + h.authority() + " through the tunnel failed" +
                                 (collector_->ended ? " (tunnel closed)" : "") + ": " +
@@ -766,17 +800,23 @@ class Checker {
             "apps that trust only the system store will refuse it (a TLS-inspecting "
             "proxy? then its CA belongs in the system store)");
     }
-    report_.begin();
+    startStep();
     const std::string request =
         "HEAD " + target_.path + " HTTP/1.1\r\nHost: " + http1::hostHeader(h) +
         "\r\nUser-Agent: h2gate-check/" + H2GATE_VERSION + "\r\nConnection: close\r\n\r\n";
     std::string response;
+    // As the daemon's parser (http1::Limits): a head that has not ended by
+    // then never will be one h2gate accepts.
+    const size_t max_head = http1::Limits{}.max_head_bytes;
+    auto more = [&] {
+      return response.find("\r\n\r\n") == std::string::npos && response.size() <= max_head;
+    };
     if (ssl) {
       SSL_write(ssl.get(), request.data(), static_cast<int>(request.size()));
       if (!flushTls(ssl.get()))
         return report_.fail("request", "the tunnel broke: " + collector_->reason, "-");
       char buf[16384];
-      while (response.find("\r\n\r\n") == std::string::npos) {
+      while (more()) {
         const int n = SSL_read(ssl.get(), buf, sizeof buf);
         if (n > 0) {
           response.append(buf, static_cast<size_t>(n));
@@ -788,21 +828,34 @@ class Checker {
     } else {
       if (!sendRaw(request))
         return report_.fail("request", "the tunnel broke: " + collector_->reason, "-");
-      while (response.find("\r\n\r\n") == std::string::npos && receiveRaw()) {
+      while (more() && receiveRaw()) {
         response += collector_->data;
         collector_->data.clear();
       }
+    }
+    if (response.find("\r\n\r\n") == std::string::npos) {
+      if (response.size() > max_head)
+        return report_.fail(
+            "request",
+            "the response head from " + h.authority() + " has no end within its first " +
+                std::to_string(max_head / 1024) +
+                " KiB (h2gate's limit for a response head, the daemon's too)",
+            "the destination does not speak HTTP on this port, or its answer is broken: check "
+            "the URL's port, or ask the server's administrator");
+      if (stepExpired() && !collector_->ended)
+        return originTimeout("request",
+                             "response head (" + std::to_string(response.size()) + " bytes came)");
     }
     int status = 0;
     char version[16] = {};
     if (std::sscanf(response.c_str(), "HTTP/%15s %d", version, &status) != 2 || status < 100)
       return report_.fail("request",
                           "no HTTP answer from " + h.authority() +
-                              (response.empty() ? "" : " (got '" + response.substr(0, 40) + "')"),
+                              (response.empty() ? "" : " (got '" + serverText(response, 40) + "')"),
                           "the destination does not speak HTTP on this port");
     status_ = status;
     const std::string first = response.substr(0, response.find("\r\n"));
-    report_.ok("request", "HEAD " + target_.path + " -> " + first);
+    report_.ok("request", "HEAD " + target_.path + " -> " + serverText(first));
     return true;
   }
 
@@ -823,6 +876,7 @@ class Checker {
   size_t endpoint_ = 0;     // the cluster endpoint being checked
   uint64_t stream_id_ = 0;  // per attempt, for the gateway code's log lines
   int status_ = 0;
+  Clock::time_point step_deadline_;  // of the step under way (startStep)
   // One per h2 connection, kept to the end (a closed connection may still
   // report to its owner while the loop runs).
   std::vector<std::unique_ptr<H2Owner>> owners_;

@@ -97,9 +97,14 @@ std::string AuthWalk::sentText(const std::string& authorization) {
   return schemeOf(authorization) + " (" + std::to_string(n) + " characters, not shown)";
 }
 std::string AuthWalk::offersText(const ResponseHead& h) {
+  // What the proxy wrote: each scheme name shortened, the list too.
+  constexpr size_t kShown = 8;
+  const auto challenges = upstream::auth::challengesOf(h.headers);
   std::string schemes;
-  for (const upstream::auth::Challenge& c : upstream::auth::challengesOf(h.headers))
-    schemes += (schemes.empty() ? "" : ", ") + c.scheme;
+  for (size_t i = 0; i < challenges.size() && i < kShown; ++i)
+    schemes += (schemes.empty() ? "" : ", ") + serverText(challenges[i].scheme, 64);
+  if (challenges.size() > kShown)
+    schemes += " and " + std::to_string(challenges.size() - kShown) + " more";
   return schemes.empty() ? std::string("no Proxy-Authenticate") : schemes;
 }
 
@@ -152,7 +157,7 @@ upstream::auth::Verdict AuthWalk::onResponse(const ResponseHead& head, bool can_
   const std::string sent = sent_;
   upstream::auth::Verdict v = request_auth_->onResponse(head, can_retry, same_connection);
   const std::string answer =
-      std::to_string(head.status) + (head.reason.empty() ? "" : " " + head.reason);
+      std::to_string(head.status) + (head.reason.empty() ? "" : " " + serverText(head.reason));
   switch (v.kind) {
     case Kind::Retry: {
       retry_ = true;

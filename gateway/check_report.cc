@@ -4,6 +4,8 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "config/node_reader.h"
+
 namespace h2gate::check {
 namespace {
 
@@ -18,15 +20,28 @@ std::string nameText(X509_NAME* name) {
     if (n >= 0) {
       std::string cn(reinterpret_cast<char*>(utf8), static_cast<size_t>(n));
       OPENSSL_free(utf8);
-      return "CN=" + cn;
+      return "CN=" + serverText(cn);
     }
   }
   char buf[256];
   X509_NAME_oneline(name, buf, sizeof buf);
-  return buf;
+  return serverText(buf);
 }
 
 }  // namespace
+
+std::string serverText(std::string_view text, size_t max) {
+  if (text.size() <= max) return config::escapeControls(text);
+  size_t cut = max;
+  // Not inside a UTF-8 sequence: its lead byte goes with the rest of it.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return config::escapeControls(text.substr(0, cut)) + "... (" + std::to_string(text.size()) +
+         " bytes)";
+}
+
+std::string Report::printable(std::string_view text) {
+  return config::escapeControls(text);
+}
 
 std::string opensslErrors() {
   std::string out;
@@ -44,7 +59,10 @@ std::string chainText(SSL* ssl) {
   STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);
   if (chain == nullptr || sk_X509_num(chain) == 0) return "no certificate";
   std::string out;
-  for (int i = 0; i < sk_X509_num(chain); ++i) {
+  // A chain is a few certificates; a server may send a hundred.
+  constexpr int kShown = 6;
+  const int n = sk_X509_num(chain);
+  for (int i = 0; i < n && i < kShown; ++i) {
     X509* c = sk_X509_value(chain, i);
     if (i > 0) out += " <- ";
     out += nameText(X509_get_subject_name(c)) + " (issuer " + nameText(X509_get_issuer_name(c));
@@ -52,12 +70,13 @@ std::string chainText(SSL* ssl) {
     if (b != nullptr) {
       ASN1_TIME_print(b, X509_get0_notAfter(c));
       char* p = nullptr;
-      const long n = BIO_get_mem_data(b, &p);
-      out += ", until " + std::string(p, static_cast<size_t>(n));
+      const long len = BIO_get_mem_data(b, &p);
+      out += ", until " + std::string(p, static_cast<size_t>(len));
       BIO_free(b);
     }
     out += ")";
   }
+  if (n > kShown) out += " <- ... (" + std::to_string(n - kShown) + " more)";
   return out;
 }
 

@@ -1,6 +1,11 @@
 // `h2gate check`'s output: one line per step with its time and verdict
 // (Report), and the text it gives for TLS (certificate chains, what to do
 // about a failed verification). Used by gateway/check.cc only.
+//
+// Every line is printed through config::escapeControls (the escaping of
+// config errors): what a server sent (a reason phrase, a status line, a
+// certificate's subject) cannot move the cursor, set the terminal's title,
+// clear the screen or forge a line of its own. serverText() also shortens it.
 #pragma once
 
 #include <openssl/ssl.h>
@@ -9,11 +14,19 @@
 #include <cstdio>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace h2gate::check {
 
 using Clock = std::chrono::steady_clock;
+
+// At most this many bytes of one piece of a server's text are shown.
+inline constexpr size_t kShownServerBytes = 256;
+
+// `text` (a server's bytes) fit for one line: escaped, and cut after
+// `max` bytes with "... (N bytes)" saying how long it was.
+std::string serverText(std::string_view text, size_t max = kShownServerBytes);
 
 // One line per step; remembers the first failure and the warnings.
 class Report {
@@ -25,15 +38,15 @@ class Report {
   void warn(const std::string& step, const std::string& detail, const std::string& advice = "") {
     line("WARN", step, detail);
     warnings_.push_back(step);
-    if (!advice.empty()) out_ << std::string(31, ' ') << "-> " << advice << "\n";
+    if (!advice.empty()) out_ << std::string(31, ' ') << "-> " << printable(advice) << "\n";
   }
   // Returns false, so that a step can `return report.fail(...)`.
   bool fail(const std::string& step, const std::string& detail, const std::string& advice) {
     line("FAIL", step, detail);
     if (failure_.empty()) {
-      failure_ = "FAIL (" + step + "): " + detail + " — " + advice;
       failed_step_ = step;
-      failed_detail_ = detail;
+      failed_detail_ = printable(detail);
+      failure_ = "FAIL (" + step + "): " + failed_detail_ + " — " + printable(advice);
     }
     return false;
   }
@@ -56,11 +69,14 @@ class Report {
   const std::vector<std::string>& warnings() const { return warnings_; }
 
  private:
+  // config::escapeControls: also what check itself wrote is kept to one
+  // line, whatever a server's bytes in it.
+  static std::string printable(std::string_view text);
   void line(const char* verdict, const std::string& step, const std::string& detail) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - started_).count();
     char head[64];
     std::snprintf(head, sizeof head, "  %-5s %-11s %8.1f ms  ", verdict, step.c_str(), ms);
-    out_ << head << detail << "\n" << std::flush;
+    out_ << head << printable(detail) << "\n" << std::flush;
     started_ = Clock::now();
   }
   std::ostream& out_;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string_view>
 
+#include "config/node_reader.h"
 #include "filters/access_log.h"
 #include "filters/registry.h"
 #include "gateway/load_config.h"
@@ -285,7 +286,8 @@ ParseResult parse(int argc, const char* const* argv) {
                                               "--proxy-auth",
                                               "--log-file",
                                               "--log-file-max-size",
-                                              "--log-file-keep"};
+                                              "--log-file-keep",
+                                              "--step-timeout"};
     if (std::find_if(std::begin(kValued), std::end(kValued),
                      [&](const char* v) { return name == v; }) == std::end(kValued)) {
       r.errors.push_back("unknown flag '" + name + "' (see --help)");
@@ -348,6 +350,12 @@ ParseResult parse(int argc, const char* const* argv) {
         o.max_config_bytes = *bytes;
       else
         addError(r, name, "expected a size from 1K to 1G (e.g. 64M, 1048576), got '" + value + "'");
+    } else if (name == "--step-timeout") {
+      const auto d = config::parseDuration(value);
+      if (d && *d >= std::chrono::milliseconds(100) && *d <= std::chrono::minutes(10))
+        o.step_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+      else
+        addError(r, name, "expected a duration from 100ms to 10m (e.g. 30s), got '" + value + "'");
     } else if (name == "--log-level") {
       log::Level level;
       if (!log::parseLevel(value, &level)) {
@@ -357,6 +365,7 @@ ParseResult parse(int argc, const char* const* argv) {
     }
   }
   if (o.check && o.validate) r.errors.push_back("check and --validate cannot be combined");
+  if (o.step_timeout && !o.check) r.errors.push_back("--step-timeout is an option of h2gate check");
   if (!o.service.empty() && o.validate)
     r.errors.push_back("service and --validate cannot be combined");
   if (o.service == "uninstall" && argc > 3) r.errors.push_back("service uninstall takes no flags");
@@ -417,6 +426,13 @@ Commands:
                            tunnel. Prints each step with its time, then the
                            first failure and what to do. Exit 0 when the path
                            works, 1 when not. URL default: https://example.com/
+      --step-timeout DURATION
+                           check: how long a step may wait for a server in
+                           all (DNS and TCP to the destination, the proxy's
+                           answer, TLS and the request through the tunnel;
+                           the proxy's DNS, TCP and TLS take the cluster's
+                           connect_timeout), e.g. 30s; default 10s. A
+                           response head is at most 64 KiB
   service install [options]
                            Windows: register the service "h2gate" (started
                            automatically at boot, as LocalSystem) that runs

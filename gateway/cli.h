@@ -3,6 +3,7 @@
 // unit-testable.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ struct Options {
   bool validate = false;  // --validate: check config, print every problem, exit 0/1
   bool check = false;     // `h2gate check [URL]`: diagnose the path (gateway/check.h)
   std::string check_url;  // its URL; empty: check::kDefaultUrl
+  // --step-timeout DURATION (check only): how long one of its steps may wait
+  // for a server in all (check::Options::step_timeout); unset: its default.
+  std::optional<std::chrono::milliseconds> step_timeout;
   // `h2gate service ACTION`: "install", "uninstall" or "run" (what the
   // Windows service manager starts; gateway/service.h); empty otherwise.
   std::string service;

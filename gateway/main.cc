@@ -83,6 +83,7 @@ int main(int argc, char** argv) {
       H2G_LOG(Warn, 0, 0, note);
     check::Options o;
     if (!opts.check_url.empty()) o.url = opts.check_url;
+    if (opts.step_timeout) o.step_timeout = *opts.step_timeout;
     return check::run(loaded.bootstrap, o, std::cout);
   }
   if (opts.service == "install") {

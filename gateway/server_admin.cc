@@ -319,6 +319,11 @@ void Server::appendPacMetrics(std::vector<prometheus::MetricFamily>& out) const 
                            "Failed attempts to fetch a PAC file (URL, WPAD, system, file).");
   auto loaded =
       metrics::gaugeFamily("h2gate_pac_loaded", "1 when the PAC route has a PAC file in use.");
+  auto cache_entries = metrics::gaugeFamily(
+      "h2gate_pac_cache_entries", "PAC answers in the route's cache now (expired ones freed).");
+  auto cache_bytes = metrics::gaugeFamily(
+      "h2gate_pac_cache_bytes",
+      "Memory the PAC answers in the route's cache hold, estimated (bounded by cache_bytes).");
   for (const auto& [listener, route] : routes) {
     const filters::PacRoute::Counters c = route->counters();
     const std::vector<prometheus::ClientMetric::Label> labels{{"route", route->name()}};
@@ -329,8 +334,11 @@ void Server::appendPacMetrics(std::vector<prometheus::MetricFamily>& out) const 
     metrics::addGauge(fallbacks, static_cast<double>(c.fallbacks), labels);
     metrics::addGauge(downloads, static_cast<double>(c.download_failures), labels);
     metrics::addGauge(loaded, c.have_script ? 1 : 0, labels);
+    metrics::addGauge(cache_entries, static_cast<double>(c.cache_entries), labels);
+    metrics::addGauge(cache_bytes, static_cast<double>(c.cache_bytes), labels);
   }
-  for (auto* f : {&evals, &hits, &timeouts, &errors, &fallbacks, &downloads, &loaded})
+  for (auto* f : {&evals, &hits, &timeouts, &errors, &fallbacks, &downloads, &loaded,
+                  &cache_entries, &cache_bytes})
     out.push_back(std::move(*f));
 }
 

@@ -282,8 +282,13 @@ void DownstreamConnection::processBody() {
   if (sending_up_ || state_ != State::RequestBody) return;
   bool last = false;
   while (body_out_.empty() && !last) {
+    // Fed even when nothing is buffered: a body of Content-Length: 0 ends
+    // with no byte after the head.
     const std::string_view in = socket_.buffered();
-    if (in.empty()) {
+    size_t used = 0;
+    const http1::Event ev = parser_->feed(in.data(), in.size(), &used, &body_out_);
+    socket_.consume(used);
+    if (ev == http1::Event::NeedMore && in.empty()) {
       if (socket_.eof()) {
         info_.result = Result::DownstreamReset;
         info_.reason = "app closed the connection in the middle of the request body";
@@ -293,9 +298,6 @@ void DownstreamConnection::processBody() {
       }
       return;
     }
-    size_t used = 0;
-    const http1::Event ev = parser_->feed(in.data(), in.size(), &used, &body_out_);
-    socket_.consume(used);
     if (ev == http1::Event::Error) {
       if (!response_started_)
         return replyError(400, Result::BadRequest, "bad request body: " + parser_->errorReason());

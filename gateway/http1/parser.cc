@@ -136,8 +136,13 @@ int Parser::onHeadersComplete(llhttp_t* p) {
     // would take them for the upgraded protocol and never report another
     // head. (A proxy carries WebSockets in CONNECT tunnels.)
     if (p->method != HTTP_CONNECT) p->upgrade = 0;
-    // CONNECT's payload is tunnel data, not a body; stop here either way so
-    // the caller sees the head before any body bytes.
+    // A message whose body is known to be empty (Content-Length: 0) ends
+    // here: llhttp goes on to its completion, which the caller gets with
+    // no further input (a keep-alive peer sends none). CONNECT's payload is
+    // tunnel data, not a body; stop here either way so the caller sees the
+    // head before any body bytes.
+    if (p->method != HTTP_CONNECT && framing == BodyFraming::ContentLength && r.content_length == 0)
+      return 0;
     return HPE_PAUSED;
   }
   ResponseHead& r = s.response_;
@@ -154,6 +159,10 @@ int Parser::onHeadersComplete(llhttp_t* p) {
   r.framing = framing;
   r.content_length = framing == BodyFraming::ContentLength ? p->content_length : 0;
   r.keep_alive = keep_alive && framing != BodyFraming::UntilClose;
+  // Content-Length: 0 ends the message with its head, as a bodyless one
+  // does: pausing here would leave the completion for input that a
+  // keep-alive peer never sends.
+  if (framing == BodyFraming::ContentLength && r.content_length == 0) return 0;
   return HPE_PAUSED;
 }
 
@@ -182,8 +191,9 @@ Event Parser::fail(int status, std::string reason) {
 Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
   *consumed = 0;
   if (dead_) return Event::Error;
-  // A head and its message completing in one step (a response without a
-  // body) are reported one per call.
+  // A head and its message completing in one step (a message without a
+  // body, or with Content-Length: 0) are reported one per call, the second
+  // without further input.
   if (head_done_) {
     head_done_ = false;
     return Event::HeadComplete;

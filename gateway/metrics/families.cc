@@ -58,6 +58,11 @@ const std::array<FamilyDef, kFamilyCount> kDefs{{
      "Connections opened to upstream proxies, by what ALPN gave (h2 or http1).",
      Type::Counter,
      {"cluster", "endpoint", "protocol"}},
+    {"h2gate_upstream_http1_connections_closed_total",
+     "HTTP/1.1 connections to upstream proxies that h2gate closed or lost instead of keeping "
+     "them for the next request, by why (upstream/upstream_stats.h Http1Close).",
+     Type::Counter,
+     {"cluster", "endpoint", "reason"}},
     {"h2gate_upstream_connect_failures_total",
      "Failed connection attempts to upstream proxies, by stage.",
      Type::Counter,

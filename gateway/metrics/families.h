@@ -28,6 +28,7 @@ enum class Family {
   // Upstream: proxies, connections, streams.
   UpstreamConnectionsActive,     // gauge {cluster, endpoint, protocol}
   UpstreamConnectionsOpened,     // counter {cluster, endpoint, protocol}
+  UpstreamHttp1Closed,           // counter {cluster, endpoint, reason}
   UpstreamConnectFailures,       // counter {cluster, endpoint, result}
   UpstreamConnectDuration,       // histogram {cluster, endpoint}
   UpstreamTlsHandshakeDuration,  // histogram {cluster, endpoint}

@@ -5,14 +5,15 @@
 #include <charconv>
 #include <condition_variable>
 #include <deque>
-#include <list>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "config/node_reader.h"
 #include "gateway/log.h"
+#include "gateway/pac/answer_cache.h"
 #include "gateway/pac/worker.h"
 
 namespace h2gate::pac {
@@ -25,6 +26,8 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kTimerGrace = std::chrono::milliseconds(20);
 // Alerts logged at info per script version; the rest at debug.
 constexpr int kAlertBudget = 20;
+// At most this much of one alert() message is logged.
+constexpr std::size_t kAlertBytes = 500;
 // Distinct problems logged at warn per script version.
 constexpr std::size_t kProblemBudget = 64;
 // A worker process that could not be started (or died while compiling) is
@@ -42,6 +45,16 @@ std::string sha256Hex(std::string_view data) {
     out += kHex[md[i] & 15];
   }
   return out;
+}
+
+bool secureScheme(std::string_view scheme) {
+  return scheme == "https" || scheme == "wss";
+}
+
+// The URL's path as forRequest() writes it: "/" when empty, a '/' put first.
+void appendPath(std::string_view path, std::string& out) {
+  if (path.empty() || path.front() != '/') out += '/';
+  out += path;
 }
 
 uint16_t defaultPort(std::string_view scheme) {
@@ -82,19 +95,15 @@ PacQuery PacQuery::forRequest(std::string_view scheme_in, std::string_view host_
   if (q.host.size() >= 2 && q.host.front() == '[' && q.host.back() == ']')
     q.host = q.host.substr(1, q.host.size() - 2);
   const std::string in_url = q.host.find(':') != std::string::npos ? "[" + q.host + "]" : q.host;
-  const bool secure = scheme == "https" || scheme == "wss";
   q.url = scheme + "://" + in_url;
   if (port != 0 && port != defaultPort(scheme)) q.url += ":" + std::to_string(port);
-  if (secure || path.empty())
-    q.url += "/";
-  else
-    q.url += (path.front() == '/' ? std::string(path) : "/" + std::string(path));
-  cacheKeyFor(scheme, q.host, port, q.cache_key);
+  appendPath(secureScheme(scheme) ? std::string_view() : path, q.url);
+  cacheKeyFor(scheme, q.host, port, path, q.cache_key);
   return q;
 }
 
 std::string_view PacQuery::cacheKeyFor(std::string_view scheme, std::string_view host,
-                                       uint16_t port, std::string& out) {
+                                       uint16_t port, std::string_view path, std::string& out) {
   out.clear();
   auto append_lowered = [&out](std::string_view s) {
     for (char c : s) out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
@@ -112,6 +121,8 @@ std::string_view PacQuery::cacheKeyFor(std::string_view scheme, std::string_view
   char digits[8];
   const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, port);
   out.append(digits, end);
+  // `out` starts with the scheme, lowered.
+  if (!secureScheme(std::string_view(out).substr(0, scheme.size()))) appendPath(path, out);
   return out;
 }
 
@@ -161,20 +172,9 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   uint64_t next_version = 0;
   std::vector<std::unique_ptr<WorkerSlot>> workers;
 
-  // LRU cache, most recent first. The results are immutable (from_cache
-  // set) and shared with the callers of cachedAnswer().
-  struct Entry {
-    std::string key;
-    std::shared_ptr<const PacResult> result;
-    Clock::time_point expires;
-  };
-  // Lookups by std::string_view, without making a std::string.
-  struct KeyHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view k) const { return std::hash<std::string_view>{}(k); }
-  };
-  std::list<Entry> lru;
-  std::unordered_map<std::string, std::list<Entry>::iterator, KeyHash, std::equal_to<>> index;
+  // The results are immutable (from_cache set) and shared with the
+  // callers of cachedAnswer(). Under `mutex`.
+  std::unique_ptr<AnswerCache> cache;
 
   // Problems already logged for the current version.
   std::set<std::string> logged;
@@ -210,10 +210,7 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   // Cache, under `mutex`.
   std::shared_ptr<const PacResult> cacheGet(std::string_view key);
   void cachePut(const std::string& key, const PacResult& result);
-  void cacheClear() {
-    lru.clear();
-    index.clear();
-  }
+  void cacheClear() { cache->clear(); }
 };
 
 void PacEvaluator::Impl::logOnce(uint64_t conn, uint64_t stream, uint64_t version,
@@ -237,25 +234,26 @@ void PacEvaluator::Impl::logOnce(uint64_t conn, uint64_t stream, uint64_t versio
 
 void PacEvaluator::Impl::onAlert(std::string_view message) {
   const int n = alerts.fetch_add(1, std::memory_order_relaxed);
-  if (n < kAlertBudget)
-    H2G_LOG(Info, 0, 0, "pac " << options.name << ": alert(): " << message);
-  else if (n == kAlertBudget)
+  if (n == kAlertBudget) {
     H2G_LOG(Info, 0, 0,
             "pac " << options.name << ": more alert() calls; they are logged at debug level");
+    return;
+  }
+  // The PAC file's own text, from whoever serves it: escaped as config
+  // errors are (line breaks, ESC and the other control characters written
+  // as \n, \x1b...), so it cannot forge log lines or drive a terminal.
+  if (!log::enabled(n < kAlertBudget ? log::Level::Info : log::Level::Debug)) return;
+  const bool cut = message.size() > kAlertBytes;
+  const std::string shown =
+      config::escapeControls(message.substr(0, kAlertBytes)) + (cut ? "... (cut)" : "");
+  if (n < kAlertBudget)
+    H2G_LOG(Info, 0, 0, "pac " << options.name << ": alert(): " << shown);
   else
-    H2G_LOG(Debug, 0, 0, "pac " << options.name << ": alert(): " << message);
+    H2G_LOG(Debug, 0, 0, "pac " << options.name << ": alert(): " << shown);
 }
 
 std::shared_ptr<const PacResult> PacEvaluator::Impl::cacheGet(std::string_view key) {
-  auto it = index.find(key);
-  if (it == index.end()) return nullptr;
-  if (Clock::now() >= it->second->expires) {
-    lru.erase(it->second);
-    index.erase(it);
-    return nullptr;
-  }
-  lru.splice(lru.begin(), lru, it->second);
-  return it->second->result;
+  return cache->get(key, Clock::now());
 }
 
 void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& result) {
@@ -263,18 +261,10 @@ void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& resul
   const auto ttl =
       result.error ? std::min(options.error_ttl, options.cache_ttl) : options.cache_ttl;
   if (ttl.count() <= 0) return;
-  if (auto it = index.find(key); it != index.end()) {
-    lru.erase(it->second);
-    index.erase(it);
-  }
   auto shared = std::make_shared<PacResult>(result);
   shared->from_cache = true;
-  lru.push_front({key, std::move(shared), Clock::now() + ttl});
-  index[key] = lru.begin();
-  while (lru.size() > options.cache_entries) {
-    index.erase(lru.back().key);
-    lru.pop_back();
-  }
+  const Clock::time_point now = Clock::now();
+  cache->put(key, std::move(shared), now + ttl, now);
 }
 
 void PacEvaluator::Impl::complete(const std::shared_ptr<Flight>& flight, const PacResult& result) {
@@ -463,6 +453,7 @@ void PacEvaluator::Impl::workerMain(WorkerSlot& slot) {
 PacEvaluator::PacEvaluator(Options options, PacEnvironment env)
     : impl_(std::make_shared<Impl>()), options_(options) {
   impl_->options = options;
+  impl_->cache = std::make_unique<AnswerCache>(options.cache_entries, options.cache_bytes);
   impl_->env = std::move(env);
   std::function<void(std::string_view)> user_alert = impl_->env.alert;
   Impl* raw = impl_.get();
@@ -632,6 +623,10 @@ PacStats PacEvaluator::stats() const {
   s.loads = impl_->loads;
   s.load_failures = impl_->load_failures;
   for (const auto& w : impl_->workers) s.workers_killed += w->worker->timedOutKills();
+  std::lock_guard lock(impl_->mutex);
+  impl_->cache->sweep(Clock::now());
+  s.cache_entries = impl_->cache->entries();
+  s.cache_bytes = impl_->cache->bytes();
   return s;
 }
 

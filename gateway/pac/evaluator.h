@@ -23,9 +23,11 @@
 // each tagged with the query's host (PacResolver's owner).
 //
 // Cache. Answers (and, for `error_ttl`, errors) are kept per
-// PacQuery::cache_key (scheme, host and port: what browsers pass for https
-// URLs anyway) in a bounded LRU map for `cache_ttl` (time-dependent PAC
-// files change their answers; the TTL bounds how stale one can be). It is
+// PacQuery::cache_key (the URL the PAC file was given: scheme, host and
+// port for https, the whole URL for http, whose path PAC files route by)
+// for `cache_ttl` (time-dependent PAC files change their answers; the TTL
+// bounds how stale one can be), in an LRU cache bounded by `cache_entries`
+// and `cache_bytes` that frees what expires (answer_cache.h). It is
 // emptied when a new script loads and by networkChanged() (dnsResolve and
 // myIpAddress answers may have changed). Concurrent evaluations of one key
 // share one run.
@@ -75,7 +77,7 @@ std::shared_ptr<PacScript> makeScript(std::string text, std::string origin);
 struct PacQuery {
   std::string url;        // FindProxyForURL's first argument
   std::string host;       // its second: the host, no brackets, no port
-  std::string cache_key;  // answers are shared between queries with equal keys
+  std::string cache_key;  // answers are shared between queries with equal keys (see cacheKeyFor)
   uint64_t conn_id = 0;   // for log lines
   uint64_t stream_id = 0;
 
@@ -90,11 +92,13 @@ struct PacQuery {
 
   // The cache_key forRequest() gives a request: "scheme://host:port"
   // (scheme and host in lower case, an IPv6 host in brackets, the port
-  // always written). Written into `out`, which is cleared first and whose
-  // capacity is reused, so that a caller keeping `out` allocates nothing;
-  // the result views `out`.
+  // always written), followed for the schemes whose URL keeps its path
+  // (all but https and wss) by `path` as the URL has it ("/" when empty):
+  // two URLs the PAC file sees differently never share an answer. Written
+  // into `out`, which is cleared first and whose capacity is reused, so
+  // that a caller keeping `out` allocates nothing; the result views `out`.
   static std::string_view cacheKeyFor(std::string_view scheme, std::string_view host, uint16_t port,
-                                      std::string& out);
+                                      std::string_view path, std::string& out);
 };
 
 struct PacResult {
@@ -117,6 +121,9 @@ struct PacStats {
   // Worker processes killed because they ran past their deadline in a
   // native function or the compiler (JavaScript itself stops in time).
   uint64_t workers_killed = 0;
+  // The answer cache now (expired answers freed first).
+  uint64_t cache_entries = 0;
+  uint64_t cache_bytes = 0;
 };
 
 class PacEvaluator {
@@ -128,6 +135,8 @@ class PacEvaluator {
     std::chrono::milliseconds load_timeout{10000};  // compile + top-level code
     std::size_t max_queue = 1024;
     std::size_t cache_entries = 10000;  // 0: no cache
+    // What the cached answers may hold in all, estimated (answer_cache.h).
+    std::size_t cache_bytes = 16u << 20;
     std::chrono::milliseconds cache_ttl{60000};
     std::chrono::milliseconds error_ttl{5000};  // failed evaluations are cached this long
   };

@@ -431,7 +431,11 @@ int H2Connection::onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
       H2Stream* s = c->streamOf(frame->hd.stream_id);
       if (!s) break;
       const bool end = frame->hd.flags & NGHTTP2_FLAG_END_STREAM;
-      if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) s->onHeadersDone(end);
+      // nghttp2 files the final response after a 1xx under HCAT_HEADERS,
+      // as it does trailers.
+      if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE ||
+          (frame->headers.cat == NGHTTP2_HCAT_HEADERS && s->awaitsFinalHead()))
+        s->onHeadersDone(end);
       // Trailers end the stream too (their fields are dropped). Look the
       // stream up again: the app side may have let go of it meanwhile.
       if (end)

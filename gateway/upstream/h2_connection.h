@@ -205,6 +205,9 @@ class H2Stream : public Tunnel, public std::enable_shared_from_this<H2Stream> {
   // From H2Connection's callbacks.
   void onHeader(std::string_view name, std::string_view value);
   void onHeadersDone(bool end_stream);
+  // No final response head yet: a HEADERS frame after an interim (1xx) one
+  // is the final head, one after the final head carries trailers.
+  bool awaitsFinalHead() const { return !response_started_; }
   void onData(const uint8_t* data, size_t len);
   void onEndStream();
   void onClose(uint32_t error_code);

@@ -113,7 +113,7 @@ void Http1Exchange::flush() {
     if (ec) {
       const std::string reason = "writing to " + self->info_->upstream + " failed: " + ec.message();
       if (!self->response_started_)
-        self->fail(502, Result::UpstreamReset, reason);
+        self->failBeforeAnswer(Result::UpstreamReset, reason);
       else
         self->reset(Result::UpstreamReset, reason);
       return;
@@ -171,7 +171,7 @@ void Http1Exchange::onReadDone(const asio::error_code& ec, size_t n) {
   if (ec) {
     const std::string reason = "reading from " + info_->upstream + " failed: " + ec.message();
     if (!response_started_)
-      fail(502, Result::UpstreamReset, reason);
+      failBeforeAnswer(Result::UpstreamReset, reason);
     else
       reset(Result::UpstreamReset, reason);
     return;
@@ -189,6 +189,7 @@ void Http1Exchange::relay(size_t offset, size_t n) {
 }
 
 void Http1Exchange::onRead(size_t n) {
+  if (n > 0) got_bytes_ = true;
   if (tunnel_) return relay(0, n);
   body_.clear();
   size_t off = 0;
@@ -229,6 +230,7 @@ void Http1Exchange::onRead(size_t n) {
         auth_.on_response = nullptr;
       }
       response_started_ = true;
+      error_answer_ = body_started_ && r.status >= 400;
       if (kind_ == Kind::ProxyConnect && r.status / 100 == 2) {
         H2G_LOG(Debug, conn_id_, stream_id_,
                 "proxy " << info_->upstream << " opened the tunnel: " << r.status);
@@ -300,13 +302,26 @@ void Http1Exchange::finishExchange() {
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   // Reusable only if both messages completed cleanly on a keep-alive
-  // connection.
-  const bool reusable = release_ && parser_ && parser_->keepAlive() && end_sent_ && !writing_;
+  // connection (see Release).
+  // A CONNECT the proxy refused was all sent with its head.
+  const bool complete =
+      !writing_ && (end_sent_ || (kind_ == Kind::ProxyConnect && !tunnel_ && head_bytes_.empty()));
+  const bool reusable = release_ && parser_ && parser_->keepAlive() && complete && !error_answer_;
   if (reusable) {
-    released(std::move(transport_));
+    released(std::move(transport_), Http1Close::Response);
   } else {
+    const Http1Close why = !complete       ? Http1Close::Incomplete
+                           : error_answer_ ? Http1Close::ErrorAnswer
+                                           : Http1Close::Response;
+    if (release_ && why != Http1Close::Response)
+      H2G_LOG(Debug, conn_id_, stream_id_,
+              "connection to " << info_->upstream << " not kept: "
+                               << (why == Http1Close::ErrorAnswer
+                                       ? "an error status answered the request body (the proxy "
+                                         "may not have read all of it)"
+                                       : "the request was not completely sent"));
     transport_->close();
-    released(nullptr);
+    released(nullptr, why);
   }
   cb->onResponseEnd();
 }
@@ -329,9 +344,29 @@ void Http1Exchange::onEof() {
       info_->upstream + " closed the connection " +
       (response_started_ ? "before the response was complete" : "without sending a response");
   if (!response_started_)
-    fail(502, Result::UpstreamReset, reason);
+    failBeforeAnswer(Result::UpstreamReset, reason);
   else
     reset(Result::UpstreamReset, reason);
+}
+
+void Http1Exchange::failBeforeAnswer(Result result, const std::string& why) {
+  if (retry_ && !got_bytes_ && !body_started_ && !draining_ && !tunnel_) {
+    H2G_LOG(Debug, conn_id_, stream_id_,
+            "kept-alive connection to " << info_->upstream << " ended before an answer (" << why
+                                        << "): the request goes again on a new connection");
+    std::function<void()> retry = std::move(retry_);
+    retry_ = nullptr;
+    callbacks_ = nullptr;
+    pending_done_ = nullptr;
+    if (open_) {
+      open_ = false;
+      transport_->close();
+      released(nullptr, Http1Close::ProxyClosedIdle);
+    }
+    retry();
+    return;
+  }
+  fail(502, result, why);
 }
 
 void Http1Exchange::fail(int status, Result result, std::string reason) {
@@ -354,21 +389,25 @@ void Http1Exchange::abort() {
   if (!open_) return;
   open_ = false;
   if (transport_) transport_->close();
-  released(nullptr);
+  released(nullptr, closeReason());
 }
 
-void Http1Exchange::released(std::unique_ptr<Transport> transport) {
+Http1Close Http1Exchange::closeReason() const {
+  return tunnel_ && kind_ == Kind::ProxyConnect ? Http1Close::Tunnel : Http1Close::Incomplete;
+}
+
+void Http1Exchange::released(std::unique_ptr<Transport> transport, Http1Close why) {
   if (!release_) return;
   Release r = std::move(release_);
   release_ = nullptr;
-  r(std::move(transport));
+  r(std::move(transport), why);
 }
 
 Http1Exchange::~Http1Exchange() {
   config::wipe(head_bytes_);
   config::wipe(head_in_flight_);
   config::wipe(next_head_);
-  released(nullptr);
+  released(nullptr, closeReason());
 }
 
 }  // namespace h2gate::upstream

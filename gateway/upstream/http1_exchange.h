@@ -15,6 +15,7 @@
 #include "gateway/upstream/auth/proxy_auth.h"
 #include "gateway/upstream/transport.h"
 #include "gateway/upstream/tunnel.h"
+#include "gateway/upstream/upstream_stats.h"
 
 namespace h2gate::upstream {
 
@@ -27,8 +28,12 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   };
   // Runs exactly once when the exchange ends: with the connection when it
   // finished cleanly and may carry another request (keep-alive), with null
-  // when it was closed. Lets a pool count and reuse its connections.
-  using Release = std::function<void(std::unique_ptr<Transport>)>;
+  // and why when it was closed. Lets a pool count and reuse its
+  // connections. A connection is kept only when the request and the
+  // response both completed, the response allows it, and no error status
+  // answered a request body (squid 5.7 leaves such a connection stuck: the
+  // next request on it gets no answer).
+  using Release = std::function<void(std::unique_ptr<Transport>, Http1Close)>;
 
   Http1Exchange(std::unique_ptr<Transport> transport, Kind kind, std::string head_bytes,
                 uint64_t conn_id, uint64_t stream_id, Release release = nullptr);
@@ -55,6 +60,14 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
     handshake_ = auth_.handshake;
   }
 
+  // On a kept-alive connection taken from the pool: the proxy may have
+  // closed it just as it was handed out (it closes idle connections when it
+  // likes). When the connection ends before any byte of an answer, and no
+  // byte of the request body has left (the app's bytes could not be sent
+  // again), the exchange ends without telling the app and `hook` queues the
+  // request again, on a new connection.
+  void setRetryHook(std::function<void()> hook) { retry_ = std::move(hook); }
+
   void open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) override;
   void send(std::string_view data, Done done) override;
   void endOfRequest() override;
@@ -73,15 +86,21 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   void deliverBody(bool message_done);
   void relay(size_t offset, size_t n);
   void fail(int status, Result result, std::string reason);
+  // The connection ended (`why`) before the answer began: retried through
+  // retry_ when that is safe (see setRetryHook), else a 502.
+  void failBeforeAnswer(Result result, const std::string& why);
   void reset(Result result, std::string reason);
   void finishExchange();
-  void released(std::unique_ptr<Transport> transport);
+  void released(std::unique_ptr<Transport> transport, Http1Close why);
+  // Why the connection cannot carry another request now ("" when it can).
+  Http1Close closeReason() const;
 
   std::unique_ptr<Transport> transport_;
   Kind kind_;
   uint64_t conn_id_;
   uint64_t stream_id_;
   Release release_;
+  std::function<void()> retry_;
   bool open_ = true;     // false after abort/fail/reset/finish
   bool tunnel_ = false;  // raw relay (CONNECT established)
 
@@ -110,7 +129,9 @@ class Http1Exchange : public Tunnel, public std::enable_shared_from_this<Http1Ex
   bool last_read_drained_ = true;  // the last read left the socket empty
   std::string body_;
   bool response_started_ = false;
+  bool got_bytes_ = false;  // a byte of an answer arrived
   bool skipping_interim_ = false;
+  bool error_answer_ = false;  // an error status answered a request whose body went out
 
   // Authentication (see AuthHooks).
   AuthHooks auth_;

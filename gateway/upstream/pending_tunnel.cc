@@ -9,8 +9,10 @@ void PendingTunnel::send(std::string_view data, Done done) {
 }
 
 void PendingTunnel::endOfRequest() {
-  if (inner_) return inner_->endOfRequest();
+  // Kept after it went on too: a request queued again (a retry) replays it
+  // to its next tunnel.
   end_pending_ = true;
+  if (inner_) inner_->endOfRequest();
 }
 
 void PendingTunnel::abort() {

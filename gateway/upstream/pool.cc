@@ -56,7 +56,9 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   }
 
   bool waiting() const { return waiting_ && callbacks_; }
-  bool isConnect() const { return head_->is_connect; }
+  // Wants a connection of its own, not a kept-alive one (a CONNECT, or a
+  // request whose kept-alive connection died under it).
+  bool wantsNewConnection() const { return head_->is_connect || fresh_; }
 
   void attachH2(const std::shared_ptr<H2Connection>& conn, size_t endpoint) {
     setWaiting(false);
@@ -114,13 +116,14 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   void clearAvoid() { avoid_.reset(); }
 
   void attachH1(std::unique_ptr<Transport> transport, std::string peer, size_t endpoint,
-                Http1Exchange::Release release) {
+                Http1Exchange::Release release, bool reused) {
     setWaiting(false);
     timer_.cancel();
     auto held = std::make_shared<HeldConnection>();
     held->transport = std::move(transport);
     held->peer = std::move(peer);
     held->release = std::move(release);
+    held->reused = reused;
     if (!auth_) return openH1(held, {});
     const bool authenticated = held->transport->authenticated();
     std::weak_ptr<ClusterTunnel> weak = weak_from_this();
@@ -143,8 +146,9 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
     std::unique_ptr<Transport> transport;
     std::string peer;
     Http1Exchange::Release release;
+    bool reused = false;  // kept alive from an earlier request
     ~HeldConnection() {
-      if (release) release(std::move(transport));
+      if (release) release(std::move(transport), Http1Close::Incomplete);
     }
   };
 
@@ -192,6 +196,15 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
         h1Head(prepared.authorization, prepared.handshake), conn_id_, stream_id_,
         std::move(held->release));
     held->release = nullptr;
+    if (held->reused && retries_ < kMaxRetries) {
+      std::weak_ptr<ClusterTunnel> weak = weak_from_this();
+      exchange->setRetryHook([weak] {
+        auto self = weak.lock();
+        if (!self) return;
+        self->fresh_ = true;  // not another kept-alive one: it may be as stale
+        self->retryPosted();
+      });
+    }
     if (auth_) {
       std::weak_ptr<ClusterTunnel> weak = weak_from_this();
       Http1Exchange::AuthHooks hooks;
@@ -275,6 +288,7 @@ class ClusterTunnel : public PendingTunnel, public std::enable_shared_from_this<
   // was sent either way, goes to another connection at most this often.
   static constexpr int kMaxRetries = 2;
   int retries_ = 0;
+  bool fresh_ = false;  // see wantsNewConnection()
   // A CONNECT answered 502/503/504 was sent to another proxy (once), which
   // must not be the endpoint that answered.
   bool answer_retried_ = false;
@@ -332,7 +346,7 @@ UpstreamPool::~UpstreamPool() {
   for (auto& c : connecting_) c->cancel();
   // Streams may keep connections alive a little longer than the pool.
   for (auto& e : h2_) e.conn->detachOwner();
-  for (auto& idle : h1_idle_) closeIdleH1(idle);
+  for (auto& idle : h1_idle_) closeIdleH1(idle, Http1Close::Shutdown);
 }
 
 config::Duration UpstreamPool::queueTimeout() const {
@@ -352,7 +366,7 @@ void UpstreamPool::preconnect() {
 void UpstreamPool::shutdown() {
   shutting_down_ = true;
   for (auto& b : backoff_) b.retry->cancel();
-  for (auto& idle : h1_idle_) closeIdleH1(idle);
+  for (auto& idle : h1_idle_) closeIdleH1(idle, Http1Close::Shutdown);
   h1_idle_.clear();
   idle_timer_.cancel();
   closeIdleH2();
@@ -370,11 +384,12 @@ void UpstreamPool::closeIdleH2() {
              false);
 }
 
-void UpstreamPool::closeIdleH1(H1Idle& idle) {
+void UpstreamPool::closeIdleH1(H1Idle& idle, Http1Close why) {
   if (!idle.transport) return;
   idle.transport->close();  // cancels its watch too
   idle.transport.reset();
   endpoint_stats_[idle.endpoint]->h1_active.sub();
+  endpoint_stats_[idle.endpoint]->h1Closed(why);
 }
 
 void UpstreamPool::addIdleH1(size_t endpoint, std::unique_ptr<Transport> transport) {
@@ -431,7 +446,7 @@ void UpstreamPool::onIdleH1Readable(uint64_t id, const asio::error_code& ec) {
           "cluster " << cluster_.name << ": idle HTTP/1.1 connection to proxy "
                      << endpointLabel(ep.address, ep.port_value) << " " << why
                      << ": closed and dropped from the pool");
-  closeIdleH1(*it);
+  closeIdleH1(*it, Http1Close::ProxyClosedIdle);
   h1_idle_.erase(it);
 }
 
@@ -459,7 +474,7 @@ void UpstreamPool::onIdleTimer() {
                        << endpointLabel(ep.address, ep.port_value) << " unused for "
                        << config::formatDuration(cluster_.idle_timeout)
                        << " (idle_timeout): closed");
-    closeIdleH1(idle);
+    closeIdleH1(idle, Http1Close::IdleTimeout);
     return true;
   });
   armIdleTimer();
@@ -541,13 +556,15 @@ void UpstreamPool::enqueue(const std::shared_ptr<ClusterTunnel>& tunnel) {
 }
 
 void UpstreamPool::attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endpoint,
-                            std::unique_ptr<Transport> transport, std::string peer) {
+                            std::unique_ptr<Transport> transport, std::string peer, bool reused) {
   ++h1_busy_;
   std::weak_ptr<UpstreamPool> weak = weak_from_this();
-  t->attachH1(std::move(transport), std::move(peer), endpoint,
-              [weak, endpoint](std::unique_ptr<Transport> tr) {
-                if (auto p = weak.lock()) p->onH1Released(endpoint, std::move(tr));
-              });
+  t->attachH1(
+      std::move(transport), std::move(peer), endpoint,
+      [weak, endpoint](std::unique_ptr<Transport> tr, Http1Close why) {
+        if (auto p = weak.lock()) p->onH1Released(endpoint, std::move(tr), why);
+      },
+      reused);
 }
 
 void UpstreamPool::dispatch() {
@@ -571,10 +588,10 @@ void UpstreamPool::dispatch() {
       if (t->avoid()) ++it;
       continue;
     }
-    if (knownHttp1() && !t->isConnect() && !h1_idle_.empty()) {
+    if (knownHttp1() && !t->wantsNewConnection() && !h1_idle_.empty()) {
       H1Idle idle = takeIdleH1();
       it = waiting_.erase(it);
-      attachH1(t, idle.endpoint, std::move(idle.transport), "");
+      attachH1(t, idle.endpoint, std::move(idle.transport), "", /*reused=*/true);
       continue;
     }
     if (!knownHttp1()) break;  // h2 (or not known yet): the next connection serves all
@@ -595,7 +612,7 @@ void UpstreamPool::dispatch() {
   while (connecting_.size() < unserved) {
     if (connectionCount() >= cluster_.max_connections) {
       if (h1_idle_.empty()) break;
-      closeIdleH1(h1_idle_.back());
+      closeIdleH1(h1_idle_.back(), Http1Close::MakeRoom);
       h1_idle_.pop_back();
     }
     if (!openConnection(std::nullopt, /*probe=*/true)) {
@@ -795,19 +812,22 @@ void UpstreamPool::onConnected(const std::shared_ptr<Connector>& connector, size
     auto t = waiting_.front().lock();
     waiting_.pop_front();
     if (!t || !t->waiting()) continue;
-    attachH1(t, endpoint, std::move(outcome.transport), outcome.peer);
+    attachH1(t, endpoint, std::move(outcome.transport), outcome.peer, /*reused=*/false);
     dispatch();
     return;
   }
   addIdleH1(endpoint, std::move(outcome.transport));
 }
 
-void UpstreamPool::onH1Released(size_t endpoint, std::unique_ptr<Transport> transport) {
+void UpstreamPool::onH1Released(size_t endpoint, std::unique_ptr<Transport> transport,
+                                Http1Close why) {
   --h1_busy_;
-  if (transport && !shutting_down_)
+  if (transport && !shutting_down_) {
     addIdleH1(endpoint, std::move(transport));
-  else
+  } else {
     endpoint_stats_[endpoint]->h1_active.sub();
+    endpoint_stats_[endpoint]->h1Closed(transport ? Http1Close::Shutdown : why);
+  }
   asio::post(io_, [weak = weak_from_this()] {
     if (auto p = weak.lock()) p->dispatch();
   });
@@ -876,7 +896,7 @@ void UpstreamPool::onNetworkChange(config::Duration timeout) {
     e.conn->probe(timeout);
   }
   const size_t idle = h1_idle_.size();
-  for (auto& i : h1_idle_) closeIdleH1(i);
+  for (auto& i : h1_idle_) closeIdleH1(i, Http1Close::NetworkChange);
   h1_idle_.clear();
   size_t revived = 0;
   for (size_t i = 0; i < backoff_.size(); ++i) {

@@ -170,9 +170,11 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   void onConnected(const std::shared_ptr<Connector>& connector, size_t endpoint,
                    ConnectOutcome outcome);
   // Hands an HTTP/1.1 connection to a waiting request.
+  // `reused`: a kept-alive connection from h1_idle_ (the request may go
+  // again on a new one if the proxy closed it meanwhile).
   void attachH1(const std::shared_ptr<ClusterTunnel>& t, size_t endpoint,
-                std::unique_ptr<Transport> transport, std::string peer);
-  void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport);
+                std::unique_ptr<Transport> transport, std::string peer, bool reused);
+  void onH1Released(size_t endpoint, std::unique_ptr<Transport> transport, Http1Close why);
   // Puts a keep-alive connection in h1_idle_, watched and timed (see above).
   void addIdleH1(size_t endpoint, std::unique_ptr<Transport> transport);
   // Takes the most recently used idle connection for a request; its watch
@@ -183,7 +185,7 @@ class UpstreamPool : public H2Connection::Owner, public std::enable_shared_from_
   // idle_timer_ for the oldest idle connection's deadline (none when 0s).
   void armIdleTimer();
   void onIdleTimer();
-  void closeIdleH1(H1Idle& idle);
+  void closeIdleH1(H1Idle& idle, Http1Close why);
   // Closes the h2 connections that carry no stream and are not wanted:
   // all of them when shutting down, else those to proxies that want NTLM.
   void closeIdleH2();

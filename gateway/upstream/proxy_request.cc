@@ -6,16 +6,22 @@
 
 namespace h2gate::upstream {
 
+const Headers* listenerHeaders(const StreamInfo& info, const config::Cluster& cluster) {
+  if (!info.upstream_headers || !cluster.receives_listener_headers) return nullptr;
+  return &info.upstream_headers->forCluster(cluster.name);
+}
+
 bool isSensitiveHeader(std::string_view name, const StreamInfo& info,
                        const config::Cluster& cluster) {
   if (iequals(name, "proxy-authorization")) return true;
-  return info.upstream_headers && findHeader(info.upstream_headers->forCluster(cluster.name), name);
+  const Headers* added = listenerHeaders(info, cluster);
+  return added && findHeader(*added, name);
 }
 
 bool carriesAuthorization(const RequestHead& head, const StreamInfo& info,
                           const config::Cluster& cluster) {
-  if (info.upstream_headers &&
-      findHeader(info.upstream_headers->forCluster(cluster.name), "proxy-authorization"))
+  if (const Headers* added = listenerHeaders(info, cluster);
+      added && findHeader(*added, "proxy-authorization"))
     return true;
   return info.forward_proxy_authorization && findHeader(head.headers, "proxy-authorization");
 }
@@ -23,8 +29,7 @@ bool carriesAuthorization(const RequestHead& head, const StreamInfo& info,
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
                          const config::Cluster& cluster, bool lowercase,
                          const std::string& cluster_authorization) {
-  const Headers* added =
-      info.upstream_headers ? &info.upstream_headers->forCluster(cluster.name) : nullptr;
+  const Headers* added = listenerHeaders(info, cluster);
   auto named = [lowercase](Header h) {
     if (lowercase)
       std::transform(h.name.begin(), h.name.end(), h.name.begin(),

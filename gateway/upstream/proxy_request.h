@@ -11,15 +11,21 @@
 
 namespace h2gate::upstream {
 
+// The listener's upstream_headers for a request that `cluster` carries, or
+// null when it gets none: no upstream_headers filter, or a cluster that may
+// not receive them (config::Cluster::receives_listener_headers: a proxy a
+// PAC file named). The one decision point for what of the listener's
+// credentials and extra headers reaches a proxy; everything below asks it.
+const Headers* listenerHeaders(const StreamInfo& info, const config::Cluster& cluster);
+
 // The app's end-to-end headers to pass on (lower-cased names for h2): no
 // hop-by-hop headers, no Host (the authority carries it), no app-sent
 // Proxy-Authorization (unless info.forward_proxy_authorization), no framing
 // headers, none that info.upstream_headers replaces; then Via for
-// absolute-form requests, the headers of info.upstream_headers for this
-// cluster, and `cluster_authorization` (the cluster's own credentials, made
-// by auth::RequestAuth; empty: none) as Proxy-Authorization unless one is
-// already there (one from upstream_headers wins over the app's, which wins
-// over the cluster's).
+// absolute-form requests, listenerHeaders(info, cluster), and `cluster_authorization` (the
+// cluster's own credentials, made by auth::RequestAuth; empty: none) as Proxy-Authorization unless
+// one is already there (one from upstream_headers wins over the app's, which wins over the
+// cluster's).
 Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
                          const config::Cluster& cluster, bool lowercase,
                          const std::string& cluster_authorization = {});

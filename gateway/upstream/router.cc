@@ -319,6 +319,9 @@ std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
   cluster->name = route;
   cluster->endpoints = {config::SocketAddress{host, port}};
   if (!tls) cluster->tls.reset();
+  // Whoever serves the PAC file chose this proxy: the listener's
+  // credentials and extra headers are not for it.
+  cluster->receives_listener_headers = false;
   auto health =
       std::make_shared<ClusterHealth>(route, std::vector<std::string>{endpointLabel(host, port)});
   auto* raw = new UpstreamPool(io_, *cluster, tls ? tmpl->tls : nullptr, worker_, shard_,

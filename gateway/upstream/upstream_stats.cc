@@ -35,6 +35,35 @@ void EndpointStats::connectFailed(Result result, bool tls) {
   shard_.counter(Family::UpstreamConnectFailures, {cluster_name_, endpoint_, stage}).add();
 }
 
+std::string_view http1CloseName(Http1Close why) {
+  switch (why) {
+    case Http1Close::Response:
+      return "response";
+    case Http1Close::ErrorAnswer:
+      return "error_answer";
+    case Http1Close::Tunnel:
+      return "tunnel";
+    case Http1Close::Incomplete:
+      return "incomplete";
+    case Http1Close::ProxyClosedIdle:
+      return "proxy_closed_idle";
+    case Http1Close::IdleTimeout:
+      return "idle_timeout";
+    case Http1Close::MakeRoom:
+      return "make_room";
+    case Http1Close::NetworkChange:
+      return "network_change";
+    case Http1Close::Shutdown:
+      return "shutdown";
+  }
+  return "unknown";
+}
+
+void EndpointStats::h1Closed(Http1Close why) {
+  shard_.counter(Family::UpstreamHttp1Closed, {cluster_name_, endpoint_, http1CloseName(why)})
+      .add();
+}
+
 EndpointStats::ConnectionGauges::ConnectionGauges(EndpointStats& stats)
     : stats_(stats),
       slot_([&] {

@@ -14,6 +14,23 @@
 
 namespace h2gate::upstream {
 
+// Why an HTTP/1.1 connection to a proxy was closed instead of kept for the
+// next request (h2gate_upstream_http1_connections_closed_total{reason}).
+enum class Http1Close {
+  Response,         // the response ended it: Connection: close, a close-delimited body, HTTP/1.0
+  ErrorAnswer,      // an error status answered a request with a body: the proxy may not
+                    // have read all of the body, so the next request could stick behind it
+  Tunnel,           // it carried a CONNECT tunnel, which ends the connection
+  Incomplete,       // the exchange ended before request and response both completed (the
+                    // app went away, an error, a timeout, an authentication retry)
+  ProxyClosedIdle,  // the proxy closed it (or sent stray bytes, or it failed) while idle
+  IdleTimeout,      // unused for the cluster's idle_timeout
+  MakeRoom,         // idle, closed for a tunnel when max_connections was reached
+  NetworkChange,    // idle when the machine's network changed
+  Shutdown,         // idle when the pool shut down (stop, reload)
+};
+std::string_view http1CloseName(Http1Close why);
+
 struct ClusterStats {
   ClusterStats(metrics::Shard& shard, const std::string& cluster);
   metrics::Gauge& waiting;
@@ -38,6 +55,8 @@ class EndpointStats {
   // A failed attempt, by stage: Result::DnsFailed / ConnectFailed /
   // ConnectTimeout, or `tls` for a failed handshake.
   void connectFailed(Result result, bool tls);
+  // An HTTP/1.1 connection closed instead of kept (see Http1Close).
+  void h1Closed(Http1Close why);
 
   // The per-connection gauges of one open connection, labelled by a slot
   // ("w<worker>c<n>", the lowest free n) so the label set stays bounded by

@@ -2,7 +2,7 @@
 # What routing by a PAC file costs against the same rules as native routes
 # (issue 19): two h2gates side by side, (n) with 50 forward_proxy routes and
 # the nghttpx cluster as the default, (p) with one pac route whose 50-rule
-# PAC file (file source, per-host cache on) answers "HTTPS 127.0.0.1:NGHTTPX"
+# PAC file (file source, answer cache on) answers "HTTPS 127.0.0.1:NGHTTPX"
 # for the benchmark's destination, after falling through every rule, as the
 # native routes do. W3 (wrk, absolute-form GET /1k) and W2 (curl 8, one
 # tunnel per request) run for both in the same rounds, the order rotating.
@@ -329,7 +329,7 @@ EOF
 fi
 cat <<EOF
 
-target (issue 19): with the per-host cache, PAC at most 5 % slower than native routes
+target (issue 19): with the answer cache, PAC at most 5 % slower than native routes
 (median of the per-round ratios; CPU per request is the steady figure, req/s swing with the load)
   W3 CPU per request p / n: $(verdict "w3 cpu ratio" "<=" 1.05)
   W2 CPU per tunnel p / n:  $(verdict "w2 cpu ratio" "<=" 1.05)

@@ -5,7 +5,9 @@
 // gives exit 0. No h2gate daemon runs in these tests. Proxy authentication
 // (Negotiate with a real KDC and squid, NTLM with the pyspnego test proxy)
 // and fallback (endpoints, fallback_clusters) are walked as the daemon
-// walks them.
+// walks them. A hostile server (tests/support/hostile_server.py) cannot
+// drive the terminal through what check prints, nor keep it waiting or
+// growing without end.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "tests/support/auth_proxy.h"
+#include "tests/support/hostile_server.h"
 #include "tests/support/kerberos_proxy.h"
 #include "tests/support/upstream_env.h"
 
@@ -511,4 +514,214 @@ TEST_CASE("check: a proxy that cannot be reached, then the next endpoint and the
   CHECK(r.exit_code == 1);
   CHECK(has(r.out, "(tried before: cluster 'primary': tcp: connecting to proxy failed"));
   CHECK(lastLine(r.out).rfind("FAIL (tcp): connecting to proxy failed", 0) == 0);
+}
+
+// --- Hostile servers: what they send is printed escaped, and their heads
+// are bounded in size and in time.
+
+namespace {
+
+// Nothing a server sent reached the output raw: no control byte but the
+// newline that ends each of check's own lines (no ESC sequence to set the
+// title or clear the screen, no CR to overwrite a line, no C1 CSI), and no
+// line that a server forged.
+void checkPrintable(const std::string& out) {
+  size_t controls = 0;
+  for (const char ch : out) {
+    const auto c = static_cast<unsigned char>(ch);
+    controls += (c < 0x20 && c != '\n') || c == 0x7f;
+  }
+  CHECK(controls == 0);
+  CHECK(!has(out, "\xc2\x9b"));  // U+009B, the C1 form of ESC [
+  CHECK(!has(out, "\n  ok    forged"));
+  CHECK(out.rfind("  ok    forged", 0) != 0);
+}
+
+// A reason phrase with a title-setting OSC, a clear-screen CSI, a C1 CSI,
+// and a bare CR or LF meant to forge a line of check's output.
+std::string hostileText(const std::string& variant) {
+  std::string t =
+      "Forbidden \x1b]0;pwned-title\x07\x1b[2J\xc2\x9b"
+      "31mred";
+  if (variant == "cr") t += "\rOK: forged";
+  if (variant == "lf") t += "\n  ok    forged";
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("check: a hostile proxy's certificate subject and reason phrase are printed escaped",
+          "[check][hostile]") {
+  TempDir work("check-hostile");
+  TestCA ca{work.path().string()};
+  const std::string variant = GENERATE("esc", "cr", "lf");
+  INFO("variant " << variant);
+  // The subject's CN carries ESC sequences, CR and LF (a certificate can).
+  const CertFiles cert = ca.issueServerWithName(
+      "hostile-" + variant, "evil\x1b]0;pwned-cn\x07\x1b[2J\r\n  ok    forged line");
+  HostileServer::Options o;
+  o.mode = HostileServer::Mode::Status;
+  o.status = 403;
+  o.reason = hostileText(variant);
+  o.tls_cert = cert.cert;
+  o.tls_key = cert.key;
+  HostileServer proxy(o);
+  // The fixture, with curl: a TLS proxy with that certificate (verified
+  // with the test CA), answering the CONNECT with 403 and that reason.
+  CommandResult c =
+      runCurl({"-v", "-sS", "-o", "/dev/null", "-w", "%{http_connect}", "--proxy-cacert",
+               ca.caCertPath(), "-x", proxy.url(), "https://127.0.0.1:9/"},
+              milliseconds(20000));
+  INFO(c.err);
+  REQUIRE(c.out == "403");
+  REQUIRE(has(c.err, "\x1b]0;pwned-cn\x07"));  // curl -v prints the subject raw
+  REQUIRE(has(c.err, "\x1b]0;pwned-title\x07"));
+
+  CommandResult r = runCommand({H2GATE_BINARY, "check", "https://127.0.0.1:9/", "--upstream",
+                                proxy.url(), "--cacert", ca.caCertPath()},
+                               milliseconds(30000));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  checkPrintable(r.out);
+  checkPrintable(r.err);
+  // The subject is shown, escaped, in the TLS step's chain.
+  CHECK(has(r.out, "chain: CN=evil\\x1b]0;pwned-cn\\x07\\x1b[2J\\r\\n  ok    forged line (issuer"));
+  // The reason phrase, escaped, where the parser takes it as one (the
+  // daemon's parser, llhttp, ends a status line at a bare CR or LF: then
+  // the answer is not HTTP h2gate accepts, said without the server's bytes).
+  if (variant == "esc") {
+    CHECK(has(lastLine(r.out),
+              "FAIL (connect): CONNECT 127.0.0.1:9 refused: 403 Forbidden "
+              "\\x1b]0;pwned-title\\x07\\x1b[2J\\u009b31mred — "));
+  } else {
+    CHECK(lastLine(r.out).rfind("FAIL (connect): ", 0) == 0);
+  }
+}
+
+TEST_CASE("check: a hostile destination's status line and certificate are printed escaped",
+          "[check][hostile]") {
+  TempDir work("check-hostile-origin");
+  TestCA ca{work.path().string()};
+  const bool tls = GENERATE(false, true);
+  const std::string variant = GENERATE("esc", "cr", "lf");
+  INFO((tls ? "https " : "http ") << variant);
+  const CertFiles cert = ca.issueServerWithName("origin-" + variant, "origin\x1b]0;pwned-cn\x07");
+  HostileServer::Options o;
+  o.mode = HostileServer::Mode::Status;
+  o.status = 200;
+  o.reason = hostileText(variant);
+  if (tls) {
+    o.tls_cert = cert.cert;
+    o.tls_key = cert.key;
+  }
+  HostileServer origin(o);
+  // The fixture, with curl: the status line comes back with its bytes.
+  CommandResult c =
+      runCurl({"-sS", "-I", "--cacert", ca.caCertPath(), origin.url("/")}, milliseconds(20000));
+  INFO(c.err);
+  REQUIRE(has(c.out, "HTTP/1.1 200 Forbidden \x1b]0;pwned-title\x07"));
+
+  // Direct mode: check connects to the destination itself.
+  CommandResult r = runCommand({H2GATE_BINARY, "check", origin.url("/")}, milliseconds(30000));
+  INFO(r.out << r.err);
+  checkPrintable(r.out);
+  checkPrintable(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(
+      has(r.out, "HEAD / -> HTTP/1.1 200 Forbidden \\x1b]0;pwned-title\\x07\\x1b[2J\\u009b31mred" +
+                     std::string(variant == "cr"   ? "\\rOK: forged"
+                                 : variant == "lf" ? "\\n  ok    forged"
+                                                   : "")));
+  if (tls) CHECK(has(r.out, "chain: CN=origin\\x1b]0;pwned-cn\\x07 (issuer"));
+}
+
+TEST_CASE("check: a response head without end stops at 64 KiB", "[check][hostile]") {
+  HostileServer::Options o;
+  o.mode = HostileServer::Mode::Endless;
+  HostileServer server(o);
+  // The fixture, with curl: a head that never ends (curl gives up at its
+  // own limit of 100 KiB).
+  CommandResult c =
+      runCurl({"-sS", "-o", "/dev/null", "--max-time", "20", server.url("/")}, milliseconds(30000));
+  INFO(c.err);
+  REQUIRE(c.exit_code != 0);
+  REQUIRE(!c.timed_out);
+  REQUIRE(has(c.err, "header"));
+
+  // The destination, in direct mode (check reads this head itself).
+  const auto start = std::chrono::steady_clock::now();
+  CommandResult r = runCommand({H2GATE_BINARY, "check", server.url("/")}, milliseconds(30000));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  INFO(r.out << r.err << "took " << seconds << " s");
+  CHECK(!r.timed_out);
+  CHECK(r.exit_code == 1);
+  CHECK(seconds < 10);
+  CHECK(lastLine(r.out) ==
+        "FAIL (request): the response head from 127.0.0.1:" + str(server.port()) +
+            " has no end within its first 64 KiB (h2gate's limit for a response head, the "
+            "daemon's too) — the destination does not speak HTTP on this port, or its answer is "
+            "broken: check the URL's port, or ask the server's administrator");
+
+  // The same server as a proxy: its answer to the CONNECT.
+  r = runCommand({H2GATE_BINARY, "check", "https://127.0.0.1:9/", "--upstream", server.url()},
+                 milliseconds(30000));
+  INFO(r.out << r.err);
+  CHECK(!r.timed_out);
+  CHECK(r.exit_code == 1);
+  CHECK(lastLine(r.out).rfind("FAIL (connect): no answer: ", 0) == 0);
+  CHECK(has(lastLine(r.out), "64 KiB"));
+}
+
+TEST_CASE("check: a head sent a byte at a time ends at the step's deadline", "[check][hostile]") {
+  HostileServer::Options o;
+  o.mode = HostileServer::Mode::Slow;
+  o.interval_seconds = 0.5;
+  HostileServer server(o);
+  // The fixture, with curl: bytes keep coming, the head never ends in time.
+  CommandResult c =
+      runCurl({"-sS", "-o", "/dev/null", "--max-time", "3", server.url("/")}, milliseconds(20000));
+  INFO(c.err);
+  REQUIRE(c.exit_code == 28);  // CURLE_OPERATION_TIMEDOUT
+  REQUIRE(has(c.err, "bytes received"));
+
+  // Each wait is short (a byte every 0.5 s), the step is not: it ends at
+  // --step-timeout, counted from its start.
+  auto timed = [&](const std::vector<std::string>& args, double* seconds) {
+    std::vector<std::string> argv{H2GATE_BINARY, "check"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto start = std::chrono::steady_clock::now();
+    CommandResult r = runCommand(argv, milliseconds(30000));
+    *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  double seconds = 0;
+  CommandResult r = timed({server.url("/"), "--step-timeout", "2s"}, &seconds);
+  INFO(r.out << r.err << "took " << seconds << " s");
+  CHECK(!r.timed_out);
+  CHECK(r.exit_code == 1);
+  CHECK(seconds < 8);
+  CHECK(lastLine(r.out).rfind("FAIL (request): no complete response head (", 0) == 0);
+  CHECK(has(lastLine(r.out), " bytes came) from 127.0.0.1:" + str(server.port()) +
+                                 " within 2 s (--step-timeout) — the destination (or the path "
+                                 "to it) answers too slowly or not at all: check the URL's host "
+                                 "and port; --step-timeout DURATION waits longer"));
+
+  // As a proxy: its answer to the CONNECT has the same deadline.
+  r = timed({"https://127.0.0.1:9/", "--upstream", server.url(), "--step-timeout", "2s"}, &seconds);
+  INFO(r.out << r.err << "took " << seconds << " s");
+  CHECK(!r.timed_out);
+  CHECK(r.exit_code == 1);
+  CHECK(seconds < 8);
+  CHECK(lastLine(r.out) ==
+        "FAIL (connect): no complete answer within 2 s (--step-timeout) — the proxy (or what is "
+        "behind it) does not answer in time; --step-timeout DURATION waits longer");
+
+  // A bad value is a usage error; the option is check's alone.
+  r = timed({server.url("/"), "--step-timeout", "1h"}, &seconds);
+  CHECK(r.exit_code == 2);
+  CHECK(has(r.err, "--step-timeout: expected a duration from 100ms to 10m"));
+  r = runCommand({H2GATE_BINARY, "--step-timeout", "5s"}, milliseconds(10000));
+  CHECK(r.exit_code == 2);
+  CHECK(has(r.err, "--step-timeout is an option of h2gate check"));
 }

@@ -173,13 +173,20 @@ TEST_CASE(
     const AdminReply dump = adminGet(gate.adminPort(), "/config_dump", milliseconds(3000));
     CHECK(dump.status == 200);
     CHECK(dump.seconds < 2);
+    // The busy workers of the first route are gone.
+    for (pid_t w : busy) CHECK(commandLine(w).find("--pac-worker") == std::string::npos);
+    // A second reload answers too; the route it replaces goes with its
+    // workers, and the new route's two run.
+    const std::vector<pid_t> second = workers(pid);
     gate.writeFile("h2gate.yaml", "h2gate:\n  drain_timeout: 3s\n" + PacEnv::yaml(listener("2s")));
     CHECK(adminPost(gate.adminPort(), "/reload", milliseconds(5000)).status == 200);
-    // The old route's workers are gone; the current route's run.
-    for (pid_t w : busy) CHECK(commandLine(w).find("--pac-worker") == std::string::npos);
-    for (int i = 0; i < 50 && workers(pid).size() > 2; ++i)
-      std::this_thread::sleep_for(milliseconds(100));
-    CHECK(workers(pid).size() == 2);
+    auto settled = [&] {
+      for (pid_t w : second)
+        if (commandLine(w).find("--pac-worker") != std::string::npos) return false;
+      return workers(pid).size() == 2;
+    };
+    for (int i = 0; i < 50 && !settled(); ++i) std::this_thread::sleep_for(milliseconds(100));
+    CHECK(settled());
     CHECK(gate.terminate(milliseconds(10000)).exited);
   }
 

@@ -4,12 +4,15 @@
 // HTTP/2; for NTLM (and the auto matrix and Kerberos mutual authentication,
 // which squid does not send) the test proxy tests/support/auth_proxy.py,
 // whose acceptors are pyspnego (NTLMv2) and MIT's GSSAPI. Every fixture is
-// first proven with curl's own GSSAPI / NTLM client.
+// first proven with curl's own GSSAPI / NTLM client. A hostile proxy
+// (tests/support/hostile_server.py) that names a new huge scheme in each 407
+// cannot grow h2gate's log or memory without bound.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -19,6 +22,7 @@
 
 #include "tests/support/auth_proxy.h"
 #include "tests/support/h2gate.h"
+#include "tests/support/hostile_server.h"
 #include "tests/support/kerberos_proxy.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
@@ -35,6 +39,10 @@ namespace {
 
 std::string str(uint64_t n) {
   return std::to_string(n);
+}
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
 }
 
 const char* const kAlice = "alice@H2GATE.TEST";
@@ -598,4 +606,149 @@ TEST_CASE("auto: an HTTP/2 proxy that wants NTLM is reached over HTTP/1.1 from t
   CHECK(gate.stderrText().find("reaches this proxy over HTTP/1.1 connections from now on") !=
         std::string::npos);
   CHECK(adminGet(gate.adminPort(), "/clusters").body.find("auth=ntlm") != std::string::npos);
+}
+
+TEST_CASE("NTLM, Negotiate and Basic over HTTP/1.1 with 407s of every framing", "[auth][shapes]") {
+  // The proxy frames each 407 with a body, with Content-Length: 0, chunked,
+  // or closes after it (after the first, bare one only, or after every one).
+  // h2gate learns the scheme from a bare request's 407 (auto), then answers.
+  // An NTLM proxy that closes after its challenge cannot be answered (the
+  // challenge belongs to the closed connection): the handshake is tried on
+  // one new connection, then the app gets the 407.
+  REQUIRE_AUTH_TOOLS();
+  const std::string scheme = GENERATE("ntlm", "negotiate", "basic");
+  const std::string framing = GENERATE("body", "empty", "chunked", "close-first", "close");
+  INFO(scheme << ", 407s framed '" << framing << "'");
+  const bool fails = scheme == "ntlm" && framing == "close";
+  AuthProxy::Options o;
+  o.schemes = scheme;
+  o.basic = "CORP\\alice:ntlm-pw";
+  o.challenge_framing = framing;
+  ProxyEnv env(o, /*kerberos=*/scheme == "negotiate");
+
+  // curl's own client against the same proxy first.
+  // As "localhost": the proxy's Kerberos service is HTTP/localhost.
+  std::vector<std::string> fixture{
+      curlBinary(),   "-q",        "-sS",
+      "-o",           "/dev/null", "-w",
+      "%{http_code}", "--proxy",   "http://localhost:" + str(env.proxy->port())};
+  if (scheme == "ntlm")
+    fixture.insert(fixture.end(), {"--proxy-ntlm", "-U", "CORP\\alice:ntlm-pw"});
+  else if (scheme == "negotiate")
+    fixture.insert(fixture.end(), {"--proxy-negotiate", "-U", ":"});
+  else
+    fixture.insert(fixture.end(), {"--proxy-basic", "-U", "CORP\\alice:ntlm-pw"});
+  fixture.push_back(env.nginx.httpUrl("/1k"));
+  std::map<std::string, std::optional<std::string>> curl_env;
+  if (env.realm) curl_env = env.realm->kdc.env(env.realm->alice);
+  const CommandResult proof = runCommand(fixture, curl_env, milliseconds(30000));
+  INFO("curl: " << proof.out << " " << proof.err << env.proxy->logText());
+  CHECK(proof.out == (fails ? "407" : "200"));
+  const size_t proof_entries = env.proxy->requests().size();
+
+  H2gate& gate = env.startGate(
+      "      scheme: auto\n"
+      "      credentials: {username: 'CORP\\alice', password: ntlm-pw}\n");
+  const std::string want = fails ? "407" : "200";
+  // A GET learns the scheme; then a POST with a body, three GETs on one app
+  // connection and a CONNECT.
+  auto r = env.curl({"-o", "/dev/null", "-w", "%{http_code}", env.nginx.httpUrl("/1k?learn")});
+  INFO(r.err << gate.process().logTail(30) << env.proxy->logText());
+  CHECK(r.out == want);
+  const TestFile& f = testFile("1k");
+  r = env.curl(
+      {"-w", " %{http_code}", "--data-binary", "@" + f.path, env.nginx.httpUrl("/upload")});
+  if (fails)
+    CHECK(r.out.ends_with(" 407"));
+  else
+    CHECK(r.out == f.sha256 + " " + str(f.size) + "\n 200");
+  std::vector<std::string> gets{"-w", "%{http_code} "};
+  for (int i = 0; i < 3; ++i)
+    gets.insert(gets.end(), {"-o", "/dev/null", env.nginx.httpUrl("/1k?" + str(i))});
+  r = env.curl(gets);
+  CHECK(r.out == want + " " + want + " " + want + " ");
+  r = env.curl({"-o", env.out.file("t"), "-w", "%{http_connect}", env.nginx.httpsUrl("/1k")});
+  CHECK(r.out == want);
+  if (!fails) CHECK(sha256File(env.out.file("t")) == f.sha256);
+
+  // Bounded: six requests, at most two connections each, each with at most
+  // three legs (bare, negotiate, authenticate).
+  const auto entries = env.proxy->requests();
+  const size_t ours = entries.size() - proof_entries;
+  CHECK(ours <= 6 * 3);
+  std::set<std::string> clients;
+  for (size_t i = proof_entries; i < entries.size(); ++i) clients.insert(entries[i].at("client"));
+  CHECK(clients.size() <= 6 * 2);
+  if (fails)
+    CHECK(gate.stderrText().find("closes the connection after the challenge") != std::string::npos);
+  else
+    CHECK(env.entries(scheme).size() >= 1);
+  env.checkNoSecretsLogged();
+}
+
+TEST_CASE("a proxy naming a new 30 KB scheme in each 407: h2gate's log and memory stay bounded",
+          "[auth][hostile]") {
+  // auto: nothing h2gate can answer; basic: the credentials are rejected.
+  // Either way each 407 is a failure whose cause names the scheme.
+  const std::string scheme = GENERATE("auto", "basic");
+  INFO("scheme " << scheme);
+  HostileServer::Options po;
+  po.mode = HostileServer::Mode::Auth407;
+  po.scheme_bytes = 30 * 1024;
+  HostileServer proxy(po);
+  // The fixture, with curl: two 407s, each with a scheme of its own of 30 KB.
+  CommandResult c = runCurl({"-sS", "-o", "/dev/null", "-D", "-", "-x", proxy.url(),
+                             "http://origin.test/a", "http://origin.test/b"},
+                            milliseconds(20000));
+  INFO(c.err);
+  REQUIRE(countOccurrences(c.out, "HTTP/1.1 407 ") == 2);
+  const auto challenge = regexSearch(c.out, "Proxy-Authenticate: ([^\r\n]*)");
+  REQUIRE(challenge);
+  REQUIRE((*challenge)[1].size() == 30 * 1024);
+  REQUIRE(c.out.rfind("Proxy-Authenticate: ") != c.out.find("Proxy-Authenticate: "));
+  REQUIRE(!has(c.out.substr(c.out.rfind("Proxy-Authenticate: ")), (*challenge)[1]));
+
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = authConfigYaml("127.0.0.1", proxy.port(), "",
+                          scheme == "auto"
+                              ? "      scheme: auto\n"
+                              : "      scheme: basic\n"
+                                "      credentials: {username: alice, password: alice-pw}\n");
+  o.args = {"--log-level", "info"};
+  H2gate gate(o);
+  const pid_t pid = gate.process().pid();
+  TempDir out("hostile-407");
+  // `n` requests, one curl: each gets the proxy's 407.
+  auto requests = [&](int n, const std::string& tag) {
+    std::vector<std::string> args{"-sS", "-x",        gate.proxyUrl(), "-w", "%{http_code}\n",
+                                  "-o",  "/dev/null", "--max-time",    "120"};
+    for (int i = 0; i < n; ++i) args.push_back("http://origin.test/" + tag + str(i));
+    CommandResult r = runCurl(args, milliseconds(150000));
+    INFO(r.err);
+    CHECK(countOccurrences(r.out, "407\n") == static_cast<size_t>(n));
+  };
+  // Warm-up: the first causes are logged and remembered, buffers grown.
+  requests(50, "warm");
+  const long hwm_before = procStatusKiB(pid, "VmHWM");
+  const size_t log_before = gate.stderrText().size();
+  constexpr int kRequests = 400;
+  requests(kRequests, "flood");
+  const long hwm_after = procStatusKiB(pid, "VmHWM");
+  const std::string log = gate.stderrText();
+  std::cout << "[figures] 407 with a new 30 KB scheme (" << scheme << "), " << kRequests
+            << " requests after 50: h2gate log " << log_before << " -> " << log.size()
+            << " bytes, VmHWM " << hwm_before << " -> " << hwm_after << " KiB\n";
+  CHECK(proxy.requests() >= static_cast<size_t>(kRequests + 50 + 2));
+  // Unbounded, each request added a 30 KB warning to the log and a 30 KB
+  // cause to memory: 12 MB of each for these 400.
+  CHECK(log.size() < 256 * 1024);
+  CHECK(log.size() - log_before < 16 * 1024);
+  CHECK(has(log, "further new ones are logged at debug level only"));
+  CHECK(hwm_before > 0);
+#if defined(__SANITIZE_ADDRESS__)
+  WARN("memory bound not checked under AddressSanitizer");
+#else
+  CHECK(hwm_after - hwm_before < 4 * 1024);
+#endif
 }

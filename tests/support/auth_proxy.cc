@@ -28,12 +28,20 @@ AuthProxy::AuthProxy(Options options) : options_(std::move(options)), dir_("auth
   for (const auto& u : options_.ntlm_users) users += u + "\n";
   const std::string users_file = dir_.write("ntlm_users", users);
   Process::Options opts;
-  opts.argv = {kTestVenvPython,   supportDir() + "/auth_proxy.py",
-               "--port-file",     dir_.file("port"),
-               "--log",           dir_.file("requests.log"),
-               "--schemes",       options_.schemes,
-               "--mutual",        options_.mutual,
-               "--ntlm-acceptor", options_.ntlm_acceptor};
+  opts.argv = {kTestVenvPython,
+               supportDir() + "/auth_proxy.py",
+               "--port-file",
+               dir_.file("port"),
+               "--log",
+               dir_.file("requests.log"),
+               "--schemes",
+               options_.schemes,
+               "--mutual",
+               options_.mutual,
+               "--ntlm-acceptor",
+               options_.ntlm_acceptor,
+               "--challenge-framing",
+               options_.challenge_framing};
   if (options_.one_line) opts.argv.push_back("--one-line");
   if (!options_.basic.empty()) opts.argv.insert(opts.argv.end(), {"--basic", options_.basic});
   if (!options_.tls_cert.empty())

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -36,6 +37,9 @@ class AuthProxy {
     std::string ntlm_acceptor = "pyspnego";
     // TLS with this certificate (and ALPN list, e.g. "h2,http/1.1").
     std::string tls_cert, tls_key, alpn;
+    // How each 407 is framed: body | empty | chunked | close-first | close
+    // (auth_proxy.py --challenge-framing).
+    std::string challenge_framing = "body";
   };
   explicit AuthProxy(Options options);
   ~AuthProxy();
@@ -51,6 +55,8 @@ class AuthProxy {
  private:
   Options options_;
   TempDir dir_;
+  PeerLog requests_log_{"auth_proxy requests.log", dir_.file("requests.log")};
+  PeerLog stderr_log_{"auth_proxy stderr", dir_.file("auth_proxy.stderr")};
   std::unique_ptr<Process> process_;
   uint16_t port_ = 0;
 };

@@ -11,9 +11,17 @@ service key from KRB5_KTNAME), Basic against --basic USER:PASSWORD.
                 [--one-line] [--basic user:pw] [--mutual ok|forged|none]
                 [--tls CERT KEY [--alpn h2,http/1.1]]
                 [--ntlm-acceptor pyspnego|gss-ntlmssp]
+                [--challenge-framing body|empty|chunked|close-first|close]
 
 --ntlm-acceptor gss-ntlmssp verifies NTLM with Debian's gss-ntlmssp (GSSAPI,
 through python-gssapi; same NTLM_USER_FILE) instead of pyspnego.
+
+--challenge-framing: how each 407 is framed (HTTP/1.1): with a body and its
+Content-Length (body, the default), Content-Length: 0 (empty), a chunked body
+(chunked), or with a body and Connection: close, after which the proxy
+closes: only a 407 to a request that carried no Proxy-Authorization
+(close-first, as proxies that want a fresh connection for the handshake do),
+or every 407 (close: NTLM then cannot complete).
 
 --schemes: what a 407 offers, in order (Proxy-Authenticate lines, or one line
 with --one-line). NTLM authenticates the connection: the three messages go on
@@ -125,12 +133,23 @@ class Conn:
         n = int(headers.get("content-length", "0") or "0")
         return self.read_exact(n) if n else b""
 
-    def send(self, status, reason, headers=(), body=b""):
+    def send(self, status, reason, headers=(), body=b"", framing="body"):
+        """Returns False when the connection is to close after it."""
         head = "HTTP/1.1 %d %s\r\n" % (status, reason)
         for k, v in headers:
             head += "%s: %s\r\n" % (k, v)
-        head += "Content-Length: %d\r\n\r\n" % len(body)
-        self.sock.sendall(head.encode("latin-1") + body)
+        if framing == "empty":
+            body = b""
+        if framing == "chunked":
+            head += "Transfer-Encoding: chunked\r\n\r\n"
+            payload = (b"%x\r\n" % len(body) + body + b"\r\n" if body else b"") + b"0\r\n\r\n"
+        else:
+            if framing == "close":
+                head += "Connection: close\r\n"
+            head += "Content-Length: %d\r\n\r\n" % len(body)
+            payload = body
+        self.sock.sendall(head.encode("latin-1") + payload)
+        return framing != "close"
 
 
 def authenticate(conn, method, target, headers):
@@ -254,8 +273,13 @@ class Handler(socketserver.BaseRequestHandler):
             if not ok:
                 entry["status"] = 407
                 log(entry)
-                conn.send(407, "Proxy Authentication Required",
-                          [("Content-Type", "text/plain")] + extra, b"authentication required\n")
+                framing = ARGS.challenge_framing
+                if framing == "close-first":
+                    framing = "body" if "proxy-authorization" in headers else "close"
+                if not conn.send(407, "Proxy Authentication Required",
+                                 [("Content-Type", "text/plain")] + extra,
+                                 b"authentication required\n", framing):
+                    return
                 continue
             if method == "CONNECT":
                 host, _, port = target.rpartition(":")
@@ -344,6 +368,8 @@ def main():
     p.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     p.add_argument("--alpn", default="http/1.1")
     p.add_argument("--ntlm-acceptor", default="pyspnego", choices=["pyspnego", "gss-ntlmssp"])
+    p.add_argument("--challenge-framing", default="body",
+                   choices=["body", "empty", "chunked", "close-first", "close"])
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     with open(ARGS.port_file + ".tmp", "w") as f:

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -97,6 +98,7 @@ class H2gate {
  private:
   bool check_clean_exit_ = true;
   TempDir dir_;  // outlives the process (its logs live here)
+  PeerLog stderr_log_{"h2gate stderr", dir_.file("h2gate.stderr")};
   std::unique_ptr<Process> process_;
   std::map<std::string, uint16_t> ports_;
   std::string first_listener_;

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 
@@ -58,6 +59,7 @@ class Kdc {
 
   std::string realm_;
   TempDir dir_;
+  PeerLog log_{"KDC kdc.log", dir_.file("kdc.log")};
   uint16_t port_ = 0;
   std::unique_ptr<Process> process_;
   int caches_ = 0;

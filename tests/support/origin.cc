@@ -22,6 +22,7 @@ UploadSink::UploadSink(const std::string& dir) {
   opts.argv = {"python3", supportDir() + "/upload_sink.py", "--port", "0"};
   opts.log_dir = dir;
   opts.name = "upload_sink";
+  log_ = std::make_unique<PeerLog>("upload sink stderr", dir + "/upload_sink.stderr");
   process_ = std::make_unique<Process>(std::move(opts));
   auto m = process_->waitForLog("listening on 127\\.0\\.0\\.1:([0-9]+)", milliseconds(10000),
                                 Stream::Stdout);

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ca.h"
@@ -48,6 +49,7 @@ class UploadSink {
 
  private:
   std::unique_ptr<Process> process_;
+  std::unique_ptr<PeerLog> log_;
   uint16_t port_ = 0;
 };
 
@@ -92,6 +94,7 @@ class Nginx {
   // sink, and the directory goes last.
   Options options_;
   TempDir dir_;
+  PeerLog error_log_{"nginx error.log", dir_.file("error.log")};
   std::unique_ptr<TestCA> own_ca_;
   std::string ca_path_;
   CertFiles cert_;

@@ -47,8 +47,10 @@ X509* newCert(EVP_PKEY* key, const std::string& cn, long serial) {
   X509_NAME* name = X509_get_subject_name(cert);
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
                              reinterpret_cast<const unsigned char*>("h2gate tests"), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  // UTF-8 (ASCII is UTF-8 too): any byte string a test gives, controls included.
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(cn.data()),
+                             static_cast<int>(cn.size()), -1, 0);
   return cert;
 }
 
@@ -93,6 +95,10 @@ CertFiles TestCA::issueServer(const std::string& name, const std::vector<std::st
   std::string san = "IP:127.0.0.1,IP:::1,DNS:localhost";
   for (const auto& d : extra_dns) san += ",DNS:" + d;
   return issue(name, extra_dns.empty() ? "localhost" : extra_dns.front(), san, true);
+}
+
+CertFiles TestCA::issueServerWithName(const std::string& name, const std::string& common_name) {
+  return issue(name, common_name, "IP:127.0.0.1,IP:::1,DNS:localhost", true);
 }
 
 CertFiles TestCA::issueClient(const std::string& name, const std::string& common_name) {

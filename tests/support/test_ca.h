@@ -28,6 +28,10 @@ class TestCA {
   // subjectAltName = IP:127.0.0.1, IP:::1, DNS:localhost, plus each of
   // `extra_dns` (e.g. "origin.test"). Written as <dir>/<name>.pem/.key/-chain.pem.
   CertFiles issueServer(const std::string& name, const std::vector<std::string>& extra_dns = {});
+  // The same subjectAltNames, with `common_name` as the subject's CN, byte
+  // for byte (a UTF8String: it may carry ESC sequences, CR or LF, as a
+  // hostile server's certificate can).
+  CertFiles issueServerWithName(const std::string& name, const std::string& common_name);
   // A client certificate (clientAuth) with the given common name.
   CertFiles issueClient(const std::string& name, const std::string& common_name);
 

@@ -153,10 +153,14 @@ void Squid::start() {
             "\n"
             "auth_param basic credentialsttl 1 minute\n";
   }
-  if (negotiate || options_.auth)
-    auth +=
-        "acl authed proxy_auth REQUIRED\n"
-        "http_access deny !authed\n";
+  if (negotiate || options_.auth) {
+    auth += "acl authed proxy_auth REQUIRED\n";
+    if (options_.auth_domain.empty())
+      auth += "http_access deny !authed\n";
+    else
+      auth += "acl auth_domain dstdomain -n ." + options_.auth_domain +
+              "\nhttp_access deny auth_domain !authed\n";
+  }
   std::string hosts = "127.0.0.1 localhost\n";
   for (const auto& h : options_.hosts) hosts += "127.0.0.1 " + h + "\n";
   dir_.write("hosts", hosts);

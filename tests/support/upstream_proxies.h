@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/peer_logs.h"
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ca.h"
@@ -40,6 +41,9 @@ class Squid {
     std::string username = "alice";
     std::string password = "s3cret";
     std::string realm = "h2gate-test";
+    // With `auth`: only requests to this domain and its subdomains need the
+    // credentials ("" = every request).
+    std::string auth_domain;
     // Negotiate (Kerberos) authentication with squid's negotiate_kerberos_auth:
     // every request needs a ticket for `negotiate_principal` (e.g.
     // HTTP/localhost@REALM), whose key is in `negotiate_keytab`; `krb5_conf`
@@ -85,6 +89,7 @@ class Squid {
   // Destruction order: squid stops before its directory goes.
   Options options_;
   TempDir dir_;
+  PeerLog cache_log_{"squid cache.log", dir_.file("cache.log")};
   std::string name_;  // squid -n service name, unique per instance
   std::unique_ptr<Process> process_;
   uint16_t http_port_ = 0;
@@ -138,6 +143,7 @@ class Nghttpx {
 
   Options options_;
   TempDir dir_;
+  PeerLog error_log_{"nghttpx error log", dir_.file("error.log")};
   CertFiles cert_;
   std::unique_ptr<Process> process_;
   uint16_t port_ = 0;

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <set>
 
+#include "config/node_reader.h"
 #include "gateway/log.h"
 #include "gateway/upstream/upstream_stats.h"
 
@@ -17,12 +18,25 @@ using ConfigScheme = config::ProxyAuthentication::Scheme;
 
 // Causes already logged at warn, per cluster, shared by every worker (so
 // "once" holds with several). Forgotten when the cluster succeeds again, so
-// a failure that comes back is logged again.
+// a failure that comes back is logged again. Bounded whatever its proxies
+// send: a cause is its first kMaxCauseBytes, and at most kMaxCauses are
+// kept; beyond them one more warning says so and new causes go to debug.
+struct Causes {
+  std::set<std::string> keys;
+  bool full = false;  // the warning that no more are kept was logged
+};
 std::mutex g_logged_mu;
-std::map<std::string, std::set<std::string>>& loggedCauses() {
-  static std::map<std::string, std::set<std::string>> causes;
+std::map<std::string, Causes>& loggedCauses() {
+  static std::map<std::string, Causes> causes;
   return causes;
 }
+
+// A scheme name as the proxy wrote it, cut to this many characters when shown.
+constexpr size_t kMaxShownScheme = 64;
+// At most this many of a 407's schemes are named in a message.
+constexpr size_t kMaxShownSchemes = 8;
+// One log line of a failure: escaped, at most this long.
+constexpr size_t kMaxMessageBytes = 2048;
 
 size_t schemeIndex(Scheme s) {
   return static_cast<size_t>(s) - 1;  // Basic, Negotiate, Ntlm
@@ -236,15 +250,44 @@ void ProxyAuth::record(Scheme scheme, Outcome outcome, uint64_t conn_id, uint64_
 
 void ProxyAuth::warnOnce(const std::string& key, uint64_t conn_id, uint64_t stream_id,
                          const std::string& message) {
-  bool first = false;
+  enum class Seen { New, Known, Full } seen = Seen::Known;
   {
     std::lock_guard lock(g_logged_mu);
-    first = loggedCauses()[cluster_.name].insert(key).second;
+    Causes& causes = loggedCauses()[cluster_.name];
+    std::string cause = key.substr(0, kMaxCauseBytes);
+    if (causes.keys.count(cause) == 0) {
+      if (causes.keys.size() < kMaxCauses) {
+        causes.keys.insert(std::move(cause));
+        seen = Seen::New;
+      } else if (!causes.full) {
+        causes.full = true;
+        seen = Seen::Full;
+      }
+    }
   }
-  if (first)
-    H2G_LOG(Warn, conn_id, stream_id, message);
-  else
-    H2G_LOG(Debug, conn_id, stream_id, message);
+  std::string line = config::escapeControls(message);
+  if (line.size() > kMaxMessageBytes)
+    line = line.substr(0, kMaxMessageBytes) + "... (" + std::to_string(line.size()) + " bytes)";
+  if (seen == Seen::New) {
+    H2G_LOG(Warn, conn_id, stream_id, line);
+  } else if (seen == Seen::Full) {
+    H2G_LOG(Warn, conn_id, stream_id,
+            line << " (cluster " << cluster_.name << " has had " << kMaxCauses
+                 << " other kinds of authentication failure since its last success: "
+                    "further new ones are logged at debug level only)");
+  } else {
+    H2G_LOG(Debug, conn_id, stream_id, line);
+  }
+}
+
+ProxyAuth::Remembered ProxyAuth::remembered() const {
+  std::lock_guard lock(g_logged_mu);
+  Remembered r;
+  const auto it = loggedCauses().find(cluster_.name);
+  if (it == loggedCauses().end()) return r;
+  r.causes = it->second.keys.size();
+  for (const std::string& k : it->second.keys) r.bytes += k.size();
+  return r;
 }
 
 // ---------------------------------------------------------------------------
@@ -272,8 +315,17 @@ Scheme RequestAuth::sentScheme() const {
 }
 
 std::string RequestAuth::offersText(const std::vector<Challenge>& offered) const {
+  // The proxy's words, bounded: they go into log lines and their causes.
   std::string out;
-  for (const Challenge& c : offered) out += (out.empty() ? "" : ", ") + c.scheme;
+  for (size_t i = 0; i < offered.size() && i < kMaxShownSchemes; ++i) {
+    const std::string& scheme = offered[i].scheme;
+    out += (out.empty() ? "" : ", ") +
+           config::escapeControls(std::string_view(scheme).substr(0, kMaxShownScheme));
+    if (scheme.size() > kMaxShownScheme)
+      out += "... (" + std::to_string(scheme.size()) + " characters)";
+  }
+  if (offered.size() > kMaxShownSchemes)
+    out += " and " + std::to_string(offered.size() - kMaxShownSchemes) + " more";
   return out.empty() ? "nothing h2gate understands" : out;
 }
 

@@ -34,6 +34,8 @@
 // told which scheme the proxy wants); a 407 to credentials reaches the app
 // as the proxy sent it; so does the 407 when h2gate cannot make credentials
 // (no Kerberos ticket: "run kinit"), with the reason logged once per cause.
+// What a proxy wrote (the schemes of its 407) is shortened and escaped
+// before it goes into a log line, and the causes remembered are bounded.
 #pragma once
 
 #include <array>
@@ -146,9 +148,21 @@ class ProxyAuth : public std::enable_shared_from_this<ProxyAuth> {
   // each leg of the exchange instead of reading the log.
   using Observer = std::function<void(Scheme, Outcome, const std::string& why)>;
   void setObserver(Observer fn) { observer_ = std::move(fn); }
-  // Logs `message` at warn once per cluster and `key`, at debug after that.
+  // Logs `message` (escaped, at most 2 KiB of it) at warn once per cluster
+  // and `key`, at debug after that. What is remembered is bounded whatever
+  // a proxy sends: a key counts by its first kMaxCauseBytes, and at most
+  // kMaxCauses keys are kept per cluster until it succeeds again; the first
+  // new one beyond them is logged at warn saying so, the later ones at debug.
   void warnOnce(const std::string& key, uint64_t conn_id, uint64_t stream_id,
                 const std::string& message);
+  static constexpr size_t kMaxCauses = 32;
+  static constexpr size_t kMaxCauseBytes = 512;
+  // The causes remembered for this cluster: how many, their bytes.
+  struct Remembered {
+    size_t causes = 0;
+    size_t bytes = 0;
+  };
+  Remembered remembered() const;
 
  private:
   const config::Cluster& cluster_;

@@ -68,6 +68,7 @@ evaluation:
   memory_limit: 16777216
   threads: 4
   cache_entries: 0
+  cache_bytes: 1048576
   cache_ttl: 5s
 fallback: {cluster: corp}
 on_loop: reject
@@ -84,6 +85,7 @@ on_loop: reject
   CHECK(c->memory_limit == 16u << 20);
   CHECK(c->evaluation.threads == 4);
   CHECK(c->evaluation.cache_entries == 0);
+  CHECK(c->evaluation.cache_bytes == 1048576);
   CHECK(c->evaluation.cache_ttl == 5s);
   CHECK(c->fallback.kind == PacRouteConfig::Fallback::Kind::Cluster);
   CHECK(c->fallback.cluster == "corp");
@@ -129,7 +131,7 @@ on_loop: maybe
         "p.yaml:4:11: routes[0].pac.max_size: must be in 1024..268435456, got 10\n"
         "p.yaml:5:13: routes[0].pac.trusted_ca: applies only to an https:// url\n"
         "p.yaml:10:3: routes[0].pac.evaluation.colour: unknown field (expected one of: timeout, "
-        "dns_timeout, memory_limit, threads, cache_entries, cache_ttl)\n"
+        "dns_timeout, memory_limit, threads, cache_entries, cache_bytes, cache_ttl)\n"
         "p.yaml:9:12: routes[0].pac.evaluation.threads: must be in 1..64, got 0\n"
         "p.yaml:8:16: routes[0].pac.evaluation.dns_timeout: is longer than timeout (1000 ms), "
         "which bounds every evaluation with its DNS calls\n"

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 
 #include "filter_env.h"
 #include "filters/forward_proxy.h"
@@ -164,4 +165,105 @@ TEST_CASE("pac route: a cached answer is decided at once, as decide() decides it
   const PacRoute::Counters c = env.pac->counters();
   CHECK(c.evaluations == 3);
   CHECK(c.cache_hits == 4);
+}
+
+TEST_CASE("pac route: two http URLs of one host are routed by their own answers",
+          "[pac_route][pac_per_url]") {
+  PacEnv env(
+      "function FindProxyForURL(url, host) {\n"
+      "  if (shExpMatch(url, 'http://*/*.iso')) return 'PROXY iso.test:3128';\n"
+      "  if (shExpMatch(url, '*/downloads/*')) return 'PROXY dl.test:3128';\n"
+      "  return 'DIRECT';\n"
+      "}\n");
+  REQUIRE(env.pac->counters().have_script);
+  auto http = [](const std::string& path) {
+    RequestHead h = requestHead("files.test", 80, false);
+    h.path = path;
+    h.target = "http://files.test" + path;
+    return h;
+  };
+  CHECK(env.decide(http("/debian.iso")) == "PROXY iso.test:3128");
+  CHECK(env.decide(http("/index.html")) == "DIRECT");
+  CHECK(env.decide(http("/downloads/tool.tgz")) == "PROXY dl.test:3128");
+  // Each at once from the cache, still its own.
+  CHECK(env.decideNow(http("/debian.iso")) == "PROXY iso.test:3128");
+  CHECK(env.decideNow(http("/index.html")) == "DIRECT");
+  CHECK(env.decideNow(http("/downloads/tool.tgz")) == "PROXY dl.test:3128");
+  CHECK(env.decideNow(http("/other.iso")) == "none");
+  // A tunnel's URL has no path: one answer per host and port.
+  CHECK(env.decide(requestHead("files.test", 443, true)) == "DIRECT");
+  CHECK(env.decideNow(requestHead("files.test", 443, true)) == "DIRECT");
+  CHECK(env.pac->counters().evaluations == 4);
+}
+
+TEST_CASE("pac route: a loop is h2gate's own address however the PAC file spells it",
+          "[pac_route][pac_loop]") {
+  // The listener is 127.0.0.1:3128. Each host gets the answer its name says.
+  const std::vector<std::pair<std::string, std::string>> loops{
+      {"plain", "PROXY 127.0.0.1:3128"},           {"short", "PROXY 127.1:3128"},
+      {"decimal", "PROXY 2130706433:3128"},        {"hex", "PROXY 0x7f000001:3128"},
+      {"octal", "PROXY 0177.0.0.1:3128"},          {"mapped", "PROXY [::ffff:127.0.0.1]:3128"},
+      {"mappedhex", "HTTPS [::ffff:7f00:1]:3128"}, {"localhost", "PROXY localhost:3128"},
+      {"localhostdot", "PROXY LocalHost.:3128"},   {"sublocalhost", "PROXY gate.localhost:3128"},
+      {"unspecified", "PROXY 0.0.0.0:3128"},       {"trailingdot", "PROXY 127.0.0.1.:3128"},
+      {"name", "PROXY self.corp.test:3128"},
+  };
+  const std::vector<std::pair<std::string, std::string>> others{
+      {"otherport", "PROXY 127.1:3129"},
+      {"otheraddress", "PROXY 127.0.0.2:3128"},
+      {"v6loopback", "PROXY [::1]:3128"},
+      {"othername", "PROXY proxy.corp.test:3128"},
+      {"unresolvable", "PROXY nowhere.corp.test:3128"},
+  };
+  std::string pac = "var answers = {\n";
+  for (const auto& list : {loops, others})
+    for (const auto& [host, answer] : list) pac += "  '" + host + ".test': '" + answer + "',\n";
+  pac += "};\nfunction FindProxyForURL(url, host) { return answers[host] + '; PROXY b.test:1'; }\n";
+  PacEnv env(pac, "    on_loop: reject\n");
+  REQUIRE(env.pac->counters().have_script);
+  // Names resolve as the test says, and are counted.
+  std::map<std::string, int> lookups;
+  env.pac->setNameLookup([&lookups](const std::string& host, asio::any_io_executor ex,
+                                    std::function<void(std::vector<asio::ip::address>)> done) {
+    ++lookups[host];
+    std::vector<asio::ip::address> a;
+    if (host == "self.corp.test")
+      a = {asio::ip::make_address("10.9.9.9"), asio::ip::make_address("127.0.0.1")};
+    if (host == "proxy.corp.test") a = {asio::ip::make_address("10.1.1.1")};
+    asio::post(ex, [done = std::move(done), a] { done(a); });
+  });
+  for (const auto& [host, answer] : loops) {
+    INFO(host << ": " << answer);
+    const std::string d = env.decide(requestHead(host + ".test", 443, true));
+    CHECK(d.starts_with("503 "));
+    CHECK_THAT(d, Catch::Contains("names h2gate itself"));
+    CHECK(env.decideNow(requestHead(host + ".test", 443, true)) == d);
+  }
+  for (const auto& [host, answer] : others) {
+    INFO(host << ": " << answer);
+    const std::string d = env.decide(requestHead(host + ".test", 443, true));
+    CHECK(d == answer + " > PROXY b.test:1");
+    CHECK(env.decideNow(requestHead(host + ".test", 443, true)) == d);
+  }
+  // Names are looked up once, before their first decision, and only those
+  // on the listener's port.
+  CHECK(lookups["self.corp.test"] == 1);
+  CHECK(lookups["proxy.corp.test"] == 1);
+  CHECK(lookups["nowhere.corp.test"] == 1);
+  CHECK(lookups["b.test"] == 0);
+  CHECK(lookups.size() == 4);
+}
+
+TEST_CASE("pac route: a loop by a resolved name with on_loop: direct keeps the rest",
+          "[pac_route][pac_loop]") {
+  PacEnv env(
+      "function FindProxyForURL(url, host) { return 'PROXY gate.corp.test:3128; PROXY "
+      "b.test:1'; }\n");
+  env.pac->setNameLookup([](const std::string&, asio::any_io_executor ex,
+                            std::function<void(std::vector<asio::ip::address>)> done) {
+    asio::post(ex,
+               [done = std::move(done)] { done({asio::ip::make_address("::ffff:127.0.0.1")}); });
+  });
+  CHECK(env.decide(requestHead("a.test", 443, true)) == "DIRECT > PROXY b.test:1");
+  CHECK(env.decideNow(requestHead("a.test", 443, true)) == "DIRECT > PROXY b.test:1");
 }

@@ -54,3 +54,34 @@ TEST_CASE("check report: advice for certificate verification failures", "[check]
             .find("not issued for 'proxy.example'") != std::string::npos);
   CHECK(verifyAdvice(X509_V_ERR_CERT_HAS_EXPIRED, "p").find("clock") != std::string::npos);
 }
+
+TEST_CASE("check report: a server's bytes are printed escaped and shortened", "[check]") {
+  // As config errors are escaped (config::escapeControls): controls, C1
+  // controls, bytes that are not UTF-8; UTF-8 text stays.
+  CHECK(serverText("Forbidden \x1b]0;title\x07\x1b[2J\r\n  ok") ==
+        "Forbidden \\x1b]0;title\\x07\\x1b[2J\\r\\n  ok");
+  CHECK(serverText("csi \xc2\x9b"
+                   "31m, caf\xc3\xa9, \xff") == "csi \\u009b31m, caf\xc3\xa9, \\xff");
+  CHECK(serverText(std::string(300, 'a')) == std::string(256, 'a') + "... (300 bytes)");
+  // Not cut inside a UTF-8 sequence.
+  CHECK(serverText("ab\xc3\xa9", 3) == "ab... (4 bytes)");
+
+  // Every line goes out escaped, whoever built it; so do the verdict and
+  // what is remembered of a failure.
+  std::ostringstream out;
+  Report r(out);
+  r.ok("request", "HEAD / -> HTTP/1.1 200 \x1b[2J\rforged");
+  r.warn("alpn", "\x1b]0;t\x07", "advice\nforged");
+  r.fail("connect", "refused: 403 \x1b[31m\nforged", "see\rits logs");
+  r.recover("cluster 'x'");
+  r.fail("tcp", "second \x1b", "-");
+  const std::string text = out.str();
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    CHECK(!((c < 0x20 && c != '\n') || c == 0x7f));
+  }
+  CHECK(text.find("HTTP/1.1 200 \\x1b[2J\\rforged\n") != std::string::npos);
+  CHECK(text.find("-> advice\\nforged\n") != std::string::npos);
+  CHECK(r.tried()[0] == "cluster 'x': connect: refused: 403 \\x1b[31m\\nforged");
+  CHECK(r.failure() == "FAIL (tcp): second \\x1b — -");
+}

@@ -501,6 +501,21 @@ TEST_CASE("check: a subcommand with an optional URL", "[cli]") {
         "check and --validate cannot be combined\n");
 }
 
+TEST_CASE("check: --step-timeout, one deadline per step", "[cli]") {
+  CHECK_FALSE(run({"check"}).options.step_timeout);
+  ParseResult p = run({"check", "https://example.com/", "--step-timeout", "2.5s"});
+  REQUIRE(p.ok());
+  CHECK(p.options.step_timeout == std::chrono::milliseconds(2500));
+  CHECK(run({"check", "--step-timeout=100ms"}).options.step_timeout ==
+        std::chrono::milliseconds(100));
+  CHECK(run({"check", "--step-timeout", "10m"}).options.step_timeout == std::chrono::minutes(10));
+  for (const char* bad : {"50ms", "11m", "5", "-1s", "soon"})
+    CHECK(errorsOf(run({"check", "--step-timeout", bad})) ==
+          "--step-timeout: expected a duration from 100ms to 10m (e.g. 30s), got '" +
+              std::string(bad) + "'\n");
+  CHECK(errorsOf(run({"--step-timeout", "5s"})) == "--step-timeout is an option of h2gate check\n");
+}
+
 TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
   ParseResult p = run({"service", "install", "-c", "h2gate.yaml", "--log-file", "C:\\h2gate.log"});
   REQUIRE(p.ok());

@@ -379,3 +379,61 @@ TEST_CASE("responses: framing, HEAD, interim and close-delimited bodies") {
     CHECK(p.finish() == Event::Error);
   }
 }
+
+TEST_CASE("Content-Length: 0 ends the message with its head, with no further input") {
+  // A keep-alive peer sends nothing after such a head: the completion must
+  // not wait for bytes (an HTTP/1.1 proxy's empty 200, 301 or 407 kept a
+  // pooled connection busy for good).
+  const bool response = GENERATE(true, false);
+  CAPTURE(response);
+  Parser p(response ? Parser::Kind::Response : Parser::Kind::Request, {});
+  std::string body;
+  const std::string head =
+      response
+          ? "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n"
+          : "POST http://origin.test/ HTTP/1.1\r\nHost: origin.test\r\nContent-Length: 0\r\n\r\n";
+  const std::string next = response
+                               ? "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                               : "GET http://origin.test/b HTTP/1.1\r\nHost: origin.test\r\n\r\n";
+  Fed f = feed(p, head, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(f.consumed == head.size());
+  if (response) {
+    CHECK(p.response().framing == BodyFraming::ContentLength);
+    CHECK(p.response().keep_alive);
+  } else {
+    CHECK(p.request().framing == BodyFraming::ContentLength);
+    CHECK(p.request().content_length == 0);
+  }
+  f = feed(p, "", &body);
+  REQUIRE(f.event == Event::MessageComplete);
+  CHECK(f.consumed == 0);
+  CHECK(p.keepAlive());
+  CHECK_FALSE(p.inMessage());
+  CHECK(body.empty());
+  // The connection carries the next message.
+  f = feed(p, next, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  if (response) {
+    CHECK(p.response().status == 200);
+    f = feed(p, std::string_view(next).substr(f.consumed), &body);
+    CHECK(f.event == Event::MessageComplete);
+    CHECK(body == "ok");
+  } else {
+    CHECK(p.request().target == "http://origin.test/b");
+  }
+}
+
+TEST_CASE("an empty chunked body completes with its last chunk") {
+  Parser p(Parser::Kind::Response, {});
+  std::string body;
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  Fed f = feed(p, head, &body);
+  REQUIRE(f.event == Event::HeadComplete);
+  CHECK(feed(p, "", &body).event == Event::NeedMore);
+  f = feed(p, "0\r\n\r\n", &body);
+  CHECK(f.event == Event::MessageComplete);
+  CHECK(f.consumed == 5);
+  CHECK(p.keepAlive());
+  CHECK(body.empty());
+}

@@ -12,7 +12,7 @@ using namespace h2gate::metrics;
 TEST_CASE("metric families follow Prometheus naming conventions", "[metrics]") {
   const std::set<std::string_view> allowed_labels{"listener",   "cluster",  "endpoint", "protocol",
                                                   "direction",  "kind",     "result",   "status",
-                                                  "connection", "fallback", "scheme"};
+                                                  "connection", "fallback", "scheme",   "reason"};
   std::set<std::string_view> names;
   for (size_t i = 0; i < kFamilyCount; ++i) {
     const FamilyDef& d = definition(static_cast<Family>(i));

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <thread>
+#include <tuple>
 
 #include <catch2/catch.hpp>
 
@@ -792,7 +793,28 @@ TEST_CASE("pac query: the URL browsers pass for a request", "[pac][evaluator]") 
   CHECK(q.url == "https://a.example:8443/");
   q = PacQuery::forRequest("http", "a.example", 80, "/index.html?q=1");
   CHECK(q.url == "http://a.example/index.html?q=1");
-  CHECK(q.cache_key == "http://a.example:80");
+  // An http URL is answered for itself: PAC files route by path.
+  CHECK(q.cache_key == "http://a.example:80/index.html?q=1");
+  CHECK(PacQuery::forRequest("http", "a.example", 80, "/big.iso").cache_key !=
+        PacQuery::forRequest("http", "a.example", 80, "/index.html").cache_key);
+  // https and wss: one key per scheme, host and port, whatever the path.
+  CHECK(PacQuery::forRequest("https", "a.example", 443, "/x").cache_key ==
+        PacQuery::forRequest("https", "A.example", 443, "/y").cache_key);
+  // cacheKeyFor() gives forRequest()'s key, in a buffer the caller keeps.
+  std::string buf;
+  for (const auto& [scheme, host, port, path] :
+       std::vector<std::tuple<std::string, std::string, uint16_t, std::string>>{
+           {"http", "A.example", 80, "/index.html?q=1"},
+           {"HTTP", "a.example", 8080, ""},
+           {"http", "[2001:db8::1]", 80, "x"},
+           {"https", "a.example", 443, "/secret"},
+           {"wss", "2001:db8::1", 0, "/chat"},
+           {"ws", "a.example", 0, "/chat"}}) {
+    INFO(scheme << " " << host << " " << port << " " << path);
+    CHECK(PacQuery::cacheKeyFor(scheme, host, port, path, buf) ==
+          PacQuery::forRequest(scheme, host, port, path).cache_key);
+  }
+  CHECK(PacQuery::cacheKeyFor("ws", "a.example", 0, "/chat", buf) == "ws://a.example:80/chat");
   q = PacQuery::forRequest("http", "2001:db8::1", 8080, "/x");
   CHECK(q.url == "http://[2001:db8::1]:8080/x");
   CHECK(q.host == "2001:db8::1");
@@ -801,4 +823,98 @@ TEST_CASE("pac query: the URL browsers pass for a request", "[pac][evaluator]") 
   CHECK(q.host == "2001:db8::1");
   q = PacQuery::forRequest("http", "a.example", 80, "");
   CHECK(q.url == "http://a.example/");
+}
+
+TEST_CASE("pac evaluator: http URLs of one host get their own answers", "[pac][evaluator]") {
+  Harness h;
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  if (shExpMatch(url, "http://*/*.iso")) return "PROXY iso-proxy.corp:3128";
+  if (shExpMatch(url, "*/downloads/*")) return "PROXY dl-proxy.corp:3128";
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  auto ask = [&](const std::string& scheme, const std::string& path) {
+    const PacQuery q = PacQuery::forRequest(scheme, "files.example", 0, path);
+    std::optional<PacResult> out;
+    h.eval->evaluate(q, h.io.get_executor(), [&](PacResult r) { out = std::move(r); });
+    h.runUntil([&] { return out.has_value(); }, 20s);
+    REQUIRE(out.has_value());
+    return out->answer + (out->from_cache ? " (cached)" : "");
+  };
+  CHECK(ask("http", "/images/debian.iso") == "PROXY iso-proxy.corp:3128");
+  CHECK(ask("http", "/index.html") == "DIRECT");
+  CHECK(ask("http", "/downloads/tool.tar.gz") == "PROXY dl-proxy.corp:3128");
+  // Repeats come from the cache.
+  CHECK(ask("http", "/images/debian.iso") == "PROXY iso-proxy.corp:3128 (cached)");
+  CHECK(ask("http", "/index.html") == "DIRECT (cached)");
+  // https: the file sees no path, so one answer per host serves them all.
+  CHECK(ask("https", "/images/debian.iso") == "DIRECT");
+  CHECK(ask("https", "/downloads/x") == "DIRECT (cached)");
+  CHECK(h.eval->stats().evaluations == 4);
+}
+
+TEST_CASE("pac evaluator: the cache stays within cache_bytes; expired answers are freed",
+          "[pac][evaluator][answer_cache]") {
+  PacEvaluator::Options o;
+  o.cache_bytes = 1u << 20;
+  o.cache_ttl = 300ms;
+  Harness h(o);
+  // 60 KB answers, a different one for every host.
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  var s = "PROXY " + host + ":3128";
+  while (s.length < 60000) s += "; PROXY " + host + ":3128";
+  return s;
+}
+)JS")
+              .ok());
+  std::size_t most = 0;
+  for (int i = 0; i < 150; ++i) {
+    const std::string host = "h" + std::to_string(i) + ".example";
+    const PacResult r = h.ask("https://" + host + "/", host);
+    REQUIRE(r.answer.size() >= 60000);
+    const PacStats s = h.eval->stats();
+    REQUIRE(s.cache_bytes <= o.cache_bytes);
+    most = std::max<std::size_t>(most, s.cache_entries);
+  }
+  const PacStats full = h.eval->stats();
+  CHECK(full.cache_bytes > o.cache_bytes / 2);
+  CHECK(most >= 10);
+  CHECK(most <= 17);
+  // Nothing asked since: they expire and are given back.
+  std::this_thread::sleep_for(400ms);
+  const PacStats later = h.eval->stats();
+  CHECK(later.cache_entries == 0);
+  CHECK(later.cache_bytes == 0);
+}
+
+TEST_CASE("pac evaluator: alert() text is logged escaped", "[pac][evaluator][alert]") {
+  h2gate::test::TempDir dir("alert");
+  const std::string path = (dir.path() / "h2gate.log").string();
+  std::string error;
+  const h2gate::log::Level before = h2gate::log::level();
+  h2gate::log::setLevel(h2gate::log::Level::Info);
+  REQUIRE(h2gate::log::setOutputFile(path, {.max_bytes = 0, .keep = 0}, &error));
+  {
+    Harness h;
+    REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  alert("look\n2030-01-01T00:00:00.000Z error [C1] forged line\x1b[2J\r\u0085end");
+  return "DIRECT";
+}
+)JS")
+                .ok());
+    CHECK(h.ask("https://a.example/", "a.example").answer == "DIRECT");
+  }
+  h2gate::log::setOutput(nullptr);
+  h2gate::log::setLevel(before);
+  const std::string text = h2gate::test::readFile(path);
+  INFO(text);
+  CHECK(text.find("alert(): look\\n2030-01-01T00:00:00.000Z error [C1] forged "
+                  "line\\x1b[2J\\r\\u0085end") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\r') == std::string::npos);
+  CHECK(text.find("\n2030-01-01") == std::string::npos);
 }

@@ -95,6 +95,15 @@ class Peer : public std::enable_shared_from_this<Peer> {
                                     avail == 0 && eof ? nullptr : &provider) == 0);
     flush();
   }
+  // An interim (1xx) response head, before respond().
+  void interim(int32_t id, int status) {
+    std::string code = std::to_string(status);
+    std::string name = ":status";
+    nghttp2_nv nv{reinterpret_cast<uint8_t*>(name.data()), reinterpret_cast<uint8_t*>(code.data()),
+                  name.size(), code.size(), NGHTTP2_NV_FLAG_NONE};
+    REQUIRE(nghttp2_submit_headers(session_, NGHTTP2_FLAG_NONE, id, nullptr, &nv, 1, nullptr) >= 0);
+    flush();
+  }
   void provide(int32_t id, size_t n, bool eof) {
     Stream& st = streams_[id];
     st.avail += n;
@@ -656,6 +665,27 @@ TEST_CASE("h2 upstream: END_STREAM ends a response", "[upstream][h2]") {
   h.runFor(50ms);
   CHECK(r.app.fails + r.app.resets + r.app.late == 0);
   CHECK(h.peer->count(NGHTTP2_RST_STREAM, id) == 0);
+}
+
+TEST_CASE("h2 upstream: interim (1xx) heads are skipped; the final head and its body follow",
+          "[upstream][h2]") {
+  // nghttp2 files the final head after a 1xx as HCAT_HEADERS (as it does
+  // trailers): it was dropped, and the body reached the app without a head.
+  const bool vectored = GENERATE(false, true);
+  Harness h;
+  Request& r = h.request("GET", "a.test", 0);
+  r.app.vectored = vectored;
+  r.app.auto_done = true;
+  const int32_t id = h.idOf(r);
+  h.peer->interim(id, 103);
+  h.peer->interim(id, 100);
+  h.peer->respond(id, 200, 5, true, {{"content-length", "5"}});
+  REQUIRE(h.runUntil([&] { return r.app.ends == 1; }));
+  REQUIRE(r.app.head);
+  CHECK(r.app.head->status == 200);
+  CHECK(r.app.head->framing == BodyFraming::ContentLength);
+  CHECK(r.app.body == "abcde");
+  CHECK(r.app.fails + r.app.resets == 0);
 }
 
 TEST_CASE("h2 upstream: a CONNECT tunnel closed from both sides ends with END_STREAM, not a reset",

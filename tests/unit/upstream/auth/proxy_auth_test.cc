@@ -1,13 +1,15 @@
 // The scheme chooser and the per-request exchange (auth/proxy_auth.h) with
 // a fake platform: which scheme auto picks from a 407, what each attempt
 // sends, when it retries (at most once), NTLM's legs on one connection,
-// Kerberos mutual authentication, the metric and the logging of failures.
+// Kerberos mutual authentication, the metric and the logging of failures
+// (bounded, whatever a proxy sends).
 // The real GSSAPI backend is tested against a KDC in gssapi_posix_test.cc.
 #include "gateway/upstream/auth/proxy_auth.h"
 
 #include <catch2/catch.hpp>
 
 #include "gateway/log.h"
+#include "tests/support/temp_dir.h"
 
 using namespace h2gate;
 using namespace h2gate::upstream;
@@ -342,4 +344,95 @@ TEST_CASE("base64 both ways", "[auth][proxy_auth]") {
   CHECK_FALSE(base64Decode("YQ="));
   CHECK_FALSE(base64Decode("!!!!"));
   CHECK_FALSE(base64Decode(""));
+}
+
+namespace {
+
+// Log lines go to a file for the test's length, at info level.
+struct LogToFile {
+  explicit LogToFile(const std::string& path) : previous(log::level()) {
+    std::string error;
+    REQUIRE(log::setOutputFile(path, {.max_bytes = 0, .keep = 0}, &error));
+    log::setLevel(log::Level::Info);
+  }
+  ~LogToFile() {
+    log::setOutput(nullptr);
+    log::setLevel(previous);
+  }
+  log::Level previous;
+};
+
+size_t countOf(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("407s naming a new huge scheme each time: what is logged and kept stays bounded",
+          "[auth][proxy_auth]") {
+  // Basic sent and rejected (the cause names what the proxy offers), or
+  // auto with nothing it can use (the same).
+  const bool basic = GENERATE(false, true);
+  config::Cluster c = basic ? cluster(std::nullopt, true)
+                            : cluster(config::ProxyAuthentication::Scheme::Auto, false);
+  c.name = basic ? "hostile-basic" : "hostile-auto";  // causes are kept per cluster name
+  Fixture f(std::move(c));
+  test::TempDir dir("auth-log");
+  const std::string path = dir.file("h2gate.log");
+  constexpr int kRequests = 1000;
+  constexpr size_t kSchemeBytes = 30 * 1024;
+  {
+    LogToFile to_file(path);
+    for (int i = 0; i < kRequests; ++i) {
+      // A token (RFC 9110 tchar), new in its first characters each time.
+      const std::string scheme = "S" + std::to_string(i) + "-" + std::string(kSchemeBytes, 'x');
+      auto r = f.request();
+      CHECK(f.prepare(*r).authorization.empty() == !basic);
+      CHECK(r->onResponse(response(407, {{"Proxy-Authenticate", scheme}}), true, false).kind ==
+            Kind::Deliver);
+    }
+  }
+  const std::string text = test::readFile(path);
+  INFO(text.substr(0, 4000));
+  // Without bounds: 1000 warnings of 30 KiB each (30 MB), and as much kept.
+  const size_t lines = countOf(text, "\n");
+  CHECK(lines == ProxyAuth::kMaxCauses + 1);  // once per cause, then "no more are kept"
+  CHECK(text.size() < 32 * 1024);
+  const ProxyAuth::Remembered kept = f.auth->remembered();
+  CHECK(kept.causes == ProxyAuth::kMaxCauses);
+  CHECK(kept.bytes <= ProxyAuth::kMaxCauses * ProxyAuth::kMaxCauseBytes);
+  // The lines still say what the proxy asked for, shortened.
+  CHECK(countOf(text, "S0-xxxxxxxx") == 1);
+  CHECK(countOf(text, "xxx... (" + std::to_string(kSchemeBytes + 3) + " characters)") == 10);
+  CHECK(countOf(text, "further new ones are logged at debug level only") == 1);
+
+  // A success forgets them: the same failure is logged again after it.
+  if (basic) {
+    auto ok = f.request();
+    f.prepare(*ok);
+    CHECK(ok->onResponse(response(200), false, false).kind == Kind::Deliver);
+    CHECK(f.auth->remembered().causes == 0);
+  }
+}
+
+TEST_CASE("a failure's log line is escaped and shortened", "[auth][proxy_auth]") {
+  config::Cluster c = cluster(std::nullopt, true);
+  c.name = "escaped-log";
+  Fixture f(std::move(c));
+  test::TempDir dir("auth-log");
+  const std::string path = dir.file("h2gate.log");
+  {
+    LogToFile to_file(path);
+    f.auth->warnOnce("k", 7, 1, "proxy said \x1b]0;title\x07\x1b[2J\r\n  forged line");
+    f.auth->warnOnce("long", 7, 1, std::string(100000, 'y'));
+  }
+  const std::string text = test::readFile(path);
+  INFO(text.substr(0, 4000));
+  CHECK(countOf(text, "\n") == 2);
+  CHECK(countOf(text, "proxy said \\x1b]0;title\\x07\\x1b[2J\\r\\n  forged line") == 1);
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.size() < 4096);
+  CHECK(countOf(text, "... (100000 bytes)") == 1);
 }
