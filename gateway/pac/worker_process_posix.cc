@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -84,6 +85,26 @@ std::size_t readSome(Op op) {
   }
 }
 
+// The worker's environment: what the C library and the sanitizers read,
+// nothing else. It runs JavaScript from the network: h2gate's own
+// variables (H2GATE_UPSTREAM with a password, proxy variables with
+// credentials, KRB5CCNAME) are none of its business.
+std::vector<std::string> workerEnvironment() {
+  static const char* const kKept[] = {
+      "TZ=",           "LANG=",         "LC_",           "LD_LIBRARY_PATH=", "GLIBC_TUNABLES=",
+      "ASAN_OPTIONS=", "LSAN_OPTIONS=", "UBSAN_OPTIONS="};
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view var(*e);
+    for (const char* kept : kKept)
+      if (var.substr(0, std::strlen(kept)) == kept) {
+        out.emplace_back(var);
+        break;
+      }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& label, std::string* error) {
@@ -124,8 +145,12 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& label, st
 
   std::string arg0 = "h2gate", arg1(kWorkerFlag), arg2 = label;
   char* argv[] = {arg0.data(), arg1.data(), arg2.data(), nullptr};
+  std::vector<std::string> env = workerEnvironment();
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv, environ);
+  const int rc = ::posix_spawn(&pid, "/proc/self/exe", &actions, &attr, argv, envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(theirs);

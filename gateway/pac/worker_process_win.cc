@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cwctype>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/pac/worker_process.h"
@@ -59,6 +61,36 @@ std::wstring ownPath() {
     }
     path.resize(path.size() * 2);
   }
+}
+
+// The worker's environment block: what the C runtime and the system need
+// (SystemRoot, windir, SystemDrive, PATH, TEMP, TMP) and TZ, nothing else.
+// It runs JavaScript from the network: h2gate's own variables
+// (H2GATE_UPSTREAM with a password, proxy variables with credentials) are
+// none of its business.
+std::wstring workerEnvironment() {
+  static const wchar_t* const kKept[] = {L"SYSTEMROOT", L"WINDIR", L"SYSTEMDRIVE", L"PATH",
+                                         L"TEMP",       L"TMP",    L"TZ"};
+  std::wstring block;
+  wchar_t* all = GetEnvironmentStringsW();
+  for (const wchar_t* e = all; e != nullptr && *e != L'\0'; e += wcslen(e) + 1) {
+    const std::wstring_view var(e);
+    const std::size_t eq = var.find(L'=', 1);  // "=C:=C:\\" entries start with '='
+    if (eq == std::wstring_view::npos) continue;
+    std::wstring name(var.substr(0, eq));
+    for (wchar_t& c : name) c = static_cast<wchar_t>(towupper(c));
+    for (const wchar_t* kept : kKept)
+      if (name == kept) {
+        block.append(var);
+        block.push_back(L'\0');
+        break;
+      }
+  }
+  if (all != nullptr) FreeEnvironmentStringsW(all);
+  // The block ends with an empty string; an empty block is two NULs.
+  if (block.empty()) block.push_back(L'\0');
+  block.push_back(L'\0');
+  return block;
 }
 
 // Spawns one at a time: inheritable handles of two workers started at once
@@ -154,13 +186,14 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& label, st
   for (char c : kWorkerFlag) command += static_cast<wchar_t>(c);
   command += L" ";
   for (char c : label) command += static_cast<wchar_t>(c);
+  std::wstring environment = workerEnvironment();
   PROCESS_INFORMATION pi{};
   // Suspended until it is in the job; no console of its own, and none of
   // h2gate's: Ctrl+C in h2gate's console is h2gate's to handle.
-  const BOOL created =
-      CreateProcessW(exe.c_str(), command.data(), nullptr, nullptr, TRUE,
-                     EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED | CREATE_NO_WINDOW, nullptr,
-                     nullptr, &si.StartupInfo, &pi);
+  const BOOL created = CreateProcessW(exe.c_str(), command.data(), nullptr, nullptr, TRUE,
+                                      EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED |
+                                          CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT,
+                                      environment.data(), nullptr, &si.StartupInfo, &pi);
   const DWORD create_error = GetLastError();
   DeleteProcThreadAttributeList(attributes);
   if (!created) {

@@ -4,6 +4,7 @@
 // structured error the route's fallback can act on.
 #include "gateway/pac/evaluator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <tuple>
@@ -783,6 +784,31 @@ TEST_CASE("pac evaluator: destroying it answers what is pending with Shutdown",
   CHECK(out[1]->error.kind == PacError::Kind::Shutdown);
   CHECK(out[2]->error.kind == PacError::Kind::Shutdown);
 }
+
+#ifdef __linux__
+TEST_CASE("pac evaluator: a worker process gets none of h2gate's environment but TZ and the locale",
+          "[pac][evaluator][hostile]") {
+  // It runs JavaScript from the network; h2gate's own variables may hold
+  // credentials.
+  h2gate::testing::ScopedEnv upstream("H2GATE_UPSTREAM", "https://user:s3cret@proxy.example");
+  h2gate::testing::ScopedEnv proxy("https_proxy", "http://user:s3cret@other.example:3128");
+  h2gate::testing::ScopedEnv tz("TZ", "UTC0");
+  const std::vector<pid_t> before = pacWorkers();
+  PacEvaluator::Options o;
+  o.threads = 1;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, h) { return 'DIRECT'; }").ok());
+  std::vector<pid_t> mine;
+  for (pid_t p : pacWorkers())
+    if (std::find(before.begin(), before.end(), p) == before.end()) mine.push_back(p);
+  REQUIRE(mine.size() == 1);
+  const std::string env = h2gate::test::readFile("/proc/" + std::to_string(mine[0]) + "/environ");
+  CHECK(env.find("s3cret") == std::string::npos);
+  CHECK(env.find("H2GATE_UPSTREAM") == std::string::npos);
+  CHECK(env.find(std::string("TZ=UTC0\0", 8)) != std::string::npos);
+  CHECK(h.ask("http://a.example/", "a.example").answer == "DIRECT");
+}
+#endif
 
 TEST_CASE("pac query: the URL browsers pass for a request", "[pac][evaluator]") {
   PacQuery q = PacQuery::forRequest("https", "WWW.Example.com", 443, "/secret/path?token=1");
