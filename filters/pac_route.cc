@@ -194,7 +194,9 @@ std::string PacRoute::start() {
       }
     }
     pac::PacEnvironment env;
-    env.resolver = std::make_shared<pac::SystemResolver>();
+    pac::SystemResolver::Options dns;
+    dns.name = name();
+    env.resolver = std::make_shared<pac::SystemResolver>(dns);
     env.dns_timeout = config_.dns_timeout;
     env.heap_limit = config_.memory_limit;
     // alert() is logged by the evaluator (escaped, with a budget).

@@ -15,11 +15,14 @@
 //       max_size: 8388608        # bytes, file or download (default 8 MiB)
 //       trusted_ca: /etc/ssl/corp-ca.pem   # for an https:// url; default: system store
 //       evaluation:
-//         timeout: 2s            # per FindProxyForURL, its DNS calls included (default 2 s)
-//         dns_timeout: 1s        # per DNS call from the file (default 1 s)
+//         timeout: 2s            # per FindProxyForURL, its DNS calls included (default 2 s);
+//                                #   a worker still busy 200 ms later is killed
+//         dns_timeout: 1s        # per DNS call from the file (default 1 s); at most 32
+//                                #   names per run (gateway/pac/pac_context.h)
 //         memory_limit: 33554432 # bytes per JavaScript heap (default 32 MiB); there is
-//                                #   one heap per thread, plus one while a new file loads
-//         threads: 2             # evaluation threads (default 2)
+//                                #   one heap per worker, plus one while a new file loads
+//         threads: 2             # worker processes (gateway/pac/worker.h), each an
+//                                #   evaluation thread of h2gate's and a heap (default 2)
 //         cache_entries: 10000   # answers kept (per https host and port, per http URL); 0: none
 //         cache_bytes: 16777216  # bytes they may hold in all (default 16 MiB)
 //         cache_ttl: 60s         # how long one is kept (default 60 s)

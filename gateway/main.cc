@@ -16,6 +16,7 @@
 #include "gateway/log.h"
 #include "gateway/metrics/cells.h"
 #include "gateway/net/fd_limit.h"
+#include "gateway/pac/worker.h"
 #include "gateway/server.h"
 #include "gateway/server_signals.h"
 #include "gateway/service.h"
@@ -23,6 +24,8 @@
 
 int main(int argc, char** argv) {
   using namespace h2gate;
+  // h2gate started again by itself to run PAC files (gateway/pac/worker.h).
+  if (pac::isPacWorker(argc, argv)) return pac::runPacWorker();
   ServerSignals::prepareProcess();
 
   const cli::ParseResult parsed = cli::parse(argc, argv);

@@ -14,6 +14,7 @@
 #include "config/node_reader.h"
 #include "gateway/log.h"
 #include "gateway/pac/answer_cache.h"
+#include "gateway/pac/worker.h"
 
 namespace h2gate::pac {
 namespace {
@@ -29,6 +30,9 @@ constexpr int kAlertBudget = 20;
 constexpr std::size_t kAlertBytes = 500;
 // Distinct problems logged at warn per script version.
 constexpr std::size_t kProblemBudget = 64;
+// A worker process that could not be started (or died while compiling) is
+// tried again this long after.
+constexpr auto kRestartDelay = std::chrono::seconds(1);
 
 std::string sha256Hex(std::string_view data) {
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -145,9 +149,14 @@ struct Job {
   std::function<void(PacError)> load_done;
 };
 
+// One evaluation thread and the worker process it drives.
 struct WorkerSlot {
-  std::thread thread;
-  PacContext* active = nullptr;  // guarded by Impl::mutex; for cancel()
+  std::thread thread;                 // detached by the evaluator's destructor; ends by itself
+  std::unique_ptr<PacWorker> worker;  // used by `thread`; shutdown() from the destructor
+  // A load under way: its callback, answered by whichever comes first, the
+  // thread or the destructor (guarded by Impl::mutex).
+  Job load;
+  bool loading = false;
 };
 
 struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
@@ -175,14 +184,21 @@ struct PacEvaluator::Impl : std::enable_shared_from_this<PacEvaluator::Impl> {
   std::atomic<uint64_t> evaluations{0}, cache_hits{0}, coalesced{0}, timeouts{0}, errors{0},
       overloaded{0}, loads{0}, load_failures{0};
 
+  // alert() from the workers reaches the log and env.alert under this, and
+  // not at all once the evaluator is gone.
+  std::mutex alert_mutex;
+  bool alerts_stopped = false;
+
+  // What a worker thread knows of its worker process's script.
+  struct Compiled {
+    uint64_t version = 0;  // the script it was given (0: none, or thrown away)
+    bool ok = false;       // ...and it compiled there
+    Clock::time_point retry_at{};
+  };
   void workerMain(WorkerSlot& slot);
-  void runLoad(Job& job, std::unique_ptr<PacContext>& ctx, uint64_t& ctx_version, WorkerSlot& slot);
-  PacResult runEval(Flight& flight, PacContext* ctx, bool& discard);
+  void runLoad(Job& job, Compiled& compiled, WorkerSlot& slot);
+  PacResult runEval(Flight& flight, PacWorker& worker, const Compiled& compiled, bool& discard);
   void complete(const std::shared_ptr<Flight>& flight, const PacResult& result);
-  void setActive(WorkerSlot& slot, PacContext* ctx) {
-    std::lock_guard lock(mutex);
-    slot.active = ctx;
-  }
   // Logs `what` at warn once per script version (then at debug).
   void logOnce(uint64_t conn, uint64_t stream, uint64_t version, const std::string& what);
   bool stopping() {
@@ -253,14 +269,14 @@ void PacEvaluator::Impl::cachePut(const std::string& key, const PacResult& resul
 
 void PacEvaluator::Impl::complete(const std::shared_ptr<Flight>& flight, const PacResult& result) {
   std::vector<std::shared_ptr<Waiter>> waiters;
-  {
-    std::lock_guard lock(mutex);
-    if (!result.error || cacheableError(result.error.kind))
-      cachePut(flight->query.cache_key, result);
-    auto it = flights.find(flight->query.cache_key);
-    if (it != flights.end() && it->second == flight) flights.erase(it);
-    waiters.swap(flight->waiters);
-  }
+  // Posted under the lock: the destructor, which answers what is left
+  // under it too, then knows that no thread posts after it returned (the
+  // callers' io_contexts need only outlive the evaluator).
+  std::lock_guard lock(mutex);
+  if (!result.error || cacheableError(result.error.kind)) cachePut(flight->query.cache_key, result);
+  auto it = flights.find(flight->query.cache_key);
+  if (it != flights.end() && it->second == flight) flights.erase(it);
+  waiters.swap(flight->waiters);
   // The handlers take the only references this thread had: a Waiter (and
   // its timer) must be destroyed on its executor's thread, never here.
   for (auto& waiter : waiters) {
@@ -273,7 +289,8 @@ void PacEvaluator::Impl::complete(const std::shared_ptr<Flight>& flight, const P
   }
 }
 
-PacResult PacEvaluator::Impl::runEval(Flight& flight, PacContext* ctx, bool& discard) {
+PacResult PacEvaluator::Impl::runEval(Flight& flight, PacWorker& worker, const Compiled& compiled,
+                                      bool& discard) {
   PacResult r;
   const uint64_t conn = flight.query.conn_id, stream = flight.query.stream_id;
   {
@@ -285,18 +302,24 @@ PacResult PacEvaluator::Impl::runEval(Flight& flight, PacContext* ctx, bool& dis
     ++timeouts;
     return r;
   }
-  if (ctx == nullptr) {
-    r.error = {PacError::Kind::NoScript, r.script_version == 0
-                                             ? "no PAC file has loaded"
-                                             : "the PAC file could not be compiled on this thread"};
+  if (!compiled.ok || compiled.version != r.script_version || !worker.running()) {
+    r.error = {PacError::Kind::NoScript,
+               r.script_version == 0 ? "no PAC file has loaded"
+                                     : "the PAC file could not be compiled in this PAC worker"};
     ++errors;
     return r;
   }
   ++evaluations;
-  RawAnswer raw = ctx->findProxy(flight.query.url, flight.query.host, flight.deadline);
+  RawAnswer raw = worker.findProxy(flight.query.url, flight.query.host, flight.deadline);
+  if (raw.lookups_refused > 0 && !stopping())
+    logOnce(conn, stream, r.script_version,
+            "FindProxyForURL asked DNS for more than " + std::to_string(kMaxLookupsPerRun) +
+                " names in one run; the others got 'not found' without a lookup");
   if (raw.error) {
     r.error = raw.error;
-    discard = raw.error.kind == PacError::Kind::Timeout || raw.error.kind == PacError::Kind::Memory;
+    if (r.error.kind == PacError::Kind::Shutdown) return r;  // the destructor answers
+    discard = raw.error.kind == PacError::Kind::Timeout ||
+              raw.error.kind == PacError::Kind::Memory || !worker.running();
     if (raw.error.kind == PacError::Kind::Timeout) {
       ++timeouts;
       r.error.message = "FindProxyForURL " + r.error.message + " (" +
@@ -325,48 +348,65 @@ PacResult PacEvaluator::Impl::runEval(Flight& flight, PacContext* ctx, bool& dis
   return r;
 }
 
-void PacEvaluator::Impl::runLoad(Job& job, std::unique_ptr<PacContext>& ctx, uint64_t& ctx_version,
-                                 WorkerSlot& slot) {
-  auto fresh = std::make_unique<PacContext>(env);
-  setActive(slot, fresh.get());
-  PacError err =
-      fresh->load(job.script->text, job.script->origin, Clock::now() + options.load_timeout);
-  setActive(slot, nullptr);
+void PacEvaluator::Impl::runLoad(Job& job, Compiled& compiled, WorkerSlot& slot) {
+  {
+    std::lock_guard lock(mutex);
+    slot.load = std::move(job);
+    slot.loading = true;
+  }
+  const std::shared_ptr<PacScript> script = slot.load.script;
+  unsigned refused = 0;
+  PacError err = slot.worker->load(script->text, script->origin,
+                                   Clock::now() + options.load_timeout, &refused);
+  if (refused > 0 && !stopping())
+    logOnce(0, 0, script->version,
+            "the top-level code asked DNS for more than " + std::to_string(kMaxLookupsPerRun) +
+                " names; the others got 'not found' without a lookup");
   if (err) {
-    ++load_failures;
+    if (err.kind != PacError::Kind::Shutdown) ++load_failures;
     if (err.kind == PacError::Kind::Timeout)
       err.message = "its top-level code " + err.message + " (" +
                     std::to_string(options.load_timeout.count()) + " ms)";
+    // A worker that is gone took the script it had with it.
+    if (!slot.worker->running()) compiled = {};
   } else {
     ++loads;
     {
       std::lock_guard lock(mutex);
-      if (!current || job.script->version > current->version) {
-        current = job.script;
+      if (!current || script->version > current->version) {
+        current = script;
         cacheClear();
         alerts = 0;
       }
     }
     cv.notify_all();
-    ctx = std::move(fresh);
-    ctx_version = job.script->version;
+    compiled.version = script->version;
+    compiled.ok = true;
   }
-  if (job.load_done) asio::post(job.ex, [done = std::move(job.load_done), err] { done(err); });
+  std::lock_guard lock(mutex);
+  if (!slot.loading) return;  // the destructor answered it
+  slot.loading = false;
+  Job done = std::move(slot.load);
+  if (done.load_done) asio::post(done.ex, [cb = std::move(done.load_done), err] { cb(err); });
 }
 
 void PacEvaluator::Impl::workerMain(WorkerSlot& slot) {
-  std::unique_ptr<PacContext> ctx;
-  uint64_t ctx_version = 0;
+  PacWorker& worker = *slot.worker;
+  Compiled compiled;
   while (true) {
     std::shared_ptr<PacScript> recompile;
     Job job;
     {
       std::unique_lock lock(mutex);
-      cv.wait(lock, [&] {
-        return stop || !queue.empty() || (current && current->version != ctx_version);
-      });
+      auto stale = [&] { return current && current->version != compiled.version; };
+      while (!stop && queue.empty() && !(stale() && Clock::now() >= compiled.retry_at)) {
+        if (stale())
+          cv.wait_until(lock, compiled.retry_at);
+        else
+          cv.wait(lock);
+      }
       if (stop) break;
-      if (current && current->version != ctx_version) {
+      if (stale() && Clock::now() >= compiled.retry_at) {
         recompile = current;
       } else {
         job = std::move(queue.front());
@@ -374,38 +414,38 @@ void PacEvaluator::Impl::workerMain(WorkerSlot& slot) {
       }
     }
     if (recompile) {
-      // The script every other thread already runs: compile it here too.
-      ctx.reset();
-      auto fresh = std::make_unique<PacContext>(env);
-      setActive(slot, fresh.get());
+      // The script every other thread already runs: compile it here too
+      // (in a new worker process when this one is gone).
       const PacError err =
-          fresh->load(recompile->text, recompile->origin, Clock::now() + options.load_timeout);
-      setActive(slot, nullptr);
-      ctx_version = recompile->version;
-      if (!err) {
-        ctx = std::move(fresh);
-      } else if (!stopping()) {  // cancelled by the destructor: no failure of the script
-        logOnce(0, 0, recompile->version,
-                std::string("compiling on a PAC thread failed: ") + err.message);
+          worker.load(recompile->text, recompile->origin, Clock::now() + options.load_timeout);
+      compiled.version = recompile->version;
+      compiled.ok = !err;
+      if (err && !worker.running()) {
+        // No process (it could not start, or died compiling): again later.
+        compiled.version = 0;
+        compiled.retry_at = Clock::now() + kRestartDelay;
       }
+      if (err && !stopping())  // cancelled by the destructor: no failure of the script
+        logOnce(0, 0, recompile->version,
+                std::string("compiling in a PAC worker failed: ") + err.message);
       continue;
     }
     if (job.script) {
-      runLoad(job, ctx, ctx_version, slot);
+      runLoad(job, compiled, slot);
       continue;
     }
     bool discard = false;
-    setActive(slot, ctx.get());
-    const PacResult result = runEval(*job.flight, ctx.get(), discard);
-    setActive(slot, nullptr);
+    const PacResult result = runEval(*job.flight, worker, compiled, discard);
     if (discard) {
-      // Cut off mid-run: rebuild from the script rather than trust its state.
-      ctx.reset();
-      ctx_version = 0;
+      // Cut off mid-run: compile the file again rather than trust the
+      // heap's state (or start a new process, when it was killed).
+      compiled.version = 0;
+      compiled.ok = false;
     }
     complete(job.flight, result);
   }
-  setActive(slot, nullptr);
+  // Asked to exit, or killed already by the destructor; reaped either way.
+  worker.stop();
 }
 
 // ---------------------------------------------------------------------------
@@ -418,34 +458,50 @@ PacEvaluator::PacEvaluator(Options options, PacEnvironment env)
   std::function<void(std::string_view)> user_alert = impl_->env.alert;
   Impl* raw = impl_.get();
   impl_->env.alert = [raw, user_alert](std::string_view m) {
+    std::lock_guard lock(raw->alert_mutex);
+    if (raw->alerts_stopped) return;
     raw->onAlert(m);
     if (user_alert) user_alert(m);
   };
   const unsigned n = options.threads == 0 ? 1 : options.threads;
-  for (unsigned i = 0; i < n; ++i) impl_->workers.push_back(std::make_unique<WorkerSlot>());
+  for (unsigned i = 0; i < n; ++i) {
+    auto slot = std::make_unique<WorkerSlot>();
+    slot->worker = std::make_unique<PacWorker>(impl_->env, options.name);
+    impl_->workers.push_back(std::move(slot));
+  }
+  // Each thread keeps the Impl alive: the destructor does not wait for them.
   for (auto& w : impl_->workers) {
     WorkerSlot* slot = w.get();
-    slot->thread = std::thread([raw, slot] { raw->workerMain(*slot); });
+    slot->thread = std::thread([impl = impl_, slot] { impl->workerMain(*slot); });
   }
 }
 
 PacEvaluator::~PacEvaluator() {
+  // Nothing here waits for JavaScript: busy workers are killed, the threads
+  // are left to notice and end (each holds the Impl), and what is pending is
+  // answered Shutdown now.
+  {
+    std::lock_guard lock(impl_->alert_mutex);
+    impl_->alerts_stopped = true;
+  }
   std::deque<Job> left;
   std::unordered_map<std::string, std::shared_ptr<Flight>> flying;
   {
     std::lock_guard lock(impl_->mutex);
     impl_->stop = true;
-    for (auto& w : impl_->workers)
-      if (w->active) w->active->cancel();
-  }
-  impl_->cv.notify_all();
-  for (auto& w : impl_->workers)
-    if (w->thread.joinable()) w->thread.join();
-  {
-    std::lock_guard lock(impl_->mutex);
     left.swap(impl_->queue);
     flying.swap(impl_->flights);
+    for (auto& w : impl_->workers) {
+      w->worker->shutdown();
+      if (w->loading) {
+        w->loading = false;
+        left.push_back(std::move(w->load));
+      }
+    }
   }
+  impl_->cv.notify_all();
+  for (auto& w : impl_->workers) w->thread.detach();
+  H2G_LOG(Debug, 0, 0, "pac " << options_.name << ": evaluator stopped; its worker processes end");
   PacResult shutdown;
   shutdown.error = {PacError::Kind::Shutdown, "the PAC evaluator was shut down"};
   for (auto& [key, flight] : flying) impl_->complete(flight, shutdown);
@@ -544,8 +600,11 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
 }
 
 void PacEvaluator::networkChanged() {
-  std::lock_guard lock(impl_->mutex);
-  impl_->cacheClear();
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->cacheClear();
+  }
+  if (impl_->env.resolver) impl_->env.resolver->networkChanged();
 }
 
 std::shared_ptr<const PacScript> PacEvaluator::script() const {
@@ -563,6 +622,7 @@ PacStats PacEvaluator::stats() const {
   s.overloaded = impl_->overloaded;
   s.loads = impl_->loads;
   s.load_failures = impl_->load_failures;
+  for (const auto& w : impl_->workers) s.workers_killed += w->worker->timedOutKills();
   std::lock_guard lock(impl_->mutex);
   impl_->cache->sweep(Clock::now());
   s.cache_entries = impl_->cache->entries();

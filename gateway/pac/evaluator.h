@@ -5,18 +5,22 @@
 //   pac.evaluate(PacQuery::forRequest("https", "www.example.com", 443, "/x", true), ex,
 //                [](const PacResult& r) { ... r.proxies / r.error ... });
 //
-// Threads: `options.threads` worker threads, each with its own JavaScript
-// heap (Duktape heaps are single-threaded) into which the current script is
-// compiled once per version: when a new script loads, every idle worker
-// recompiles it before taking more work. Evaluations wait in one FIFO queue
-// (at most `max_queue`; beyond it they fail at once with Overloaded).
+// Workers: `options.threads` threads, each driving one PAC worker process
+// (gateway/pac/worker.h) with its own JavaScript heap into which the
+// current script is compiled once per version: when a new script loads,
+// every idle worker recompiles it before taking more work. Evaluations wait
+// in one FIFO queue (at most `max_queue`; beyond it they fail at once with
+// Overloaded).
 //
 // Bounds. Every evaluation answers by its deadline (`timeout` after the
 // call): the worker's JavaScript is cut off there (JsHeap), its DNS calls
-// end there at the latest, and a timer on the caller's executor answers
-// Timeout if the worker still has not (a worker stuck in one huge regular
-// expression match, or all of them busy). A heap that timed out or ran out
-// of memory is thrown away and rebuilt, so no half-run state survives.
+// end there at the latest, a worker still busy kKillGrace later (in a
+// native function, which no deadline check reaches) is killed and
+// replaced, and a timer on the caller's executor answers Timeout if the
+// worker still has not (all of them busy, say). A heap that timed out or
+// ran out of memory is thrown away and rebuilt, so no half-run state
+// survives. The DNS calls go to env.resolver from the evaluator's threads,
+// each tagged with the query's host (PacResolver's owner).
 //
 // Cache. Answers (and, for `error_ttl`, errors) are kept per
 // PacQuery::cache_key (the URL the PAC file was given: scheme, host and
@@ -35,6 +39,11 @@
 // still pending when the evaluator is destroyed get a Shutdown error: the
 // executors' io_contexts must outlive the evaluator (one destroyed later
 // destroys such handlers unrun, which is fine).
+//
+// Destruction never waits for JavaScript: busy workers are killed, what is
+// pending is answered Shutdown, and the threads end on their own shortly
+// after (they keep what they use alive; nothing is posted and no env
+// callback is called once the destructor has returned).
 #pragma once
 
 #include <atomic>
@@ -109,6 +118,9 @@ struct PacStats {
   uint64_t overloaded = 0;
   uint64_t loads = 0;  // scripts that loaded
   uint64_t load_failures = 0;
+  // Worker processes killed because they ran past their deadline in a
+  // native function or the compiler (JavaScript itself stops in time).
+  uint64_t workers_killed = 0;
   // The answer cache now (expired answers freed first).
   uint64_t cache_entries = 0;
   uint64_t cache_bytes = 0;
@@ -117,8 +129,8 @@ struct PacStats {
 class PacEvaluator {
  public:
   struct Options {
-    std::string name = "pac";  // for logs: the route using it
-    unsigned threads = 2;
+    std::string name = "pac";                       // for logs: the route using it
+    unsigned threads = 2;                           // worker processes, one heap each
     std::chrono::milliseconds timeout{2000};        // per evaluation, from the call
     std::chrono::milliseconds load_timeout{10000};  // compile + top-level code
     std::size_t max_queue = 1024;

@@ -8,9 +8,12 @@
 //     unwinds the script with a RangeError when it has passed, whatever
 //     try/catch the script has (Duktape keeps rethrowing until it is out);
 //   - clock: Date and Date.now() read the clock given here.
-// What is not interruptible: a single regular-expression match (Duktape
-// bounds it at 1e9 steps) and compiling the source. Callers that must answer
-// by a deadline regardless keep their own timer (gateway/pac/evaluator.h).
+// A regular-expression match checks the deadline too (CMakeLists.txt
+// patches the matcher). What is not interruptible: native functions
+// (Array.prototype.indexOf over a huge array-like runs minutes in one call,
+// a string search as long) and compiling the source. The evaluator runs
+// heaps in worker processes it kills at the deadline for that reason
+// (gateway/pac/worker.h).
 //
 // Threads: a JsHeap belongs to one thread at a time (Duktape heaps are not
 // thread-safe); cancel() may be called from any thread.

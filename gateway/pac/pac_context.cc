@@ -82,7 +82,32 @@ Deadline PacContext::dnsDeadline() const {
 
 std::vector<filters::IpAddress> PacContext::dnsLookup(const std::string& host, bool v4_only) {
   if (!env_.resolver) return {};
-  return env_.resolver->resolve(host, v4_only, dnsDeadline());
+  std::string key = v4_only ? "4 " : "* ";
+  key += host;
+  for (const auto& [name, answer] : run_lookups_)
+    if (name == key) return answer;
+  if (run_lookups_.size() >= kMaxLookupsPerRun) {
+    ++lookups_refused_;
+    return {};
+  }
+  std::vector<filters::IpAddress> answer =
+      env_.resolver->resolve(host, v4_only, dnsDeadline(), owner_);
+  run_lookups_.emplace_back(std::move(key), answer);
+  return answer;
+}
+
+void PacContext::startRun(Deadline deadline, std::string_view owner) {
+  run_deadline_ = deadline;
+  heap_.setDeadline(deadline);
+  run_lookups_.clear();
+  owner_.assign(owner);
+  lookups_refused_ = 0;
+}
+
+void PacContext::endRun() {
+  heap_.setDeadline(Deadline::max());
+  run_deadline_ = Deadline::max();
+  run_lookups_.clear();
 }
 
 std::vector<filters::IpAddress> PacContext::myAddresses() {
@@ -106,11 +131,10 @@ PacError PacContext::load(std::string_view script, std::string_view name, Deadli
     return {PacError::Kind::Memory, "the memory limit is too small to create a JavaScript heap"};
   if (loaded_) return {PacError::Kind::Exception, "a PAC context loads one script"};
   loaded_ = true;
-  run_deadline_ = deadline;
-  heap_.setDeadline(deadline);
+  startRun(deadline, "");
   duk_context* ctx = heap_.ctx();
   if (std::string err = installPacLibrary(ctx); !err.empty()) {
-    heap_.setDeadline(Deadline::max());
+    endRun();
     if (heap_.allocationRefused()) return {PacError::Kind::Memory, err};
     return {PacError::Kind::Exception, err};
   }
@@ -127,8 +151,7 @@ PacError PacContext::load(std::string_view script, std::string_view name, Deadli
         err = {PacError::Kind::NoFunction, "the file defines no function FindProxyForURL"};
     }
   }
-  heap_.setDeadline(Deadline::max());
-  run_deadline_ = Deadline::max();
+  endRun();
   return err;
 }
 
@@ -139,8 +162,7 @@ RawAnswer PacContext::findProxy(std::string_view url, std::string_view host, Dea
     return out;
   }
   duk_context* ctx = heap_.ctx();
-  run_deadline_ = deadline;
-  heap_.setDeadline(deadline);
+  startRun(deadline, host);
   Call call{uses_ex_ ? "FindProxyForURLEx" : "FindProxyForURL", url, host, &out};
   if (duk_safe_call(ctx, callFindProxy, &call, 0, 1) != DUK_EXEC_SUCCESS) {
     out.text.clear();
@@ -148,8 +170,8 @@ RawAnswer PacContext::findProxy(std::string_view url, std::string_view host, Dea
   } else {
     duk_pop(ctx);
   }
-  heap_.setDeadline(Deadline::max());
-  run_deadline_ = Deadline::max();
+  endRun();
+  out.lookups_refused = lookups_refused_;
   return out;
 }
 

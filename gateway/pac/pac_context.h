@@ -9,6 +9,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "gateway/pac/js_heap.h"
 #include "gateway/pac/pac_error.h"
@@ -35,9 +37,18 @@ struct PacEnvironment {
 struct RawAnswer {
   std::string text;  // the string it returned (at most kMaxAnswer bytes)
   PacError error;
+  unsigned lookups_refused = 0;  // DNS calls past kMaxLookupsPerRun (answered "not found")
 };
 
 inline constexpr std::size_t kMaxAnswer = 64 * 1024;
+
+// Distinct names one run (the top-level code, or one FindProxyForURL call)
+// may ask DNS for. A name asked again in the same run gets the first
+// answer without a lookup; a name past the bound gets "not found" without
+// one. Real PAC files ask for a few names; a loop over dnsResolve() would
+// otherwise send a lookup per iteration until the deadline (tens of
+// thousands with a DNS server that answers quickly).
+inline constexpr std::size_t kMaxLookupsPerRun = 32;
 
 class PacContext : public PacHost {
  public:
@@ -61,6 +72,8 @@ class PacContext : public PacHost {
   std::size_t peakHeapBytes() const { return heap_.peakBytes(); }
   // Whether the script defines FindProxyForURLEx.
   bool usesEx() const { return uses_ex_; }
+  // DNS calls of the last run refused by kMaxLookupsPerRun.
+  unsigned lookupsRefused() const { return lookups_refused_; }
 
   // PacHost
   std::vector<filters::IpAddress> dnsLookup(const std::string& host, bool v4_only) override;
@@ -70,12 +83,19 @@ class PacContext : public PacHost {
 
  private:
   Deadline dnsDeadline() const;
+  void startRun(Deadline deadline, std::string_view owner);
+  void endRun();
 
   const PacEnvironment& env_;
   JsHeap heap_;
   bool loaded_ = false;
   bool uses_ex_ = false;
   Deadline run_deadline_ = Deadline::max();
+  // The run's lookups so far ("4 name" / "* name" -> answer) and the owner
+  // they are made for (the query's host; "" at load).
+  std::vector<std::pair<std::string, std::vector<filters::IpAddress>>> run_lookups_;
+  std::string owner_;
+  unsigned lookups_refused_ = 0;
 };
 
 }  // namespace h2gate::pac

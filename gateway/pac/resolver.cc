@@ -13,9 +13,12 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <list>
 #include <mutex>
 #include <thread>
+#include <unordered_map>
 
+#include "gateway/log.h"
 #include "gateway/net/host_addresses.h"
 
 namespace h2gate::pac {
@@ -40,28 +43,105 @@ void addUsable(std::vector<filters::IpAddress>& out, const asio::ip::address& a)
 
 }  // namespace
 
-// One lookup, shared by the caller (who may give up) and the lookup thread.
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// How long a lookup thread waits for work before it ends.
+constexpr auto kIdleThreadExit = std::chrono::seconds(10);
+// At most one "lookups refused" warning per resolver this often.
+constexpr auto kRefusalLogInterval = std::chrono::seconds(60);
+
+// A name from a PAC file (or a request) for a log line: printable ASCII
+// only, bounded.
+std::string shown(std::string_view s) {
+  std::string out(s.substr(0, 100));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  if (s.size() > 100) out += "...";
+  return out;
+}
+
+std::string cacheKey(const std::string& host, bool v4_only) {
+  std::string key = v4_only ? "4 " : "* ";
+  for (char c : host) key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  return key;
+}
+
+}  // namespace
+
+// One getaddrinfo() call, shared by every caller of the same name (who may
+// give up) and the lookup thread. Guarded by Pool::mutex.
 struct Lookup {
+  std::string key;
   std::string host;
   bool v4_only = false;
-  std::mutex mutex;
-  std::condition_variable cv;
+  std::string owner;
+  uint64_t generation = 0;  // Pool::generation when it was asked
+  bool started = false;     // a thread took it
   bool done = false;
+  int waiters = 0;
   std::vector<filters::IpAddress> result;
+  std::condition_variable cv;  // with Pool::mutex
 };
 
 struct SystemResolver::Pool {
-  std::size_t max_threads;
-  std::size_t max_waiting;
-  std::mutex mutex;
-  std::condition_variable cv;
+  Options options;
+  LookupFunction lookup;
+  mutable std::mutex mutex;
+  std::condition_variable work;
   std::deque<std::shared_ptr<Lookup>> queue;
+  std::unordered_map<std::string, std::shared_ptr<Lookup>> in_flight;  // by key
+  std::unordered_map<std::string, std::size_t> owners;  // lookups under way per owner
   std::size_t threads = 0;
   std::size_t idle = 0;
   bool stop = false;
-};
+  uint64_t generation = 0;  // bumped by networkChanged()
+  Stats stats;
+  SteadyClock::time_point next_refusal_log{};
 
-namespace {
+  // Cache, most recent first.
+  struct Entry {
+    std::string key;
+    std::vector<filters::IpAddress> addresses;
+    SteadyClock::time_point expires;
+  };
+  std::list<Entry> lru;
+  std::unordered_map<std::string, std::list<Entry>::iterator> index;
+
+  const Entry* cacheGet(const std::string& key) {
+    auto it = index.find(key);
+    if (it == index.end()) return nullptr;
+    if (SteadyClock::now() >= it->second->expires) {
+      lru.erase(it->second);
+      index.erase(it);
+      return nullptr;
+    }
+    lru.splice(lru.begin(), lru, it->second);
+    return &*it->second;
+  }
+  void cachePut(const std::string& key, const std::vector<filters::IpAddress>& addresses) {
+    if (options.cache_entries == 0) return;
+    const auto ttl = addresses.empty() ? options.negative_ttl : options.ttl;
+    if (ttl.count() <= 0) return;
+    if (auto it = index.find(key); it != index.end()) {
+      lru.erase(it->second);
+      index.erase(it);
+    }
+    lru.push_front({key, addresses, SteadyClock::now() + ttl});
+    index[key] = lru.begin();
+    while (lru.size() > options.cache_entries) {
+      index.erase(lru.back().key);
+      lru.pop_back();
+    }
+  }
+  void release(const Lookup& job) {
+    auto it = owners.find(job.owner);
+    if (it != owners.end() && --it->second == 0) owners.erase(it);
+    auto f = in_flight.find(job.key);
+    if (f != in_flight.end() && f->second.get() == &job) in_flight.erase(f);
+  }
+};
 
 std::vector<filters::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only) {
   std::vector<filters::IpAddress> out;
@@ -90,34 +170,37 @@ std::vector<filters::IpAddress> getaddrinfoLookup(const std::string& host, bool 
   return out;
 }
 
-}  // namespace
-
 void SystemResolver::lookupThread(std::shared_ptr<Pool> pool) {
   std::unique_lock lock(pool->mutex);
   while (true) {
     ++pool->idle;
-    pool->cv.wait(lock, [&] { return pool->stop || !pool->queue.empty(); });
+    const bool work = pool->work.wait_for(lock, kIdleThreadExit,
+                                          [&] { return pool->stop || !pool->queue.empty(); });
     --pool->idle;
-    if (pool->queue.empty()) break;  // stopping
+    if (!work || pool->stop) break;
     std::shared_ptr<Lookup> job = std::move(pool->queue.front());
     pool->queue.pop_front();
+    job->started = true;
     lock.unlock();
-    std::vector<filters::IpAddress> result = getaddrinfoLookup(job->host, job->v4_only);
-    {
-      std::lock_guard jl(job->mutex);
-      job->result = std::move(result);
-      job->done = true;
-    }
-    job->cv.notify_all();
+    std::vector<filters::IpAddress> result = pool->lookup(job->host, job->v4_only);
     lock.lock();
+    if (!pool->stop && job->generation == pool->generation) pool->cachePut(job->key, result);
+    job->result = std::move(result);
+    job->done = true;
+    pool->release(*job);
+    job->cv.notify_all();
   }
   --pool->threads;
 }
 
-SystemResolver::SystemResolver(std::size_t threads, std::size_t max_waiting)
+SystemResolver::SystemResolver() : SystemResolver(Options{}) {}
+
+SystemResolver::SystemResolver(Options options, LookupFunction lookup)
     : pool_(std::make_shared<Pool>()) {
-  pool_->max_threads = threads == 0 ? 1 : threads;
-  pool_->max_waiting = max_waiting;
+  pool_->options = std::move(options);
+  if (pool_->options.max_threads == 0) pool_->options.max_threads = 1;
+  if (pool_->options.per_owner == 0) pool_->options.per_owner = 1;
+  pool_->lookup = lookup ? std::move(lookup) : LookupFunction(getaddrinfoLookup);
 }
 
 SystemResolver::~SystemResolver() {
@@ -126,13 +209,13 @@ SystemResolver::~SystemResolver() {
     pool_->stop = true;
     pool_->queue.clear();  // their callers are gone with us
   }
-  pool_->cv.notify_all();
+  pool_->work.notify_all();
   // The threads are detached: one may sit in getaddrinfo() for as long as
   // the system resolver takes; it exits when that returns.
 }
 
 std::vector<filters::IpAddress> SystemResolver::resolve(const std::string& host, bool v4_only,
-                                                        Deadline deadline) {
+                                                        Deadline deadline, std::string_view owner) {
   if (host.empty() || host.size() > 255 || host.find('\0') != std::string::npos) return {};
   // Literals need no thread.
   if (std::optional<filters::IpAddress> ip = filters::parseIp(host);
@@ -140,34 +223,91 @@ std::vector<filters::IpAddress> SystemResolver::resolve(const std::string& host,
     if (v4_only && ip->v6) return {};
     return {*ip};
   }
-  if (std::chrono::steady_clock::now() >= deadline) return {};
-  auto job = std::make_shared<Lookup>();
-  job->host = host;
-  job->v4_only = v4_only;
-  {
-    std::lock_guard lock(pool_->mutex);
-    if (pool_->queue.size() >= pool_->max_waiting) return {};
-    pool_->queue.push_back(job);
-    if (pool_->idle < pool_->queue.size() && pool_->threads < pool_->max_threads) {
-      ++pool_->threads;
+  const std::string key = cacheKey(host, v4_only);
+  Pool& pool = *pool_;
+  std::unique_lock lock(pool.mutex);
+  if (const Pool::Entry* hit = pool.cacheGet(key)) {
+    ++pool.stats.cache_hits;
+    return hit->addresses;
+  }
+  std::shared_ptr<Lookup> job;
+  if (auto it = pool.in_flight.find(key); it != pool.in_flight.end()) {
+    job = it->second;
+    ++pool.stats.joined;
+  } else {
+    if (SteadyClock::now() >= deadline) return {};
+    const auto mine = pool.owners.find(std::string(owner));
+    const std::size_t under_way = mine == pool.owners.end() ? 0 : mine->second;
+    const bool no_thread = pool.threads >= pool.options.max_threads && pool.idle == 0;
+    if (under_way >= pool.options.per_owner ||
+        (no_thread && pool.queue.size() >= pool.options.max_waiting)) {
+      ++pool.stats.refused;
+      const auto now = SteadyClock::now();
+      if (now >= pool.next_refusal_log) {
+        pool.next_refusal_log = now + kRefusalLogInterval;
+        const std::string who =
+            owner.empty() ? std::string("the PAC file's top-level code") : "'" + shown(owner) + "'";
+        if (under_way >= pool.options.per_owner)
+          H2G_LOG(Warn, 0, 0,
+                  "pac " << pool.options.name << ": DNS lookup of '" << shown(host) << "' for "
+                         << who << " not made: " << under_way
+                         << " of its lookups are still under way (does the DNS server answer?); "
+                            "lookups for other requests go on (said at most once a minute)");
+        else
+          H2G_LOG(Warn, 0, 0,
+                  "pac " << pool.options.name << ": DNS lookup of '" << shown(host) << "' for "
+                         << who << " not made: " << pool.options.max_threads << " lookups run and "
+                         << pool.queue.size()
+                         << " wait (does the DNS server answer?) (said at most once a minute)");
+      }
+      return {};
+    }
+    job = std::make_shared<Lookup>();
+    job->key = key;
+    job->host = host;
+    job->v4_only = v4_only;
+    job->owner = std::string(owner);
+    job->generation = pool.generation;
+    pool.in_flight.emplace(key, job);
+    ++pool.owners[job->owner];
+    pool.queue.push_back(job);
+    ++pool.stats.lookups;
+    if (pool.idle < pool.queue.size() && pool.threads < pool.options.max_threads) {
+      ++pool.threads;
       std::thread(lookupThread, pool_).detach();
     }
+    pool.work.notify_one();
   }
-  pool_->cv.notify_one();
-  std::unique_lock jl(job->mutex);
-  if (!job->cv.wait_until(jl, deadline, [&] { return job->done; })) {
-    // Given up: drop it from the queue if no thread has taken it yet.
-    jl.unlock();
-    std::lock_guard lock(pool_->mutex);
-    for (auto it = pool_->queue.begin(); it != pool_->queue.end(); ++it) {
+  ++job->waiters;
+  const bool done = job->cv.wait_until(lock, deadline, [&] { return job->done; });
+  --job->waiters;
+  if (done) return job->result;
+  ++pool.stats.timed_out;
+  if (!job->started && job->waiters == 0) {
+    // Nobody wants it any more and no thread has taken it: drop it.
+    for (auto it = pool.queue.begin(); it != pool.queue.end(); ++it) {
       if (*it == job) {
-        pool_->queue.erase(it);
+        pool.queue.erase(it);
+        pool.release(*job);
         break;
       }
     }
-    return {};
   }
-  return std::move(job->result);
+  return {};
+}
+
+void SystemResolver::networkChanged() {
+  std::lock_guard lock(pool_->mutex);
+  pool_->lru.clear();
+  pool_->index.clear();
+  ++pool_->generation;
+}
+
+SystemResolver::Stats SystemResolver::stats() const {
+  std::lock_guard lock(pool_->mutex);
+  Stats s = pool_->stats;
+  s.threads = pool_->threads;
+  return s;
 }
 
 std::vector<filters::IpAddress> SystemResolver::localAddresses(Deadline) {

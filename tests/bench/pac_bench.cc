@@ -27,6 +27,7 @@
 
 #include "gateway/pac/evaluator.h"
 #include "gateway/pac/resolver.h"
+#include "gateway/pac/worker.h"
 
 namespace {
 
@@ -83,6 +84,8 @@ void runUntil(asio::io_context& io, Pred done) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Its PacEvaluator starts this binary again as its PAC worker processes.
+  if (h2gate::pac::isPacWorker(argc, argv)) return h2gate::pac::runPacWorker();
   long iterations = 20000;
   unsigned threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {

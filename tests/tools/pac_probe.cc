@@ -26,6 +26,7 @@
 #include "gateway/pac/evaluator.h"
 #include "gateway/pac/resolver.h"
 #include "gateway/pac/source.h"
+#include "gateway/pac/worker.h"
 
 namespace {
 
@@ -37,8 +38,8 @@ class FixedLocalResolver : public pac::PacResolver {
  public:
   explicit FixedLocalResolver(std::vector<filters::IpAddress> local) : local_(std::move(local)) {}
   std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only,
-                                          pac::Deadline deadline) override {
-    return system_.resolve(host, v4_only, deadline);
+                                          pac::Deadline deadline, std::string_view owner) override {
+    return system_.resolve(host, v4_only, deadline, owner);
   }
   std::vector<filters::IpAddress> localAddresses(pac::Deadline) override { return local_; }
 
@@ -217,6 +218,8 @@ int sourceCommand(const std::vector<std::string>& args) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Its PacEvaluator starts this binary again as its PAC worker processes.
+  if (h2gate::pac::isPacWorker(argc, argv)) return h2gate::pac::runPacWorker();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) return usage("no command");
   const std::string command = args.front();

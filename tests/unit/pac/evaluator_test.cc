@@ -4,6 +4,7 @@
 // structured error the route's fallback can act on.
 #include "gateway/pac/evaluator.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <tuple>
@@ -12,6 +13,11 @@
 
 #include "gateway/log.h"
 #include "tests/support/temp_dir.h"
+#ifdef __linux__
+#include <unistd.h>
+
+#include "tests/support/process.h"
+#endif
 #include "tests/unit/pac/pac_test_util.h"
 
 using namespace h2gate::pac;
@@ -28,6 +34,28 @@ function FindProxyForURL(url, host) {
   return "PROXY proxy1.corp.example:8080; PROXY proxy2.corp.example:8080; DIRECT";
 }
 )JS";
+
+#ifdef __linux__
+// This test binary's PAC worker processes now.
+std::vector<pid_t> pacWorkers() {
+  std::vector<pid_t> out;
+  for (pid_t p : h2gate::test::descendants(::getpid()))
+    if (h2gate::test::commandLine(p).find("--pac-worker") != std::string::npos) out.push_back(p);
+  return out;
+}
+// True when none of `workers` runs any more within `wait`.
+bool waitUntilGone(const std::vector<pid_t>& workers, std::chrono::milliseconds wait) {
+  const auto until = Clock::now() + wait;
+  while (true) {
+    bool any = false;
+    for (pid_t p : workers)
+      any = any || h2gate::test::commandLine(p).find("--pac-worker") != std::string::npos;
+    if (!any) return true;
+    if (Clock::now() >= until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+#endif
 
 struct Harness {
   explicit Harness(PacEvaluator::Options o = {}, std::shared_ptr<TableResolver> r = nullptr)
@@ -446,6 +474,97 @@ function FindProxyForURL(url, host) {
   CHECK(Clock::now() - start < 700ms);
 }
 
+TEST_CASE("pac evaluator: one run asks DNS for at most kMaxLookupsPerRun names",
+          "[pac][evaluator][hostile][dns]") {
+  auto resolver = std::make_shared<TableResolver>();
+  resolver->table["known.example"] = {"10.1.2.3"};
+  Harness h({}, resolver);
+  REQUIRE(h.load(R"JS(
+function FindProxyForURL(url, host) {
+  var found = 0;
+  if (host == "many") {
+    for (var i = 0; i < 5000; i++) if (dnsResolve("n" + i + ".example")) found++;
+    return "PROXY many-" + found + (isResolvable("known.example") ? "" : "-unresolvable") + ":1";
+  }
+  if (host == "same") {
+    for (var i = 0; i < 5000; i++) if (dnsResolve("known.example")) found++;
+    return "PROXY same:" + found;
+  }
+  return "DIRECT";
+}
+)JS")
+              .ok());
+  // 5000 names asked, 32 looked up; the 33rd and later (known.example too)
+  // are "not found" without a lookup, and the run still answers.
+  PacResult r = h.ask("http://many/", "many");
+  CHECK(r.answer == "PROXY many-0-unresolvable:1");
+  CHECK(resolver->lookups() == static_cast<int>(kMaxLookupsPerRun));
+  // Each lookup says whom it is for: the request's host.
+  for (const std::string& owner : resolver->owners()) CHECK(owner == "many");
+  // One name asked 5000 times: one lookup, every call answered.
+  r = h.ask("http://same/", "same");
+  CHECK(r.answer == "PROXY same:5000");
+  CHECK(resolver->lookups() == static_cast<int>(kMaxLookupsPerRun) + 1);
+}
+
+TEST_CASE(
+    "pac evaluator: a request whose PAC loops over a DNS server that does not answer "
+    "does not change another request's answer",
+    "[pac][evaluator][hostile][dns]") {
+  // The system resolver's pool with a lookup that never returns for *.dead
+  // (a DNS server that does not answer: getaddrinfo() cannot be cancelled)
+  // and answers at once for inhosts.test (a name in /etc/hosts).
+  DeadDns dns;
+  PacEnvironment env;
+  SystemResolver::Options ro;
+  env.resolver = std::make_shared<SystemResolver>(ro, dns.lookup());
+  env.dns_timeout = 100ms;
+  PacEvaluator::Options o;
+  o.timeout = 500ms;
+  o.threads = 2;
+  asio::io_context io;
+  auto eval = std::make_unique<PacEvaluator>(o, env);
+  std::optional<PacError> loaded;
+  eval->setScript(makeScript(R"JS(
+function FindProxyForURL(url, host) {
+  if (host == "loop.example") { for (var i = 0; ; i++) dnsResolve("n" + i + ".dead"); }
+  return isResolvable("inhosts.test") ? "DIRECT" : "PROXY 127.0.0.1:9";
+}
+)JS",
+                             "dead-dns.pac"),
+                  io.get_executor(), [&](PacError e) { loaded = e; });
+  auto run = [&io](auto done) {
+    const auto until = Clock::now() + 20s;
+    while (!done() && Clock::now() < until) {
+      io.restart();
+      io.run_for(5ms);
+    }
+  };
+  run([&] { return loaded.has_value(); });
+  REQUIRE(loaded);
+  REQUIRE(loaded->ok());
+  // Three evaluations that loop until their deadline, one after the other
+  // (distinct URLs: no cached answer), each leaving lookups that never end.
+  for (int i = 0; i < 3; ++i) {
+    std::optional<PacResult> r;
+    eval->evaluate(PacQuery{"http://loop.example/" + std::to_string(i), "loop.example",
+                            "loop" + std::to_string(i)},
+                   io.get_executor(), [&](PacResult x) { r = x; });
+    run([&] { return r.has_value(); });
+    REQUIRE(r);
+    CHECK(r->error.kind == PacError::Kind::Timeout);
+  }
+  CHECK(dns.stuck() >= 1);
+  // Another request: its isResolvable() gets a lookup thread at once.
+  std::optional<PacResult> other;
+  eval->evaluate(PacQuery{"http://other.example/", "other.example", "other"}, io.get_executor(),
+                 [&](PacResult x) { other = x; });
+  run([&] { return other.has_value(); });
+  REQUIRE(other);
+  CHECK(other->answer == "DIRECT");
+  eval.reset();
+}
+
 TEST_CASE("pac evaluator: the caller's timer answers when every worker is stuck",
           "[pac][evaluator][hostile]") {
   // A resolver that blocks past every deadline (nothing can cut its call
@@ -475,6 +594,98 @@ function FindProxyForURL(url, host) {
   r = h.ask("http://other/", "other");
   CHECK(r.error.kind == PacError::Kind::Timeout);
   CHECK(Clock::now() - start < 1500ms);
+}
+
+TEST_CASE(
+    "pac evaluator: a native function past the deadline is stopped; the next query is answered",
+    "[pac][evaluator][hostile][native]") {
+  // Duktape checks the deadline between bytecode instructions, never inside
+  // a native function: each of these runs for minutes (indexOf over 2^31
+  // property lookups about 4 minutes on the 2-core test machine; the string
+  // search is 4 million memcmp() calls of 64 KiB, no property lookup at
+  // all). The worker process running it is killed at the deadline + kKillGrace.
+  const std::string call =
+      GENERATE(as<std::string>{}, "Array.prototype.indexOf.call({length: 2147483647}, 1)",
+               "Array.prototype.lastIndexOf.call({length: 2147483647}, 1)",
+               "Array.prototype.join.call({length: 2147483647}, '')",
+               "Array.prototype.sort.call({length: 2147483647})",
+               "'a'.repeat(1 << 22).indexOf('a'.repeat(1 << 16) + 'b')");
+  INFO(call);
+  PacEvaluator::Options o;
+  o.timeout = 300ms;
+  o.threads = 1;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, host) {\n"
+                 "  if (host.indexOf('ok') == 0) return 'DIRECT';\n"
+                 "  return String(" +
+                 call +
+                 ");\n"
+                 "}")
+              .ok());
+  const auto start = Clock::now();
+  PacResult r = h.ask("http://native.example/", "native.example");
+  CHECK(r.error.kind == PacError::Kind::Timeout);
+  CHECK_THAT(r.error.message, Catch::Contains("300 ms"));
+  CHECK(Clock::now() - start < 1500ms);
+#ifdef __linux__
+  // The process that ran it does not run on: gone within a second.
+  CHECK(waitUntilGone(pacWorkers(), 1s));
+#endif
+  // The only thread is free again (its worker killed, a new one started
+  // and given the file): an answer comes, well before the minutes the call
+  // would have taken. The first tries may still wait for the new worker.
+  PacResult ok;
+  const auto until = Clock::now() + 15s;
+  for (int i = 0; Clock::now() < until; ++i) {
+    const std::string host = "ok" + std::to_string(i) + ".example";
+    ok = h.ask("http://" + host + "/", host);
+    if (ok.error.ok()) break;
+    INFO(ok.error.message);
+    CHECK(ok.error.kind == PacError::Kind::Timeout);
+  }
+  CHECK(ok.answer == "DIRECT");
+  CHECK(Clock::now() - start < 15s);
+  const PacStats s = h.eval->stats();
+  CHECK(s.workers_killed == 1);
+  // The same query again: the failure is remembered (error_ttl), no second run.
+  r = h.ask("http://native.example/", "native.example");
+  CHECK(r.from_cache);
+  CHECK(h.eval->stats().workers_killed == 1);
+}
+
+TEST_CASE("pac evaluator: destroying it while native functions run returns at once",
+          "[pac][evaluator][hostile][native]") {
+  PacEvaluator::Options o;
+  o.threads = 2;
+  o.timeout = 60s;  // the calls are still running when the evaluator goes
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, host) {\n"
+                 "  return String(Array.prototype.indexOf.call({length: 2147483647}, 1));\n"
+                 "}")
+              .ok());
+  std::vector<std::optional<PacResult>> out(3);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::string host = "n" + std::to_string(i) + ".example";
+    h.eval->evaluate(PacQuery{"http://" + host + "/", host, host}, h.io.get_executor(),
+                     [&out, i](PacResult r) { out[i] = r; });
+  }
+  std::this_thread::sleep_for(500ms);  // both workers deep in indexOf, one query queued
+#ifdef __linux__
+  const std::vector<pid_t> busy = pacWorkers();
+  CHECK(busy.size() >= 2);
+#endif
+  const auto start = Clock::now();
+  h.eval.reset();
+  CHECK(Clock::now() - start < 1s);
+  h.runUntil([&] { return out[0] && out[1] && out[2]; }, 5s);
+  for (auto& r : out) {
+    REQUIRE(r);
+    CHECK(r->error.kind == PacError::Kind::Shutdown);
+  }
+#ifdef __linux__
+  // Not left computing: the workers are gone.
+  CHECK(waitUntilGone(busy, 2s));
+#endif
 }
 
 TEST_CASE("pac evaluator: queries for one key share one run; the queue is bounded",
@@ -573,6 +784,31 @@ TEST_CASE("pac evaluator: destroying it answers what is pending with Shutdown",
   CHECK(out[1]->error.kind == PacError::Kind::Shutdown);
   CHECK(out[2]->error.kind == PacError::Kind::Shutdown);
 }
+
+#ifdef __linux__
+TEST_CASE("pac evaluator: a worker process gets none of h2gate's environment but TZ and the locale",
+          "[pac][evaluator][hostile]") {
+  // It runs JavaScript from the network; h2gate's own variables may hold
+  // credentials.
+  h2gate::testing::ScopedEnv upstream("H2GATE_UPSTREAM", "https://user:s3cret@proxy.example");
+  h2gate::testing::ScopedEnv proxy("https_proxy", "http://user:s3cret@other.example:3128");
+  h2gate::testing::ScopedEnv tz("TZ", "UTC0");
+  const std::vector<pid_t> before = pacWorkers();
+  PacEvaluator::Options o;
+  o.threads = 1;
+  Harness h(o);
+  REQUIRE(h.load("function FindProxyForURL(u, h) { return 'DIRECT'; }").ok());
+  std::vector<pid_t> mine;
+  for (pid_t p : pacWorkers())
+    if (std::find(before.begin(), before.end(), p) == before.end()) mine.push_back(p);
+  REQUIRE(mine.size() == 1);
+  const std::string env = h2gate::test::readFile("/proc/" + std::to_string(mine[0]) + "/environ");
+  CHECK(env.find("s3cret") == std::string::npos);
+  CHECK(env.find("H2GATE_UPSTREAM") == std::string::npos);
+  CHECK(env.find(std::string("TZ=UTC0\0", 8)) != std::string::npos);
+  CHECK(h.ask("http://a.example/", "a.example").answer == "DIRECT");
+}
+#endif
 
 TEST_CASE("pac query: the URL browsers pass for a request", "[pac][evaluator]") {
   PacQuery q = PacQuery::forRequest("https", "WWW.Example.com", 443, "/secret/path?token=1");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <ctime>
 #include <map>
@@ -32,12 +33,13 @@ class TableResolver : public PacResolver {
   std::chrono::milliseconds delay{0};  // each lookup takes this long (bounded by the deadline)
   bool ignore_deadline = false;        // ...or the whole delay, whatever the deadline
 
-  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only,
-                                          Deadline deadline) override {
+  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
+                                          std::string_view owner) override {
     {
       std::lock_guard lock(mutex_);
       ++lookups_;
       names_.push_back(host);
+      owners_.emplace_back(owner);
     }
     if (delay.count() > 0) {
       const auto end = std::chrono::steady_clock::now() + delay;
@@ -73,14 +75,67 @@ class TableResolver : public PacResolver {
     std::lock_guard lock(mutex_);
     return names_;
   }
+  // Whom each lookup was for (PacResolver::resolve's owner), in order.
+  std::vector<std::string> owners() const {
+    std::lock_guard lock(mutex_);
+    return owners_;
+  }
 
  private:
   mutable std::mutex mutex_;
   int lookups_ = 0;
   std::vector<std::string> names_;
+  std::vector<std::string> owners_;
 };
 
-// 2024-03-15 10:30:00 UTC, a Friday.
+// A lookup function for SystemResolver acting out a DNS server that does not
+// answer: a name ending in ".dead" blocks until release() (or the
+// destructor, or 30 s); "inhosts.test" answers 10.9.9.9 at once (as from
+// /etc/hosts); anything else is not found.
+class DeadDns {
+ public:
+  ~DeadDns() { release(); }
+  SystemResolver::LookupFunction lookup() {
+    return [this](const std::string& host, bool) -> std::vector<filters::IpAddress> {
+      if (host == "inhosts.test") return {*filters::parseIp("10.9.9.9")};
+      const std::string suffix = ".dead";
+      if (host.size() < suffix.size() ||
+          host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0)
+        return {};
+      std::unique_lock lock(mutex_);
+      ++stuck_;
+      ++calls_;
+      cv_.wait_for(lock, std::chrono::seconds(30), [this] { return released_; });
+      --stuck_;
+      cv_.notify_all();
+      return {};
+    };
+  }
+  // Lets every blocked lookup return (not found) and waits until they have.
+  void release() {
+    std::unique_lock lock(mutex_);
+    released_ = true;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(5), [this] { return stuck_ == 0; });
+  }
+  int stuck() const {
+    std::lock_guard lock(mutex_);
+    return stuck_;
+  }
+  int calls() const {
+    std::lock_guard lock(mutex_);
+    return calls_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  int stuck_ = 0;
+  int calls_ = 0;
+};
+
+// 2024-03-15 10:30:00 UTC, a Friday.// 2024-03-15 10:30:00 UTC, a Friday.
 inline constexpr double kFriday1030Utc = 1710498600000.0;
 
 inline Deadline in(std::chrono::milliseconds ms) {
