@@ -259,6 +259,7 @@ TEST_CASE("pac evaluator: a top-level endless loop fails the load", "[pac][evalu
   Harness h(o);
   const auto start = Clock::now();
   PacError e = h.load("while (1) {}\nfunction FindProxyForURL() { return 'DIRECT'; }");
+  INFO(e.message);
   CHECK(e.kind == PacError::Kind::Timeout);
   CHECK(Clock::now() - start < 2s);
   CHECK(h.eval->script() == nullptr);
