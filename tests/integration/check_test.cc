@@ -10,6 +10,11 @@
 // growing without end.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -87,17 +92,45 @@ TEST_CASE("check: a working h2 path exits 0 and shows every step", "[check]") {
   CHECK((has(r.out, "ok    request") && has(r.out, "through the proxy: 200")));
 }
 
+// A loopback port bound and never listened on: connections to it are
+// refused, and no test running beside this one can take it, as one could take
+// a stopped peer's port (ctest -j).
+class RefusingPort {
+ public:
+  RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t n = sizeof a;
+    REQUIRE(fd_ >= 0);
+    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n) == 0);
+    port_ = ntohs(a.sin_port);
+  }
+  ~RefusingPort() { close(fd_); }
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
 TEST_CASE("check: the proxy is down", "[check]") {
   H2Env env;
-  const std::string url = env.nghttpx.url();
-  env.nghttpx.stop();
+  RefusingPort down;
+  const std::string url = "https://127.0.0.1:" + str(down.port());
+  // The fixture: curl is refused there too.
+  const CommandResult c = runCommand({"curl", "-sS", "-o", "/dev/null", url}, milliseconds(10000));
+  CHECK(c.exit_code == 7);
   CommandResult r =
       check({env.nginx.httpsUrl("/1k"), "--upstream", url, "--cacert", env.ca.caCertPath()});
   INFO(r.out);
   CHECK(r.exit_code == 1);
   CHECK(has(r.out, "FAIL  tcp"));
   CHECK(has(lastLine(r.out), "FAIL (tcp): connecting to proxy failed: 127.0.0.1:" +
-                                 str(env.nghttpx.port()) + ": Connection refused"));
+                                 str(down.port()) + ": Connection refused"));
   CHECK(!has(r.out, "connect  "));  // nothing after the first failure
 }
 
