@@ -10,11 +10,6 @@
 // growing without end.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -26,6 +21,7 @@
 #include "tests/support/auth_proxy.h"
 #include "tests/support/hostile_server.h"
 #include "tests/support/kerberos_proxy.h"
+#include "tests/support/net.h"
 #include "tests/support/upstream_env.h"
 
 using namespace h2gate::test;
@@ -91,31 +87,6 @@ TEST_CASE("check: a working h2 path exits 0 and shows every step", "[check]") {
   CHECK(r.exit_code == 0);
   CHECK((has(r.out, "ok    request") && has(r.out, "through the proxy: 200")));
 }
-
-// A loopback port bound and never listened on: connections to it are
-// refused, and no test running beside this one can take it, as one could take
-// a stopped peer's port (ctest -j).
-class RefusingPort {
- public:
-  RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t n = sizeof a;
-    REQUIRE(fd_ >= 0);
-    REQUIRE(bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n) == 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~RefusingPort() { close(fd_); }
-  RefusingPort(const RefusingPort&) = delete;
-  RefusingPort& operator=(const RefusingPort&) = delete;
-  uint16_t port() const { return port_; }
-
- private:
-  int fd_;
-  uint16_t port_ = 0;
-};
 
 TEST_CASE("check: the proxy is down", "[check]") {
   H2Env env;
