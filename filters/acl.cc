@@ -2,7 +2,7 @@
 
 #include "filters/match_config.h"
 #include "filters/pac.h"
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::filters {
 

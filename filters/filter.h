@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::net {
 struct IpAddress;  // gateway/net/ip_address.h

@@ -4,7 +4,7 @@
 
 #include "filters/match_config.h"
 #include "filters/pac_route_config.h"
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::filters {
 

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <thread>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/net/host_addresses.h"
 #include "gateway/net/host_name.h"
 #include "gateway/net/tls_context.h"

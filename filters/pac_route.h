@@ -14,7 +14,7 @@
 // one logged once. An answer naming this listener's own address is a loop:
 // DIRECT or 503 per on_loop, logged once. The address is what connecting
 // to the named proxy would reach, as the own-address filter judges a
-// destination (gateway/own_addresses.h): an IP literal in any notation, in
+// destination (gateway/server/own_addresses.h): an IP literal in any notation, in
 // its canonical form (net::canonicalRequestHost: 127.1, 2130706433,
 // 0x7f000001, [::ffff:127.0.0.1] are 127.0.0.1), localhost, and a name by
 // the addresses it resolves to. Only entries on one of the listener's ports

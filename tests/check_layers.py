@@ -3,7 +3,7 @@
 
 LAYERS below is the rule (gateway/README.md, Layers, shows the same table and
 says why). A source file under config/, filters/ or gateway/ belongs to the
-layer of its longest matching path prefix; it may include headers of its own
+layer of its longest matching folder; it may include headers of its own
 layer and of the layers below it (lower rank), never of one above. A file, or
 an included header, that no prefix covers is an error too: a new folder gets
 its row first (add the prefix to LAYERS here and to the README's table).
@@ -24,21 +24,17 @@ import subprocess
 import sys
 import tempfile
 
-# (rank, layer, path prefixes). A prefix ending in "/" is a folder; one
-# ending in "." is a file's stem (gateway/worker. covers worker.h and
-# worker.cc), one ending in "_" a family of files (gateway/server_ covers
-# server_admin.cc and server_network.cc).
+# (rank, layer, folders). A file belongs to the folder of its longest
+# matching prefix (gateway/upstream/auth/ is part of gateway/upstream/).
 LAYERS = [
-    (0, "base", ["config/", "gateway/metrics/", "gateway/log.", "gateway/http_types.",
-                 "gateway/connection_id."]),
+    (0, "base", ["config/", "gateway/base/", "gateway/metrics/"]),
     (1, "net and HTTP/1", ["gateway/net/", "gateway/http1/"]),
     (2, "upstream", ["gateway/upstream/"]),
     (3, "filters and PAC", ["filters/", "gateway/pac/"]),
     (4, "downstream", ["gateway/downstream/"]),
-    (5, "worker", ["gateway/worker."]),
-    (6, "server", ["gateway/server.", "gateway/server_", "gateway/service.", "gateway/service_", "gateway/admin.",
-                   "gateway/cli.", "gateway/main.", "gateway/reload_plan.", "gateway/own_addresses.",
-                   "gateway/load_config.", "gateway/check.", "gateway/check_"]),
+    (5, "worker", ["gateway/worker/"]),
+    (6, "check", ["gateway/check/"]),
+    (7, "server", ["gateway/server/"]),
 ]
 
 SOURCE_DIRS = ("config", "filters", "gateway")
@@ -104,7 +100,7 @@ def self_test(root):
         os.mkdir(os.path.join(tmp, "gateway", "layer_probe"))
         with open(os.path.join(tmp, "gateway", "layer_probe", "x.h"), "w",
                   encoding="utf-8") as f:
-            f.write('#pragma once\n#include "gateway/log.h"\n')
+            f.write('#pragma once\n#include "gateway/base/log.h"\n')
         run = subprocess.run([sys.executable, os.path.abspath(__file__), tmp],
                              capture_output=True, text=True)
     expected = [

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "config/node_reader.h"
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/pac/answer_cache.h"
 #include "gateway/pac/worker.h"
 

@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::pac {
 namespace {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/net/host_addresses.h"
 
 namespace h2gate::pac {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/pac/system_proxy.h"
 #include "gateway/pac/wpad.h"
 

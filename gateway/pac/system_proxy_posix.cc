@@ -12,7 +12,7 @@
 #include <chrono>
 #include <string>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/pac/system_proxy.h"
 
 extern char** environ;

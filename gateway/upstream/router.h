@@ -22,7 +22,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/net/send_buffer.h"
 #include "gateway/upstream/tunnel.h"
 

@@ -11,7 +11,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "tests/support/temp_dir.h"
 #ifdef __linux__
 #include <unistd.h>
