@@ -92,7 +92,7 @@ std::string maskOf(unsigned prefix) {
   return buf;
 }
 
-std::string cidrCondition(const CidrRange& c) {
+std::string cidrCondition(const net::CidrRange& c) {
   if (!c.base.v6)
     return "(v4 && isInNet(host, " + quoted(c.base.str()) + ", " + quoted(maskOf(c.prefix)) + "))";
   std::string groups;
@@ -103,23 +103,23 @@ std::string cidrCondition(const CidrRange& c) {
   return "(v6 != null && h2gateInNet6(v6, [" + groups + "], " + std::to_string(c.prefix) + "))";
 }
 
-std::string patternCondition(const HostPattern& p) {
+std::string patternCondition(const match::HostPattern& p) {
   std::string cond;
   switch (p.kind) {
-    case HostPattern::Kind::Exact:
+    case match::HostPattern::Kind::Exact:
       cond = "(!ip && host == " + quoted(p.name) + ")";
       break;
-    case HostPattern::Kind::Domain:
+    case match::HostPattern::Kind::Domain:
       cond = "(!ip && (host == " + quoted(p.name) + " || dnsDomainIs(host, " +
              quoted("." + p.name) + ")))";
       break;
-    case HostPattern::Kind::Subdomains:
+    case match::HostPattern::Kind::Subdomains:
       cond = "(!ip && dnsDomainIs(host, " + quoted("." + p.name) + "))";
       break;
-    case HostPattern::Kind::Any:
+    case match::HostPattern::Kind::Any:
       cond = "true";
       break;
-    case HostPattern::Kind::Cidr:
+    case match::HostPattern::Kind::Cidr:
       cond = cidrCondition(p.cidr);
       break;
   }
@@ -141,13 +141,13 @@ std::string joined(const std::vector<std::string>& parts, std::string_view op,
 
 }  // namespace
 
-std::string pacCondition(const Match& m) {
+std::string pacCondition(const match::Match& m) {
   std::vector<std::string> all;
-  if (m.kind == Match::Kind::Connect) all.push_back("!absolute");
-  if (m.kind == Match::Kind::Absolute) all.push_back("absolute");
+  if (m.kind == match::Match::Kind::Connect) all.push_back("!absolute");
+  if (m.kind == match::Match::Kind::Absolute) all.push_back("absolute");
   if (!m.ports.empty()) {
     std::vector<std::string> ports;
-    for (const PortRange& r : m.ports)
+    for (const match::PortRange& r : m.ports)
       ports.push_back(r.low == r.high ? "port == " + std::to_string(r.low)
                                       : "(port >= " + std::to_string(r.low) +
                                             " && port <= " + std::to_string(r.high) + ")");
@@ -155,21 +155,22 @@ std::string pacCondition(const Match& m) {
   }
   if (m.has_destinations) {
     std::vector<std::string> dests;
-    for (const HostPattern& p : m.destinations.patterns()) dests.push_back(patternCondition(p));
+    for (const match::HostPattern& p : m.destinations.patterns())
+      dests.push_back(patternCondition(p));
     all.push_back(joined(dests, "||", "false"));
   }
   return joined(all, "&&", "true");
 }
 
-void PacBuilder::add(const Match& m, Action action, std::string_view what) {
+void PacBuilder::add(const match::Match& m, Action action, std::string_view what) {
   statements_.push_back(comment(what) + "  if (" + pacCondition(m) + ")\n    return " +
                         (action == Action::Direct ? "DIRECT" : "PROXY") + ";\n");
 }
 
-void PacBuilder::addUnlessAny(const std::vector<const Match*>& ms, Action action,
+void PacBuilder::addUnlessAny(const std::vector<const match::Match*>& ms, Action action,
                               std::string_view what) {
   std::vector<std::string> conds;
-  for (const Match* m : ms) conds.push_back(pacCondition(*m));
+  for (const match::Match* m : ms) conds.push_back(pacCondition(*m));
   statements_.push_back(comment(what) + "  if (!(" + joined(conds, "||", "false") +
                         "))\n    return " + (action == Action::Direct ? "DIRECT" : "PROXY") +
                         ";\n");

@@ -9,7 +9,7 @@
 // h2gate still enforces its policy: a request the acl would refuse is never
 // sent DIRECT by the PAC file.
 //
-// What the JavaScript tests, per pattern kind (filters/matcher.h):
+// What the JavaScript tests, per pattern kind (gateway/match/matcher.h):
 //   exact "a.example"       host == "a.example"
 //   suffix "corp.example"   host == "corp.example" || dnsDomainIs(host, ".corp.example")
 //   "*.example.com"         dnsDomainIs(host, ".example.com")
@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/matcher.h"
+#include "gateway/match/matcher.h"
 
 namespace h2gate::filters {
 
@@ -50,9 +50,10 @@ class PacBuilder {
   enum class Action { Proxy, Direct };
 
   // if (<m matches>) return ACTION;   after the rules already added.
-  void add(const Match& m, Action action, std::string_view comment);
+  void add(const match::Match& m, Action action, std::string_view comment);
   // if (!(<any of ms matches>)) return ACTION;
-  void addUnlessAny(const std::vector<const Match*>& ms, Action action, std::string_view comment);
+  void addUnlessAny(const std::vector<const match::Match*>& ms, Action action,
+                    std::string_view comment);
   // What a request no rule took gets (default PROXY).
   void setDefault(Action action, std::string_view comment);
   PacOptions& options() { return options_; }
@@ -70,7 +71,7 @@ class PacBuilder {
 
 // The JavaScript boolean expression for `m` over the variables the file
 // defines (host, port, absolute, v4, v6, ip).
-std::string pacCondition(const Match& m);
+std::string pacCondition(const match::Match& m);
 
 // "host:port" for PROXY from a listener's bound address: unspecified
 // addresses become loopback, IPv6 gets brackets.

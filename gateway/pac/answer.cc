@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 
 namespace h2gate::pac {
 namespace {
@@ -68,7 +68,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
     if (close == std::string_view::npos) return "unclosed '[' in the address";
     host = addr.substr(1, close - 1);
     rest = addr.substr(close + 1);
-    const std::optional<filters::IpAddress> ip = filters::parseIp(host);
+    const std::optional<net::IpAddress> ip = net::parseIp(host);
     if (!ip || !ip->v6 || host.find('%') != std::string_view::npos)
       return "'" + quoted(host) + "' in brackets is not an IPv6 address";
     e.host = ip->str();

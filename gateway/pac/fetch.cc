@@ -3,8 +3,8 @@
 #include <optional>
 
 #include "config/config.h"
-#include "filters/matcher.h"
 #include "gateway/http1/parser.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/transport.h"
 
@@ -293,7 +293,7 @@ std::string parseFetchUrl(std::string_view url, FetchUrl* out) {
       if (after.front() != ':') return "unexpected text after ']' in the URL";
       port = after.substr(1);
     }
-    std::optional<filters::IpAddress> ip = filters::parseIp(out->host);
+    std::optional<net::IpAddress> ip = net::parseIp(out->host);
     if (!ip || !ip->v6) return "'" + out->host + "' in brackets is not an IPv6 address";
   } else {
     const std::size_t colon = authority.find(':');

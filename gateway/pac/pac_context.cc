@@ -80,7 +80,7 @@ Deadline PacContext::dnsDeadline() const {
   return std::min(run_deadline_, std::chrono::steady_clock::now() + env_.dns_timeout);
 }
 
-std::vector<filters::IpAddress> PacContext::dnsLookup(const std::string& host, bool v4_only) {
+std::vector<net::IpAddress> PacContext::dnsLookup(const std::string& host, bool v4_only) {
   if (!env_.resolver) return {};
   std::string key = v4_only ? "4 " : "* ";
   key += host;
@@ -90,8 +90,7 @@ std::vector<filters::IpAddress> PacContext::dnsLookup(const std::string& host, b
     ++lookups_refused_;
     return {};
   }
-  std::vector<filters::IpAddress> answer =
-      env_.resolver->resolve(host, v4_only, dnsDeadline(), owner_);
+  std::vector<net::IpAddress> answer = env_.resolver->resolve(host, v4_only, dnsDeadline(), owner_);
   run_lookups_.emplace_back(std::move(key), answer);
   return answer;
 }
@@ -110,7 +109,7 @@ void PacContext::endRun() {
   run_lookups_.clear();
 }
 
-std::vector<filters::IpAddress> PacContext::myAddresses() {
+std::vector<net::IpAddress> PacContext::myAddresses() {
   if (!env_.resolver) return {};
   return env_.resolver->localAddresses(dnsDeadline());
 }

@@ -76,8 +76,8 @@ class PacContext : public PacHost {
   unsigned lookupsRefused() const { return lookups_refused_; }
 
   // PacHost
-  std::vector<filters::IpAddress> dnsLookup(const std::string& host, bool v4_only) override;
-  std::vector<filters::IpAddress> myAddresses() override;
+  std::vector<net::IpAddress> dnsLookup(const std::string& host, bool v4_only) override;
+  std::vector<net::IpAddress> myAddresses() override;
   void alert(std::string_view message) override;
   bool runPastDeadline() override;
 
@@ -93,7 +93,7 @@ class PacContext : public PacHost {
   Deadline run_deadline_ = Deadline::max();
   // The run's lookups so far ("4 name" / "* name" -> answer) and the owner
   // they are made for (the query's host; "" at load).
-  std::vector<std::pair<std::string, std::vector<filters::IpAddress>>> run_lookups_;
+  std::vector<std::pair<std::string, std::vector<net::IpAddress>>> run_lookups_;
   std::string owner_;
   unsigned lookups_refused_ = 0;
 };

@@ -187,7 +187,7 @@ duk_ret_t jsDnsResolve(duk_context* ctx) {
     duk_push_null(ctx);
     return 1;
   }
-  const std::vector<filters::IpAddress> ips = host(ctx).dnsLookup(*name, true);
+  const std::vector<net::IpAddress> ips = host(ctx).dnsLookup(*name, true);
   checkDeadline(ctx);
   if (ips.empty())
     duk_push_null(ctx);
@@ -199,17 +199,16 @@ duk_ret_t jsDnsResolve(duk_context* ctx) {
 duk_ret_t jsDnsResolveEx(duk_context* ctx) {
   std::optional<std::string> name = stringArg(ctx, 0);
   if (!name || !isAscii(*name)) return 0;  // undefined, as Chromium
-  const std::vector<filters::IpAddress> ips = host(ctx).dnsLookup(*name, false);
+  const std::vector<net::IpAddress> ips = host(ctx).dnsLookup(*name, false);
   checkDeadline(ctx);
   pushString(ctx, joinAddresses(ips));
   return 1;
 }
 
 duk_ret_t jsMyIpAddress(duk_context* ctx) {
-  const std::vector<filters::IpAddress> ips = host(ctx).myAddresses();
+  const std::vector<net::IpAddress> ips = host(ctx).myAddresses();
   checkDeadline(ctx);
-  auto v4 =
-      std::find_if(ips.begin(), ips.end(), [](const filters::IpAddress& ip) { return !ip.v6; });
+  auto v4 = std::find_if(ips.begin(), ips.end(), [](const net::IpAddress& ip) { return !ip.v6; });
   if (v4 != ips.end())
     pushString(ctx, v4->str());
   else if (!ips.empty())
@@ -220,7 +219,7 @@ duk_ret_t jsMyIpAddress(duk_context* ctx) {
 }
 
 duk_ret_t jsMyIpAddressEx(duk_context* ctx) {
-  const std::vector<filters::IpAddress> ips = host(ctx).myAddresses();
+  const std::vector<net::IpAddress> ips = host(ctx).myAddresses();
   checkDeadline(ctx);
   pushString(ctx, joinAddresses(ips));
   return 1;
@@ -240,7 +239,7 @@ duk_ret_t jsIsInNet(duk_context* ctx) {
   if (!address && is_string) {
     const std::string name = duk_get_string(ctx, 0);
     if (isAscii(name)) {
-      const std::vector<filters::IpAddress> ips = host(ctx).dnsLookup(name, true);
+      const std::vector<net::IpAddress> ips = host(ctx).dnsLookup(name, true);
       checkDeadline(ctx);
       if (!ips.empty()) {
         const auto& b = ips.front().bytes;
@@ -358,7 +357,7 @@ std::optional<bool> shExpGlob(std::string_view s, std::string_view p) {
 
 bool isPlainHostName(std::string_view host) {
   if (host.find('.') != std::string_view::npos) return false;
-  const std::optional<filters::IpAddress> ip = filters::parseIp(host);
+  const std::optional<net::IpAddress> ip = net::parseIp(host);
   return !(ip && host.front() != '[' && host.find('%') == std::string_view::npos);
 }
 
@@ -387,13 +386,13 @@ namespace {
 
 // An address literal as Chromium's IPAddress::AssignFromIPLiteral takes it:
 // no brackets, no zone.
-std::optional<filters::IpAddress> literal(std::string_view s) {
+std::optional<net::IpAddress> literal(std::string_view s) {
   if (s.empty() || s.front() == '[' || s.find('%') != std::string_view::npos) return std::nullopt;
-  return filters::parseIp(s);
+  return net::parseIp(s);
 }
 
-filters::IpAddress mapped(const filters::IpAddress& v4) {
-  filters::IpAddress out;
+net::IpAddress mapped(const net::IpAddress& v4) {
+  net::IpAddress out;
   out.v6 = true;
   out.bytes[10] = 0xff;
   out.bytes[11] = 0xff;
@@ -404,12 +403,12 @@ filters::IpAddress mapped(const filters::IpAddress& v4) {
 }  // namespace
 
 bool isInNetEx(std::string_view ip, std::string_view prefix) {
-  std::optional<filters::IpAddress> address = literal(ip);
+  std::optional<net::IpAddress> address = literal(ip);
   const std::size_t slash = prefix.find('/');
   if (!address || slash == std::string_view::npos) return false;
   if (!literal(prefix.substr(0, slash))) return false;
   std::string error;
-  std::optional<filters::CidrRange> range = filters::parseCidr(prefix, /*strict=*/false, &error);
+  std::optional<net::CidrRange> range = net::parseCidr(prefix, /*strict=*/false, &error);
   if (!range) return false;
   if (address->v6 != range->base.v6) {
     if (!address->v6) {
@@ -428,7 +427,7 @@ std::optional<std::string> sortIpAddressList(std::string_view list) {
     if (c != ' ' && c != '\t') cleaned += c;
   struct Item {
     std::string text;
-    filters::IpAddress ip;
+    net::IpAddress ip;
   };
   std::vector<Item> items;
   std::string_view rest = cleaned;
@@ -436,7 +435,7 @@ std::optional<std::string> sortIpAddressList(std::string_view list) {
     const std::size_t semi = rest.find(';');
     const std::string_view token = rest.substr(0, semi);
     if (!token.empty()) {
-      std::optional<filters::IpAddress> ip = literal(token);
+      std::optional<net::IpAddress> ip = literal(token);
       if (!ip) return std::nullopt;
       items.push_back({std::string(token), *ip});
     }
@@ -456,9 +455,9 @@ std::optional<std::string> sortIpAddressList(std::string_view list) {
   return out;
 }
 
-std::string joinAddresses(const std::vector<filters::IpAddress>& ips) {
+std::string joinAddresses(const std::vector<net::IpAddress>& ips) {
   std::string out;
-  for (const filters::IpAddress& ip : ips) {
+  for (const net::IpAddress& ip : ips) {
     if (!out.empty()) out += ';';
     out += ip.str();
   }

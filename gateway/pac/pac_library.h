@@ -52,7 +52,7 @@
 
 #include <duktape.h>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 
 namespace h2gate::pac {
 
@@ -61,8 +61,8 @@ class PacHost {
  public:
   virtual ~PacHost() = default;
   // dnsResolve and friends: bounded by the DNS timeout and the run's deadline.
-  virtual std::vector<filters::IpAddress> dnsLookup(const std::string& host, bool v4_only) = 0;
-  virtual std::vector<filters::IpAddress> myAddresses() = 0;
+  virtual std::vector<net::IpAddress> dnsLookup(const std::string& host, bool v4_only) = 0;
+  virtual std::vector<net::IpAddress> myAddresses() = 0;
   virtual void alert(std::string_view message) = 0;
   // After a DNS call: true when the run's deadline has passed meanwhile (the
   // lookup was cut short by it, not by the DNS timeout); the function then
@@ -91,6 +91,6 @@ std::optional<uint32_t> parseDottedQuad(std::string_view text);
 bool isInNetEx(std::string_view ip, std::string_view prefix);
 // nullopt where sortIpAddressList() returns false.
 std::optional<std::string> sortIpAddressList(std::string_view list);
-std::string joinAddresses(const std::vector<filters::IpAddress>& ips);
+std::string joinAddresses(const std::vector<net::IpAddress>& ips);
 
 }  // namespace h2gate::pac

@@ -35,9 +35,9 @@ bool usable(const asio::ip::address& a) {
   return !(v6.is_loopback() || v6.is_unspecified() || v6.is_link_local());
 }
 
-void addUsable(std::vector<filters::IpAddress>& out, const asio::ip::address& a) {
+void addUsable(std::vector<net::IpAddress>& out, const asio::ip::address& a) {
   if (!usable(a)) return;
-  const filters::IpAddress ip = net::toIpAddress(a);
+  const net::IpAddress ip = net::toIpAddress(a);
   if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
 }
 
@@ -81,7 +81,7 @@ struct Lookup {
   bool started = false;     // a thread took it
   bool done = false;
   int waiters = 0;
-  std::vector<filters::IpAddress> result;
+  std::vector<net::IpAddress> result;
   std::condition_variable cv;  // with Pool::mutex
 };
 
@@ -103,7 +103,7 @@ struct SystemResolver::Pool {
   // Cache, most recent first.
   struct Entry {
     std::string key;
-    std::vector<filters::IpAddress> addresses;
+    std::vector<net::IpAddress> addresses;
     SteadyClock::time_point expires;
   };
   std::list<Entry> lru;
@@ -120,7 +120,7 @@ struct SystemResolver::Pool {
     lru.splice(lru.begin(), lru, it->second);
     return &*it->second;
   }
-  void cachePut(const std::string& key, const std::vector<filters::IpAddress>& addresses) {
+  void cachePut(const std::string& key, const std::vector<net::IpAddress>& addresses) {
     if (options.cache_entries == 0) return;
     const auto ttl = addresses.empty() ? options.negative_ttl : options.ttl;
     if (ttl.count() <= 0) return;
@@ -143,15 +143,15 @@ struct SystemResolver::Pool {
   }
 };
 
-std::vector<filters::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only) {
-  std::vector<filters::IpAddress> out;
+std::vector<net::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only) {
+  std::vector<net::IpAddress> out;
   addrinfo hints{};
   hints.ai_family = v4_only ? AF_INET : AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* res = nullptr;
   if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return out;
   for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    filters::IpAddress ip;
+    net::IpAddress ip;
     if (ai->ai_family == AF_INET) {
       const auto* sin = reinterpret_cast<const sockaddr_in*>(ai->ai_addr);
       std::memcpy(ip.bytes.data(), &sin->sin_addr, 4);
@@ -163,7 +163,7 @@ std::vector<filters::IpAddress> getaddrinfoLookup(const std::string& host, bool 
       continue;
     }
     bool seen = false;
-    for (const filters::IpAddress& o : out) seen = seen || o == ip;
+    for (const net::IpAddress& o : out) seen = seen || o == ip;
     if (!seen) out.push_back(ip);
   }
   freeaddrinfo(res);
@@ -182,7 +182,7 @@ void SystemResolver::lookupThread(std::shared_ptr<Pool> pool) {
     pool->queue.pop_front();
     job->started = true;
     lock.unlock();
-    std::vector<filters::IpAddress> result = pool->lookup(job->host, job->v4_only);
+    std::vector<net::IpAddress> result = pool->lookup(job->host, job->v4_only);
     lock.lock();
     if (!pool->stop && job->generation == pool->generation) pool->cachePut(job->key, result);
     job->result = std::move(result);
@@ -214,11 +214,11 @@ SystemResolver::~SystemResolver() {
   // the system resolver takes; it exits when that returns.
 }
 
-std::vector<filters::IpAddress> SystemResolver::resolve(const std::string& host, bool v4_only,
-                                                        Deadline deadline, std::string_view owner) {
+std::vector<net::IpAddress> SystemResolver::resolve(const std::string& host, bool v4_only,
+                                                    Deadline deadline, std::string_view owner) {
   if (host.empty() || host.size() > 255 || host.find('\0') != std::string::npos) return {};
   // Literals need no thread.
-  if (std::optional<filters::IpAddress> ip = filters::parseIp(host);
+  if (std::optional<net::IpAddress> ip = net::parseIp(host);
       ip && host.find('%') == std::string::npos && host.front() != '[') {
     if (v4_only && ip->v6) return {};
     return {*ip};
@@ -310,8 +310,8 @@ SystemResolver::Stats SystemResolver::stats() const {
   return s;
 }
 
-std::vector<filters::IpAddress> SystemResolver::localAddresses(Deadline) {
-  std::vector<filters::IpAddress> out;
+std::vector<net::IpAddress> SystemResolver::localAddresses(Deadline) {
+  std::vector<net::IpAddress> out;
   // Public resolvers' addresses only pick the route; private ranges cover
   // networks without a default route.
   for (const char* dest : {"8.8.8.8", "10.0.0.0", "172.16.0.0", "192.168.0.0"}) {
@@ -327,8 +327,7 @@ std::vector<filters::IpAddress> SystemResolver::localAddresses(Deadline) {
   for (const asio::ip::address& a : net::interfaceAddresses(net::Interfaces::kUp))
     addUsable(out, a);
   // IPv4 first: myIpAddress() answers with the first IPv4 address.
-  std::stable_partition(out.begin(), out.end(),
-                        [](const filters::IpAddress& ip) { return !ip.v6; });
+  std::stable_partition(out.begin(), out.end(), [](const net::IpAddress& ip) { return !ip.v6; });
   return out;
 }
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 
 namespace h2gate::pac {
 
@@ -32,13 +32,13 @@ class PacResolver {
   // is for: the host of the request whose evaluation asks ("" for a PAC
   // file's top-level code); a resolver may bound the lookups per owner so
   // that one request's cannot starve another's. Called concurrently.
-  virtual std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only,
-                                                  Deadline deadline, std::string_view owner) = 0;
+  virtual std::vector<net::IpAddress> resolve(const std::string& host, bool v4_only,
+                                              Deadline deadline, std::string_view owner) = 0;
 
   // This machine's own addresses for myIpAddress()/myIpAddressEx(), the one
   // its default route would use first. Empty when there is none (only
   // loopback).
-  virtual std::vector<filters::IpAddress> localAddresses(Deadline deadline) = 0;
+  virtual std::vector<net::IpAddress> localAddresses(Deadline deadline) = 0;
 
   // The network changed: whatever the resolver remembers may be wrong now.
   virtual void networkChanged() {}
@@ -83,7 +83,7 @@ class SystemResolver : public PacResolver {
   // The blocking lookup itself; empty: getaddrinfo(). Tests give their own
   // (one that never answers, say).
   using LookupFunction =
-      std::function<std::vector<filters::IpAddress>(const std::string& host, bool v4_only)>;
+      std::function<std::vector<net::IpAddress>(const std::string& host, bool v4_only)>;
 
   SystemResolver();
   explicit SystemResolver(Options options, LookupFunction lookup = {});
@@ -91,9 +91,9 @@ class SystemResolver : public PacResolver {
   SystemResolver(const SystemResolver&) = delete;
   SystemResolver& operator=(const SystemResolver&) = delete;
 
-  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
-                                          std::string_view owner) override;
-  std::vector<filters::IpAddress> localAddresses(Deadline deadline) override;
+  std::vector<net::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
+                                      std::string_view owner) override;
+  std::vector<net::IpAddress> localAddresses(Deadline deadline) override;
   void networkChanged() override;
 
   struct Stats {
@@ -113,6 +113,6 @@ class SystemResolver : public PacResolver {
 };
 
 // getaddrinfo() itself: the addresses of `host`, without duplicates.
-std::vector<filters::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only);
+std::vector<net::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only);
 
 }  // namespace h2gate::pac

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/pac/answer.h"
 
 namespace h2gate::pac {
@@ -56,10 +56,10 @@ void addHostPattern(std::vector<BypassRule>& out, std::string_view entry) {
   if (e == "*") return addBypass(out, {BypassRule::Kind::Any, ""});
   if (e.find('/') != std::string::npos) {
     std::string error;
-    if (auto range = filters::parseCidr(e, /*strict=*/false, &error))
+    if (auto range = net::parseCidr(e, /*strict=*/false, &error))
       return addBypass(out, {BypassRule::Kind::Cidr, range->str()});
   }
-  if (auto ip = filters::parseIp(e); ip && e.front() != '[') {
+  if (auto ip = net::parseIp(e); ip && e.front() != '[') {
     return addBypass(out, {BypassRule::Kind::Cidr, ip->str() + (ip->v6 ? "/128" : "/32")});
   }
   if (e.find_first_of("*?") != std::string::npos)

@@ -1,9 +1,9 @@
 // The environment's proxy variables as system proxy settings
 // (gateway/pac/system_proxy.h), NO_PROXY read as curl reads it
-// (filters/no_proxy.h).
+// (gateway/match/no_proxy.h).
 #include <cstdlib>
 
-#include "filters/no_proxy.h"
+#include "gateway/match/no_proxy.h"
 #include "gateway/pac/system_proxy.h"
 
 #ifndef _WIN32
@@ -41,21 +41,21 @@ SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::str
   if (s.manual.http.empty() && s.manual.https.empty() && s.manual.other.empty()) return s;
   s.mode = SystemProxySettings::Mode::Manual;
   const std::string no_proxy = get("no_proxy", "NO_PROXY");
-  const filters::NoProxyList list = filters::parseNoProxy(no_proxy, filters::NoProxyMode::Curl);
+  const match::NoProxyList list = match::parseNoProxy(no_proxy, match::NoProxyMode::Curl);
   for (const std::string& why : list.ignored) s.notes.push_back("no_proxy: " + why);
-  for (const filters::HostPattern& p : list.patterns) {
+  for (const match::HostPattern& p : list.patterns) {
     switch (p.kind) {
-      case filters::HostPattern::Kind::Any:
+      case match::HostPattern::Kind::Any:
         addBypass(s.manual.bypass, {BypassRule::Kind::Any, ""});
         break;
-      case filters::HostPattern::Kind::Cidr:
+      case match::HostPattern::Kind::Cidr:
         addBypass(s.manual.bypass, {BypassRule::Kind::Cidr, p.cidr.str()});
         break;
-      case filters::HostPattern::Kind::Exact:
+      case match::HostPattern::Kind::Exact:
         addBypass(s.manual.bypass, {BypassRule::Kind::Exact, p.name});
         break;
-      case filters::HostPattern::Kind::Domain:
-      case filters::HostPattern::Kind::Subdomains:
+      case match::HostPattern::Kind::Domain:
+      case match::HostPattern::Kind::Subdomains:
         addBypass(s.manual.bypass, {BypassRule::Kind::Suffix, p.name});
         break;
     }

@@ -410,8 +410,8 @@ class Channel {
 class EvaluatorResolver : public PacResolver {
  public:
   explicit EvaluatorResolver(Channel& channel) : channel_(channel) {}
-  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
-                                          std::string_view) override {
+  std::vector<net::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
+                                      std::string_view) override {
     wire::Resolve q;
     q.v4_only = v4_only;
     q.timeout_us = remainingUs(deadline);
@@ -419,7 +419,7 @@ class EvaluatorResolver : public PacResolver {
     channel_.send(wire::encode(q));
     return addresses();
   }
-  std::vector<filters::IpAddress> localAddresses(Deadline deadline) override {
+  std::vector<net::IpAddress> localAddresses(Deadline deadline) override {
     wire::Local q;
     q.timeout_us = remainingUs(deadline);
     channel_.send(wire::encode(q));
@@ -427,7 +427,7 @@ class EvaluatorResolver : public PacResolver {
   }
 
  private:
-  std::vector<filters::IpAddress> addresses() {
+  std::vector<net::IpAddress> addresses() {
     wire::Addresses a;
     if (!wire::decode(channel_.expect(wire::Type::Addresses), a)) std::_Exit(2);
     return std::move(a.addresses);

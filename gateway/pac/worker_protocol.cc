@@ -171,7 +171,7 @@ std::string encode(const Addresses& m) {
   const std::size_t n = std::min(m.addresses.size(), kMaxAddresses);
   w.u32(static_cast<uint32_t>(n));
   for (std::size_t i = 0; i < n; ++i) {
-    const filters::IpAddress& ip = m.addresses[i];
+    const net::IpAddress& ip = m.addresses[i];
     w.u8(ip.v6 ? 1 : 0);
     for (uint8_t b : ip.bytes) w.u8(b);
   }
@@ -248,7 +248,7 @@ bool decode(std::string_view payload, Addresses& m) {
   if (n > kMaxAddresses) return false;
   m.addresses.clear();
   for (uint32_t i = 0; i < n; ++i) {
-    filters::IpAddress ip;
+    net::IpAddress ip;
     ip.v6 = r.boolean();
     for (uint8_t& b : ip.bytes) b = r.u8();
     m.addresses.push_back(ip);

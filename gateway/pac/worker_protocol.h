@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/pac/pac_context.h"
 #include "gateway/pac/pac_error.h"
 
@@ -97,7 +97,7 @@ struct Local {
   int64_t timeout_us = 0;
 };
 struct Addresses {
-  std::vector<filters::IpAddress> addresses;
+  std::vector<net::IpAddress> addresses;
 };
 struct Alert {
   std::string text;

@@ -29,7 +29,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "filters/filter.h"
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 
 namespace h2gate {
 

@@ -22,11 +22,11 @@ using namespace h2gate::pac;
 // Resolves nothing: the generated files must not need DNS to compile.
 class NoResolver : public PacResolver {
  public:
-  std::vector<h2gate::filters::IpAddress> resolve(const std::string&, bool, Deadline,
-                                                  std::string_view) override {
+  std::vector<h2gate::net::IpAddress> resolve(const std::string&, bool, Deadline,
+                                              std::string_view) override {
     return {};
   }
-  std::vector<h2gate::filters::IpAddress> localAddresses(Deadline) override { return {}; }
+  std::vector<h2gate::net::IpAddress> localAddresses(Deadline) override { return {}; }
 };
 
 void checkCompiles(const SystemProxySettings& s) {

@@ -18,7 +18,7 @@
 
 #include <asio.hpp>
 
-#include "filters/matcher.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/pac/pac_context.h"
 #include "gateway/pac/resolver.h"
 #include "tests/unit/config/test_util.h"
@@ -33,8 +33,8 @@ class TableResolver : public PacResolver {
   std::chrono::milliseconds delay{0};  // each lookup takes this long (bounded by the deadline)
   bool ignore_deadline = false;        // ...or the whole delay, whatever the deadline
 
-  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
-                                          std::string_view owner) override {
+  std::vector<net::IpAddress> resolve(const std::string& host, bool v4_only, Deadline deadline,
+                                      std::string_view owner) override {
     {
       std::lock_guard lock(mutex_);
       ++lookups_;
@@ -49,22 +49,22 @@ class TableResolver : public PacResolver {
       while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_until(until);
       if (until == deadline) return {};
     }
-    std::vector<filters::IpAddress> out;
-    if (auto literal = filters::parseIp(host); literal && host.front() != '[') {
+    std::vector<net::IpAddress> out;
+    if (auto literal = net::parseIp(host); literal && host.front() != '[') {
       if (!(v4_only && literal->v6)) out.push_back(*literal);
       return out;
     }
     auto it = table.find(host);
     if (it == table.end()) return out;
     for (const std::string& s : it->second) {
-      filters::IpAddress ip = *filters::parseIp(s);
+      net::IpAddress ip = *net::parseIp(s);
       if (!(v4_only && ip.v6)) out.push_back(ip);
     }
     return out;
   }
-  std::vector<filters::IpAddress> localAddresses(Deadline) override {
-    std::vector<filters::IpAddress> out;
-    for (const std::string& s : local) out.push_back(*filters::parseIp(s));
+  std::vector<net::IpAddress> localAddresses(Deadline) override {
+    std::vector<net::IpAddress> out;
+    for (const std::string& s : local) out.push_back(*net::parseIp(s));
     return out;
   }
   int lookups() const {
@@ -96,8 +96,8 @@ class DeadDns {
  public:
   ~DeadDns() { release(); }
   SystemResolver::LookupFunction lookup() {
-    return [this](const std::string& host, bool) -> std::vector<filters::IpAddress> {
-      if (host == "inhosts.test") return {*filters::parseIp("10.9.9.9")};
+    return [this](const std::string& host, bool) -> std::vector<net::IpAddress> {
+      if (host == "inhosts.test") return {*net::parseIp("10.9.9.9")};
       const std::string suffix = ".dead";
       if (host.size() < suffix.size() ||
           host.compare(host.size() - suffix.size(), suffix.size(), suffix) != 0)

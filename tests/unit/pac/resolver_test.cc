@@ -23,11 +23,11 @@ struct CountingLookup {
   std::map<std::string, std::string> table;
   std::atomic<int> calls{0};
   SystemResolver::LookupFunction fn() {
-    return [this](const std::string& host, bool) -> std::vector<h2gate::filters::IpAddress> {
+    return [this](const std::string& host, bool) -> std::vector<h2gate::net::IpAddress> {
       ++calls;
       auto it = table.find(host);
       if (it == table.end()) return {};
-      return {*h2gate::filters::parseIp(it->second)};
+      return {*h2gate::net::parseIp(it->second)};
     };
   }
 };

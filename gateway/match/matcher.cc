@@ -1,8 +1,8 @@
-#include "filters/matcher.h"
+#include "gateway/match/matcher.h"
 
 #include <algorithm>
 
-namespace h2gate::filters {
+namespace h2gate::match {
 namespace {
 
 char lower(char c) {
@@ -120,4 +120,4 @@ bool Match::matches(const Destination& d) const {
   return !has_destinations || destinations.matches(d);
 }
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::match

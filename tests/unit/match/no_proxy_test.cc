@@ -1,10 +1,10 @@
 // NO_PROXY lists in each compatibility mode, with the cases of filters/README.md's
 // curl / Go / Python table.
-#include "filters/no_proxy.h"
+#include "gateway/match/no_proxy.h"
 
 #include <catch2/catch.hpp>
 
-using namespace h2gate::filters;
+using namespace h2gate::match;
 
 namespace {
 
@@ -26,7 +26,7 @@ constexpr NoProxyMode kPython = NoProxyMode::Python;
 
 }  // namespace
 
-TEST_CASE("no_proxy modes by name", "[filters][no_proxy]") {
+TEST_CASE("no_proxy modes by name", "[match][no_proxy]") {
   CHECK(parseNoProxyMode("curl") == kCurl);
   CHECK(parseNoProxyMode("go") == kGo);
   CHECK(parseNoProxyMode("python") == kPython);
@@ -35,7 +35,7 @@ TEST_CASE("no_proxy modes by name", "[filters][no_proxy]") {
 }
 
 TEST_CASE("no_proxy: 'example.com' covers the name and its subdomains everywhere",
-          "[filters][no_proxy]") {
+          "[match][no_proxy]") {
   for (NoProxyMode mode : {kCurl, kGo, kPython}) {
     INFO(noProxyModeName(mode));
     List l("example.com", mode);
@@ -47,7 +47,7 @@ TEST_CASE("no_proxy: 'example.com' covers the name and its subdomains everywhere
   }
 }
 
-TEST_CASE("no_proxy: '.example.com' — Go alone means subdomains only", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: '.example.com' — Go alone means subdomains only", "[match][no_proxy]") {
   CHECK(List(".example.com", kCurl).bypass("example.com"));
   CHECK(List(".example.com", kPython).bypass("example.com"));
   CHECK_FALSE(List(".example.com", kGo).bypass("example.com"));
@@ -55,7 +55,7 @@ TEST_CASE("no_proxy: '.example.com' — Go alone means subdomains only", "[filte
     CHECK(List(".example.com", mode).bypass("a.example.com"));
 }
 
-TEST_CASE("no_proxy: '*.example.com' — only Go takes it (as subdomains)", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: '*.example.com' — only Go takes it (as subdomains)", "[match][no_proxy]") {
   const List go("*.example.com", kGo);
   CHECK(go.bypass("a.example.com"));
   CHECK_FALSE(go.bypass("example.com"));
@@ -67,7 +67,7 @@ TEST_CASE("no_proxy: '*.example.com' — only Go takes it (as subdomains)", "[fi
   }
 }
 
-TEST_CASE("no_proxy: '*' alone, and among other entries", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: '*' alone, and among other entries", "[match][no_proxy]") {
   for (NoProxyMode mode : {kCurl, kGo, kPython}) {
     INFO(noProxyModeName(mode));
     CHECK(List("*", mode).bypass("anything"));
@@ -80,7 +80,7 @@ TEST_CASE("no_proxy: '*' alone, and among other entries", "[filters][no_proxy]")
   CHECK(List("a.test,*", kCurl).parsed.ignored.size() == 1);
 }
 
-TEST_CASE("no_proxy: IP addresses and CIDR ranges match IP literals", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: IP addresses and CIDR ranges match IP literals", "[match][no_proxy]") {
   for (NoProxyMode mode : {kCurl, kGo, kPython}) {
     INFO(noProxyModeName(mode));
     const List l("127.0.0.1,10.0.0.0/8,192.168.0.0/16", mode);
@@ -101,7 +101,7 @@ TEST_CASE("no_proxy: IP addresses and CIDR ranges match IP literals", "[filters]
 }
 
 TEST_CASE("no_proxy: host:port — Go and Python restrict to the port, curl ignores it",
-          "[filters][no_proxy]") {
+          "[match][no_proxy]") {
   for (NoProxyMode mode : {kGo, kPython}) {
     INFO(noProxyModeName(mode));
     const List l("host.test:8080,10.0.0.1:8443", mode);
@@ -119,7 +119,7 @@ TEST_CASE("no_proxy: host:port — Go and Python restrict to the port, curl igno
         "'host.test:8080': curl takes no ports in NO_PROXY and this is no IP range");
 }
 
-TEST_CASE("no_proxy: separators — curl splits on blanks too", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: separators — curl splits on blanks too", "[match][no_proxy]") {
   CHECK(List("a.test b.test", kCurl).bypass("b.test"));
   CHECK(List(" a.test ,\tb.test ", kCurl).bypass("b.test"));
   // Go and Python split on commas only: "a.test b.test" is one (bad) entry.
@@ -130,7 +130,7 @@ TEST_CASE("no_proxy: separators — curl splits on blanks too", "[filters][no_pr
   CHECK(List("a.test,,", kCurl).parsed.patterns.size() == 1);
 }
 
-TEST_CASE("no_proxy: Go never proxies localhost or loopback", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: Go never proxies localhost or loopback", "[match][no_proxy]") {
   const List go("", kGo);
   CHECK(go.bypass("localhost"));
   CHECK(go.bypass("127.0.0.2"));
@@ -142,7 +142,7 @@ TEST_CASE("no_proxy: Go never proxies localhost or loopback", "[filters][no_prox
   }
 }
 
-TEST_CASE("no_proxy: the issue's example list in each mode", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: the issue's example list in each mode", "[match][no_proxy]") {
   const std::string list = "localhost,127.0.0.1,.svc,10.0.0.0/8,host:8080";
   const List curl(list, kCurl), go(list, kGo), py(list, kPython);
   for (const List* l : {&curl, &go, &py}) {
@@ -161,7 +161,7 @@ TEST_CASE("no_proxy: the issue's example list in each mode", "[filters][no_proxy
   CHECK_FALSE(go.bypass("host", 80));
 }
 
-TEST_CASE("no_proxy: IDN entries are compared as A-labels", "[filters][no_proxy]") {
+TEST_CASE("no_proxy: IDN entries are compared as A-labels", "[match][no_proxy]") {
   for (NoProxyMode mode : {kCurl, kGo, kPython})
     CHECK(List("bücher.example", mode).bypass("www.xn--bcher-kva.example"));
 }

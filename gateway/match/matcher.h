@@ -1,7 +1,9 @@
 // Destination matchers shared by the routing and policy filters
-// (forward_proxy routes, acl, NO_PROXY lists): host names (exact, domain
+// (forward_proxy routes, acl) and by the PAC engine (the NO_PROXY list of the
+// system settings, gateway/match/no_proxy.h): host names (exact, domain
 // suffix, wildcard), IPv4/IPv6 CIDR ranges, ports and port ranges, and the
-// kind of request (CONNECT or absolute-form).
+// kind of request (CONNECT or absolute-form). They sit below both, so
+// neither filters/ nor gateway/pac/ needs the other for them.
 //
 // Host names are compared in a normal form: ASCII lower case, one trailing
 // dot removed, no IPv6 brackets, IDN in the A-label (xn--) form. Requests
@@ -24,10 +26,9 @@
 
 #include "gateway/net/ip_address.h"
 
-namespace h2gate::filters {
+namespace h2gate::match {
 
-// The address types the matchers compare (gateway/net/ip_address.h), under
-// the names the filters use.
+// The address types the matchers compare (gateway/net/ip_address.h).
 using net::CidrRange;
 using net::IpAddress;
 using net::parseCidr;
@@ -138,4 +139,4 @@ struct Match {
   }
 };
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::match

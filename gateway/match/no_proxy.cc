@@ -1,10 +1,10 @@
-#include "filters/no_proxy.h"
+#include "gateway/match/no_proxy.h"
 
 #include <algorithm>
 
 #include "gateway/net/host_name.h"
 
-namespace h2gate::filters {
+namespace h2gate::match {
 namespace {
 
 bool isBlank(char c) {
@@ -218,4 +218,4 @@ NoProxyList parseNoProxy(std::string_view list, NoProxyMode mode) {
   return b.take();
 }
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::match

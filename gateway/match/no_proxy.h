@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "filters/matcher.h"
+#include "gateway/match/matcher.h"
 
-namespace h2gate::filters {
+namespace h2gate::match {
 
 enum class NoProxyMode { Curl, Go, Python };
 
@@ -47,4 +47,4 @@ struct NoProxyList {
 
 NoProxyList parseNoProxy(std::string_view list, NoProxyMode mode);
 
-}  // namespace h2gate::filters
+}  // namespace h2gate::match
