@@ -1,7 +1,7 @@
 #include "filters/acl.h"
 
 #include "filters/match_config.h"
-#include "filters/pac.h"
+#include "filters/served_pac.h"
 #include "gateway/base/log.h"
 
 namespace h2gate::filters {

@@ -17,7 +17,7 @@ struct IpAddress;  // gateway/net/ip_address.h
 
 namespace h2gate::filters {
 
-class PacBuilder;  // filters/pac.h
+class PacBuilder;  // filters/served_pac.h
 
 enum class FilterStatus {
   Continue,  // next filter

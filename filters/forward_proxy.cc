@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "filters/match_config.h"
-#include "filters/pac_route_config.h"
+#include "filters/pac_routing_config.h"
 #include "gateway/base/log.h"
 
 namespace h2gate::filters {

@@ -16,12 +16,13 @@
 //         reason: blocked by policy  # optional body text
 //       - match: {}
 //         pac: {url: http://wpad.corp.example/proxy.pac}  # follow a PAC file
-//                                  # (filters/pac_route_config.h, pac_route.h)
+//                                  # (filters/pac_routing_config.h, pac_routing.h)
 //       # No rule matched: the default route.
 //       cluster: corp_proxy   # optional; absent, null or "": connect directly
 //       fallback_clusters: [backup_proxy]  # optional, tried in order
 //       direct_fallback: false             # optional: DIRECT after the last one
-//       pac:                  # optional: the PAC file made from these routes (filters/pac.h)
+//       pac:                  # optional: the PAC file made from these routes
+//       (filters/served_pac.h)
 //         serve_on_listener: false   # also answer GET /proxy.pac on this proxy listener
 //         proxy: ""                  # host:port in PROXY; default this listener's address
 //         direct_fallback: false     # "PROXY …; DIRECT"
@@ -55,9 +56,9 @@
 
 #include "config/node_reader.h"
 #include "filters/filter.h"
-#include "filters/pac.h"
-#include "filters/pac_route.h"
+#include "filters/pac_routing.h"
 #include "filters/registry.h"
+#include "filters/served_pac.h"
 #include "gateway/match/matcher.h"
 
 namespace h2gate::filters {

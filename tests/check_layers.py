@@ -41,7 +41,7 @@ LAYERS = [
     (1, "net and HTTP/1", ["gateway/net/", "gateway/http1/"]),
     (2, "matchers", ["gateway/match/"]),
     (3, "upstream", ["gateway/upstream/"]),
-    (4, "PAC engine", ["gateway/pac/"]),
+    (4, "PAC engine", ["gateway/pac_engine/"]),
     (5, "filters", ["filters/"]),
     (6, "downstream", ["gateway/downstream/"]),
     (7, "worker", ["gateway/worker/"]),

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "filters/pac.h"
+#include "filters/served_pac.h"
 #include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
 

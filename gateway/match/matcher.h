@@ -3,7 +3,7 @@
 // system settings, gateway/match/no_proxy.h): host names (exact, domain
 // suffix, wildcard), IPv4/IPv6 CIDR ranges, ports and port ranges, and the
 // kind of request (CONNECT or absolute-form). They sit below both, so
-// neither filters/ nor gateway/pac/ needs the other for them.
+// neither filters/ nor gateway/pac_engine/ needs the other for them.
 //
 // Host names are compared in a normal form: ASCII lower case, one trailing
 // dot removed, no IPv6 brackets, IDN in the A-label (xn--) form. Requests

@@ -15,7 +15,7 @@
 #include "gateway/check/check.h"
 #include "gateway/metrics/cells.h"
 #include "gateway/net/fd_limit.h"
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/worker.h"
 #include "gateway/server/cli.h"
 #include "gateway/server/server.h"
 #include "gateway/server/server_signals.h"
@@ -24,7 +24,7 @@
 
 int main(int argc, char** argv) {
   using namespace h2gate;
-  // h2gate started again by itself to run PAC files (gateway/pac/worker.h).
+  // h2gate started again by itself to run PAC files (gateway/pac_engine/worker.h).
   if (pac::isPacWorker(argc, argv)) return pac::runPacWorker();
   ServerSignals::prepareProcess();
 

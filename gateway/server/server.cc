@@ -7,8 +7,8 @@
 
 #include "config/dump.h"
 #include "config/loader.h"
-#include "filters/pac.h"
 #include "filters/registry.h"
+#include "filters/served_pac.h"
 #include "gateway/base/log.h"
 #include "gateway/net/accept_backoff.h"
 #include "gateway/net/address.h"

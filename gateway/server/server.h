@@ -38,7 +38,7 @@
 
 #include "config/config.h"
 #include "config/loader.h"
-#include "filters/pac.h"
+#include "filters/served_pac.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/net/network_monitor.h"
 #include "gateway/net/tls_context.h"

@@ -9,7 +9,7 @@
 
 #include "config/dump.h"
 #include "filters/forward_proxy.h"
-#include "filters/pac.h"
+#include "filters/served_pac.h"
 #include "gateway/metrics/process.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/server/server.h"

@@ -25,9 +25,9 @@
 
 #include <asio.hpp>
 
-#include "gateway/pac/evaluator.h"
-#include "gateway/pac/resolver.h"
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/evaluator.h"
+#include "gateway/pac_engine/resolver.h"
+#include "gateway/pac_engine/worker.h"
 
 namespace {
 

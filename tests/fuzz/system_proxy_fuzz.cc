@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/pac/fetch.h"
-#include "gateway/pac/pac_context.h"
-#include "gateway/pac/system_proxy.h"
-#include "gateway/pac/wpad.h"
+#include "gateway/pac_engine/fetch.h"
+#include "gateway/pac_engine/pac_context.h"
+#include "gateway/pac_engine/system_proxy.h"
+#include "gateway/pac_engine/wpad.h"
 
 namespace {
 

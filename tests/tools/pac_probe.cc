@@ -9,7 +9,7 @@
 //       --now-ms fixes Date's clock; --my-ip what myIpAddress() sees.
 //
 //   pac_probe source (wpad | system | url URL | file PATH) [--query "URL HOST"]...
-//       Runs one attempt of that PAC source (gateway/pac/source.h) and
+//       Runs one attempt of that PAC source (gateway/pac_engine/source.h) and
 //       prints "origin: ...", "sha256: ..." and "error: ..." lines, then
 //       the answer to each --query, as `eval` does.
 //
@@ -23,10 +23,10 @@
 
 #include <asio.hpp>
 
-#include "gateway/pac/evaluator.h"
-#include "gateway/pac/resolver.h"
-#include "gateway/pac/source.h"
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/evaluator.h"
+#include "gateway/pac_engine/resolver.h"
+#include "gateway/pac_engine/source.h"
+#include "gateway/pac_engine/worker.h"
 
 namespace {
 
