@@ -1,4 +1,4 @@
-// A forward_proxy route that follows a PAC file (issue 19): the route
+// A forward_proxy route that follows a PAC file: the route
 // decider (upstream/router.h) that answers each request with what the PAC
 // file's FindProxyForURL(url, host) says, evaluated off the event loop.
 //

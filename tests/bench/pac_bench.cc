@@ -1,4 +1,4 @@
-// pac_bench: what a PAC evaluation costs, for a 50-rule PAC file (issue 19).
+// pac_bench: what a PAC evaluation costs, for a 50-rule PAC file.
 // Figures, not a test: prints microseconds per evaluation
 //
 //   engine      FindProxyForURL in one Duktape heap, called directly

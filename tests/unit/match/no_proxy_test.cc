@@ -142,7 +142,7 @@ TEST_CASE("no_proxy: Go never proxies localhost or loopback", "[match][no_proxy]
   }
 }
 
-TEST_CASE("no_proxy: the issue's example list in each mode", "[match][no_proxy]") {
+TEST_CASE("no_proxy: the example list of no_proxy.h in each mode", "[match][no_proxy]") {
   const std::string list = "localhost,127.0.0.1,.svc,10.0.0.0/8,host:8080";
   const List curl(list, kCurl), go(list, kGo), py(list, kPython);
   for (const List* l : {&curl, &go, &py}) {
