@@ -96,7 +96,8 @@ on_loop: reject
   CHECK(c->fallback.status == 503);
 }
 
-TEST_CASE("pac route config: errors name file, line, column and field", "[filters][pac_routing_config]") {
+TEST_CASE("pac route config: errors name file, line, column and field",
+          "[filters][pac_routing_config]") {
   Env e;
   CHECK_FALSE(e.parse("refresh_interval: 5m"));
   CHECK(e.problems() ==

@@ -96,7 +96,8 @@ TEST_CASE("pac route: the answer becomes the request's ordered routes", "[filter
   CHECK(c.fallbacks == 0);
 }
 
-TEST_CASE("pac route: no usable answer takes the fallback; loops are DIRECT", "[filters][pac_routing]") {
+TEST_CASE("pac route: no usable answer takes the fallback; loops are DIRECT",
+          "[filters][pac_routing]") {
   SECTION("a throw: the fallback cluster") {
     PacEnv env("function FindProxyForURL(url, host) { throw new Error('nope'); }\n",
                "    fallback: {cluster: corp}\n");
@@ -137,7 +138,8 @@ TEST_CASE("pac route: a pac rule takes no cluster keys", "[filters][pac_routing]
   CHECK_FALSE(g);
 }
 
-TEST_CASE("pac route: a cached answer is decided at once, as decide() decides it", "[filters][pac_routing]") {
+TEST_CASE("pac route: a cached answer is decided at once, as decide() decides it",
+          "[filters][pac_routing]") {
   PacEnv env(
       "function FindProxyForURL(url, host) {\n"
       "  if (host == 'loop.test') return 'PROXY localhost:3128; PROXY b.test:1';\n"
