@@ -133,8 +133,12 @@ PacError PacContext::load(std::string_view script, std::string_view name, Deadli
   startRun(deadline, "");
   duk_context* ctx = heap_.ctx();
   if (std::string err = installPacLibrary(ctx); !err.empty()) {
+    // The library runs under the load's deadline too: on a slow machine it
+    // can be what runs past it, which is a timeout, not an exception.
+    const bool timed_out = heap_.timedOut();
     endRun();
     if (heap_.allocationRefused()) return {PacError::Kind::Memory, err};
+    if (timed_out) return {PacError::Kind::Timeout, err};
     return {PacError::Kind::Exception, err};
   }
   const std::string file(name.empty() ? std::string_view("proxy.pac") : name);
