@@ -247,7 +247,7 @@ TEST_CASE("check: a config file, and usage errors", "[check]") {
   CHECK(has(r.err, "check: expected a URL"));
 }
 
-// --- Proxy authentication (issue 18's schemes) walked as the daemon does:
+// --- Proxy authentication (gateway/upstream/auth/'s schemes) walked as the daemon does:
 // squid with negotiate_kerberos_auth (a real MIT KDC), the NTLM test proxy
 // (pyspnego verifies NTLMv2), each first proven with curl's own client.
 
