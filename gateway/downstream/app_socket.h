@@ -5,8 +5,8 @@
 //
 // Reading: the owner asks for bytes (read()) and is told when some were
 // added to the buffer (Handler::onAppBytes), or of the end (onAppEof) or a
-// failure (onAppError). It never sees how they came: on POSIX an empty,
-// drained socket is waited on for readability without a buffer, so an idle
+// failure (onAppError). It never sees how they came: an empty, drained
+// socket is waited on for readability without a buffer, so an idle
 // keep-alive connection or tunnel holds no read buffer (the buffer exists
 // only while bytes are there or arriving). That wait is net/socket_wait.h's:
 // epoll on POSIX, a zero-byte overlapped WSARecv on Windows (IOCP).

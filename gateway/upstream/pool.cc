@@ -5,9 +5,9 @@
 #include <utility>
 
 #include "config/dump.h"
-#include "gateway/connection_id.h"
+#include "gateway/base/connection_id.h"
+#include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
-#include "gateway/log.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/http1_exchange.h"
 #include "gateway/upstream/proxy_request.h"

@@ -583,3 +583,118 @@ TEST_CASE("h2gate.exe under wine: HTTP/1.1 fallback to squid's https_port, a 407
   CHECK(connects.front().find(" 407 ") != std::string::npos);
   CHECK(connects.back().find(" 200 ") != std::string::npos);
 }
+
+// A PAC file run by h2gate.exe's own worker processes (h2gate.exe
+// --pac-worker, gateway/pac_engine/worker.h): DIRECT answers reach nginx, two
+// evaluations stuck in a native function (Array.prototype.indexOf over an
+// array-like of length 2^31 - 1, minutes of work) get the fallback at
+// their 2 s deadline and their workers are killed and replaced
+// (TerminateProcess), and /quitquitquit while two more run ends h2gate.exe
+// and its workers.
+TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its worker process",
+          "[windows-exe]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  Nginx nginx;
+  TempDir work("windows-exe-pac");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  const std::string pac =
+      work.write("native.pac",
+                 "function FindProxyForURL(url, host) {\n"
+                 "  if (host.indexOf(\"native\") == 0)\n"
+                 "    return String(Array.prototype.indexOf.call({length: 2147483647}, 1));\n"
+                 "  return \"DIRECT\";\n"
+                 "}\n");
+  // The listener's name makes the workers' command lines this test's own.
+  const std::string listener = "pac_exe_native";
+  H2gate::Options o = exeOptions(wrapper, {"--log-level", "debug"});
+  o.yaml =
+      "admin:\n"
+      "  address:\n"
+      "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
+      "static_resources:\n"
+      "  listeners:\n" +
+      listenerYaml(listener,
+                   "      - name: h2gate.filters.forward_proxy\n"
+                   "        typed_config:\n"
+                   "          routes:\n"
+                   "          - match: {}\n"
+                   "            pac:\n"
+                   "              file: " +
+                       pac +
+                       "\n"
+                       "              evaluation: {timeout: 2s}\n"
+                       "              fallback: {reject: 503}\n");
+  o.listeners = {listener};
+  H2gate gate(o);
+  INFO(gate.process().logTail(40));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(60000)));
+  // h2gate.exe's workers: wine processes of their own (not children of
+  // h2gate.exe's Linux process), found by their command line.
+  auto workers = [&] {
+    std::vector<pid_t> out;
+    for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      const std::string cmd = commandLine(static_cast<pid_t>(std::stol(name)));
+      if (cmd.find("--pac-worker " + listener) != std::string::npos)
+        out.push_back(static_cast<pid_t>(std::stol(name)));
+    }
+    return out;
+  };
+  auto gone = [&](const std::vector<pid_t>& pids) {
+    for (int i = 0; i < 100; ++i) {
+      bool any = false;
+      for (pid_t p : pids) any = any || commandLine(p).find("--pac-worker") != std::string::npos;
+      if (!any) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  };
+  auto direct = [&] {
+    const CommandResult r = runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x",
+                                     gate.proxyUrl(), nginx.httpUrl("/1k")},
+                                    milliseconds(60000));
+    INFO(r.err);
+    return r.out;
+  };
+  auto twoNative = [&](const std::string& tag) {
+    std::vector<std::unique_ptr<Process>> out;
+    for (int i = 0; i < 2; ++i)
+      out.push_back(
+          startCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", gate.proxyUrl(),
+                     "--max-time", "60", "http://native" + std::to_string(i) + ".test/" + tag},
+                    work.path().string(), tag + std::to_string(i)));
+    return out;
+  };
+
+  CHECK(direct() == "200");
+  auto requests = twoNative("a");
+  std::this_thread::sleep_for(milliseconds(1000));
+  const std::vector<pid_t> busy = workers();
+  CHECK(busy.size() == 2);
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& r : requests) {
+    const auto st = r->wait(milliseconds(30000));
+    REQUIRE(st);
+    CHECK(readFile(r->stdoutPath()) == "503");
+  }
+  CHECK(std::chrono::steady_clock::now() - start < milliseconds(10000));
+  CHECK(gate.process().waitForLog("its worker process was killed", milliseconds(10000)));
+  CHECK(gone(busy));
+  CHECK(direct() == "200");  // a new worker, the same file
+
+  auto more = twoNative("b");
+  std::this_thread::sleep_for(milliseconds(1000));
+  const std::vector<pid_t> busy_again = workers();
+  CHECK(busy_again.size() == 2);
+  AdminReply q = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
+  CHECK(q.status == 200);
+  const auto exit = gate.process().wait(milliseconds(30000));
+  REQUIRE(exit);
+  CHECK(exit->code == 0);
+  CHECK(gone(busy_again));
+}

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -211,6 +212,15 @@ std::string H2gate::sanitizerReport() const {
     }
   }
   return "";
+}
+
+bool H2gate::sanitized() const {
+  std::ifstream maps("/proc/" + std::to_string(process_->pid()) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/libasan.so") != std::string::npos) return true;
+  }
+  return false;
 }
 
 uint16_t H2gate::port(const std::string& listener) const {

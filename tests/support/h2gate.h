@@ -83,6 +83,11 @@ class H2gate {
 
   // Sanitizer reports (ASan, LSan, UBSan) in its stderr, "" when none.
   std::string sanitizerReport() const;
+  // Whether the running h2gate is an AddressSanitizer build (libasan in its
+  // memory map): its shadow memory and quarantine make RSS bounds meaningless.
+  // Asked of the process, not of the test program's own build, since the ASan
+  // stage runs the release test programs against an ASan h2gate.
+  bool sanitized() const;
 
   // SIGTERM to the h2gate process; returns its exit status (SIGKILL after `timeout`).
   ExitStatus terminate(milliseconds timeout = milliseconds(10000));

@@ -11,7 +11,11 @@
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -224,6 +228,66 @@ ExitStatus Process::stop(milliseconds grace) {
   kill(SIGKILL);
   reap(true);
   return *status_;
+}
+
+namespace {
+
+// Fields of /proc/<pid>/stat after the command name: f[0] is field 3.
+std::vector<std::string> statFields(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = stat.rfind(')');
+  std::vector<std::string> f;
+  if (close == std::string::npos || close + 2 > stat.size()) return f;
+  std::istringstream fields(stat.substr(close + 2));
+  for (std::string x; fields >> x;) f.push_back(x);
+  return f;
+}
+
+}  // namespace
+
+std::vector<pid_t> descendants(pid_t pid) {
+  std::map<pid_t, std::vector<pid_t>> children;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t p = static_cast<pid_t>(std::stol(name));
+    const std::vector<std::string> f = statFields(p);
+    if (f.size() > 1) children[static_cast<pid_t>(std::stol(f[1]))].push_back(p);
+  }
+  std::vector<pid_t> out;
+  std::vector<pid_t> todo{pid};
+  while (!todo.empty()) {
+    const pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : children[p]) {
+      out.push_back(c);
+      todo.push_back(c);
+    }
+  }
+  return out;
+}
+
+double treeCpuSeconds(pid_t pid) {
+  long ticks = 0;
+  std::vector<pid_t> all = descendants(pid);
+  all.push_back(pid);
+  for (pid_t p : all) {
+    const std::vector<std::string> f = statFields(p);
+    // Fields 14-17: utime, stime, cutime, cstime.
+    if (f.size() > 14)
+      ticks += std::stol(f[11]) + std::stol(f[12]) + std::stol(f[13]) + std::stol(f[14]);
+  }
+  return static_cast<double>(ticks) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+std::string commandLine(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& c : s)
+    if (c == '\0') c = ' ';
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
 }
 
 }  // namespace h2gate::test

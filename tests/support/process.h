@@ -98,4 +98,16 @@ std::string findProgram(const std::string& program);
 // Last `lines` lines of a text.
 std::string tailLines(const std::string& text, size_t lines);
 
+// The processes `pid` started that still run (children, their children...),
+// from /proc.
+std::vector<pid_t> descendants(pid_t pid);
+// CPU seconds (user + system) used so far by `pid` and its descendants,
+// children it has reaped included (/proc/<pid>/stat utime, stime, cutime,
+// cstime). Two readings a few seconds apart tell whether a process tree
+// still computes.
+double treeCpuSeconds(pid_t pid);
+// argv of a running process, "" when it is gone (/proc/<pid>/cmdline, NULs
+// as spaces).
+std::string commandLine(pid_t pid);
+
 }  // namespace h2gate::test
