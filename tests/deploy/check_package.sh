@@ -21,7 +21,10 @@
 #     - the package's ~debNN suffix is the container's release (VERSION_ID)
 #     - apt-get install ./h2gate_*.deb (dependencies from the archive)
 #     - systemctl start h2gate (ports moved to free ones in the conffile): a dynamic
-#       user, not root; curl fetches 1 MiB through it from a loopback origin
+#       user, not root, in mount, user and UTS namespaces of its own with a read-only
+#       / and a private /tmp (the unit's sandbox applied, not skipped; the container
+#       gets CAP_SYS_ADMIN and CAP_SYS_PTRACE for systemd 257, see install_test);
+#       curl fetches 1 MiB through it from a loopback origin
 #     - systemctl reload h2gate: the listener moves to the port the edited file names
 #     - systemctl stop h2gate with a slow download running: it waits, and the download
 #       finishes intact (drain)
@@ -205,19 +208,34 @@ install_test() {
   local RUN_OPTS=(--runtime runc --ulimit nofile=1024:20000 --ulimit nproc=1024:1024)
   local image=localhost/h2gate-pkg:$$ name=h2gate-pkg-$$
   CLEANUP+=("podman rm -f -t 0 $name" "podman rmi -f $image")
-  # The pristine image plus systemd (to be PID 1) and curl: nothing of h2gate's.
+  # The pristine image plus systemd (to be PID 1), curl and passwd (useradd, for the
+# user unit's user; Debian 13's apt variant lacks it): nothing of h2gate's.
   mkdir -p "$TMP/ctx"
   cat >"$TMP/ctx/Containerfile" <<EOF
 FROM debian:$release
-RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus libpam-systemd
+RUN apt-get update && apt-get install -y --no-install-recommends systemd systemd-sysv curl dbus libpam-systemd passwd
 CMD ["/lib/systemd/systemd"]
 EOF
-  log "podman build: debian:$release + systemd, curl"
+  log "podman build: debian:$release + systemd, curl, passwd"
   podman build --runtime runc --pull=never -t "$image" "$TMP/ctx" >"$TMP/build.log" 2>&1 || {
     tail -n 30 "$TMP/build.log" >&2
     fail "podman build of the systemd image"
   }
+  # CAP_SYS_ADMIN and CAP_SYS_PTRACE, which podman leaves out by default and which
+  # systemd as PID 1 of a machine has: without them systemd 257 (Debian 13) cannot
+  # start the unit as shipped. It sets up the service's mount namespace before its
+  # user namespace (PrivateUsers=): the mounts need CAP_SYS_ADMIN in the container
+  # ("Failed to set up mount namespacing: Operation not supported", 226/NAMESPACE,
+  # without it), and its helper that writes the new namespace's uid_map then opens
+  # /proc/PID/gid_map of the service under ProtectProc=invisible's /proc, which a
+  # process no longer dumpable (it just entered a user namespace) shows only to a
+  # holder of CAP_SYS_PTRACE ("Failed to set up user namespacing: No such file or
+  # directory" without it). systemd 252 (Debian 12) sets up the user namespace first
+  # and needs neither; it runs with them all the same. The checks after the start
+  # prove the namespaces were made rather than skipped as "prohibited (container
+  # manager?)".
   podman run -d --name "$name" "${RUN_OPTS[@]}" --network host --systemd=always \
+    --cap-add SYS_ADMIN --cap-add SYS_PTRACE \
     -v "$DEB:/root/$(basename "$DEB"):ro" "$image" >/dev/null || fail "podman run systemd"
   # shellcheck disable=SC2317
   booted() { podman exec "$name" systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; }
@@ -263,6 +281,28 @@ EOF
   user=$(podman exec "$name" ps -o user= -p "$pid" 2>/dev/null || echo "uid $uid")
   [[ $uid != 0 ]] || fail "h2gate runs as root"
   log "ok: systemctl start h2gate: PID $pid, user $user (DynamicUser), ready on 127.0.0.1:$admin_port"
+  # The sandbox as shipped, applied: the service has a mount, user and UTS
+  # namespace of its own (ProtectSystem=/PrivateTmp=, PrivateUsers=,
+  # ProtectHostname=), its root is read-only, its /tmp is not the container's, and
+  # systemd logged no namespace setup it skipped.
+  local ns
+  for ns in mnt user uts; do
+    [[ $(podman exec "$name" readlink "/proc/$pid/ns/$ns") != "$(podman exec "$name" readlink "/proc/1/ns/$ns")" ]] ||
+      fail "h2gate runs in PID 1's $ns namespace: the unit's sandbox was not applied"
+  done
+  # The last mount on a path in mountinfo is the one the process sees.
+  [[ $(podman exec "$name" awk '$5 == "/" { o = $6 } END { print o }' "/proc/$pid/mountinfo") =~ ^ro(,|$) ]] ||
+    fail "h2gate's / is writable (ProtectSystem=strict not applied)"
+  # /tmp's device and root: a tmpfs of its own (systemd 257) or a directory of the
+  # container's /tmp (252) both differ from PID 1's.
+  local tmp_of='$5 == "/tmp" { t = $3 " " $4 } END { print t }'
+  [[ $(podman exec "$name" awk "$tmp_of" "/proc/$pid/mountinfo") != \
+    "$(podman exec "$name" awk "$tmp_of" /proc/1/mountinfo)" ]] ||
+    fail "h2gate's /tmp is the container's (PrivateTmp= not applied)"
+  if podman exec "$name" journalctl --no-pager -u h2gate | grep -iE 'ignoring namespace|namespac.*(prohibited|not supported)'; then
+    fail "systemd skipped part of h2gate's namespace setup"
+  fi
+  log "ok: the unit's sandbox applied: mount, user and UTS namespaces of its own (uid_map: $(podman exec "$name" awk '{ printf "%s%s %s %s", sep, $1, $2, $3; sep = ", " }' "/proc/$pid/uid_map")), read-only /, private /tmp"
   podman exec "$name" systemd-analyze security --no-pager h2gate.service >"$TMP/security" 2>&1 || true
   log "ok: systemd-analyze security in the container: $(grep -o 'Overall exposure.*' "$TMP/security")"
 
