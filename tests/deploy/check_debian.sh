@@ -70,10 +70,6 @@ for spec in "${SUBSET[@]}"; do
     [[ " ${SUBSET_FILES[*]} " == *" $f "* ]] || SUBSET_FILES+=("$f")
   done
 done
-# The test programs' optimisation (H2GATE_TEST_CXX_FLAGS): -O1 compiles them in
-# less time than at -O2 (figures: tests/README.md); h2gate itself stays command
-# 1's Release build.
-TEST_CXX_FLAGS=${H2GATE_DEBIAN_TEST_CXX_FLAGS--O1}
 WINDOWS=${H2GATE_DEBIAN_WINDOWS:-0}
 WIN_CACHE=${H2GATE_DEBIAN_WIN_CACHE:-/var/cache/h2gate-win-$RELEASE}
 
@@ -229,13 +225,13 @@ log "ok: $(grep -o 'installing: .*' "$OUT/install-test-core.log" | head -n1 | wc
 step "the tests built in build/ (command 1's objects reused; integration: ${SUBSET_FILES[*]})"
 subset_files=$(IFS=';' && echo "${SUBSET_FILES[*]}")
 in_box configure.log cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=ON -DH2GATE_WERROR=ON \
-  "'-DH2GATE_INTEGRATION_FILES=$subset_files'" "'-DH2GATE_TEST_CXX_FLAGS=$TEST_CXX_FLAGS'"
+  "'-DH2GATE_INTEGRATION_FILES=$subset_files'"
 in_box build.log nice cmake --build build
 # Command 1's objects must be reused (CMakeLists.txt keeps their command lines the
 # same when the tree is configured again): a rebuilt h2gate costs minutes here.
 rebuilt=$(grep -c 'Building CXX object CMakeFiles/h2gate_core.dir/' "$OUT/build.log" || true)
 ((rebuilt == 0)) || fail "the tests' build compiled $rebuilt of h2gate's objects again, which command 1 had built (log: $OUT/build.log)"
-log "ok: $(grep -c '^\[' "$OUT/build.log") build steps, none of h2gate's; test programs with '$TEST_CXX_FLAGS'; $(grep -E '^-- (Catch2|llhttp|integration tests)' "$OUT/configure.log" | tr '\n' ' ')"
+log "ok: $(grep -c '^\[' "$OUT/build.log") build steps, none of h2gate's; $(grep -E '^-- (Catch2|llhttp|integration tests)' "$OUT/configure.log" | tr '\n' ' ')"
 
 # --------------------------------------------------------- 4. run them ----
 step "unit tests"
