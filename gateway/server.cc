@@ -37,6 +37,17 @@ Server::~Server() {
   config_io_.stop();
   if (config_thread_.joinable()) config_thread_.join();
   for (auto& w : workers_) w->stop();
+  // The configuration goes while every worker's io_context and config_io_
+  // still exist: a PAC route's evaluator, freed with its listener context,
+  // answers the requests still waiting for it by posting to their workers'
+  // io_contexts, and a pending load to config_io_ (gateway/pac/evaluator.h).
+  // Members are destroyed in reverse order, workers_ and config_io_ before
+  // listeners_, so this cannot be left to them.
+  for (auto& w : workers_) w->releaseContexts();
+  listeners_ = {};
+  retired_.clear();
+  start_ = {};
+  bootstrap_.reset();
 }
 
 Server::Prepared Server::prepare(config::LoadResult loaded) {

@@ -252,6 +252,18 @@ void Worker::stop() {
   thread_.join();
 }
 
+void Worker::releaseContexts() {
+  // Moved out first: a connection's end may call onConnectionClosed(), which
+  // erases from conns_.
+  auto conns = std::move(conns_);
+  conns_.clear();
+  conns.clear();
+  auto acceptors = std::move(acceptors_);
+  acceptors_.clear();
+  acceptors.clear();
+  active_.store(0);
+}
+
 void Worker::onNetworkChange(config::Duration timeout) {
   asio::post(io_, [this, timeout] {
     for (auto& [name, pool] : upstreams_) pool->onNetworkChange(timeout);

@@ -96,6 +96,10 @@ class Worker {
   void onNetworkChange(config::Duration timeout);
   // Thread-safe. Ends the event loop and joins the thread.
   void stop();
+  // After stop(), on the thread that owns the Worker: lets go of its app
+  // connections and acceptors, and so of the listener contexts they hold,
+  // while io_ still exists (see ~Server).
+  void releaseContexts();
   size_t activeConnections() const { return active_.load(); }
 
  private:
