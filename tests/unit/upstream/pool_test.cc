@@ -264,13 +264,15 @@ struct Fixture {
         std::make_shared<ClusterHealth>("c", std::vector<std::string>{"proxy"}), requests);
   }
   // GET (no body), or POST `body` with Content-Length.
-  Request& start(const std::string& path, const std::string& body = "") {
+  // `method` (no body) instead of GET.
+  Request& start(const std::string& path, const std::string& body = "",
+                 const std::string& method = "GET") {
     auto r = std::make_unique<Request>();
     const std::string target = "http://origin.test" + path;
-    r->head = parseHead(body.empty() ? "GET " + target + " HTTP/1.1\r\nHost: origin.test\r\n\r\n"
-                                     : "POST " + target +
-                                           " HTTP/1.1\r\nHost: origin.test\r\nContent-Length: " +
-                                           std::to_string(body.size()) + "\r\n\r\n");
+    r->head = parseHead(
+        body.empty() ? method + " " + target + " HTTP/1.1\r\nHost: origin.test\r\n\r\n"
+                     : "POST " + target + " HTTP/1.1\r\nHost: origin.test\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\n\r\n");
     r->info.connection_id = 7;
     r->info.stream_id = ++streams_;
     r->info.cluster = "c";
@@ -369,6 +371,38 @@ TEST_CASE(
   CHECK(f.proxy.requestsOn(0) ==
         std::vector<std::string>{"GET http://origin.test/a", "GET http://origin.test/b"});
   CHECK(f.activeConnections() == 1);  // idle, kept for the next request
+}
+
+TEST_CASE("pool: a response with no body frees its connection for the next request",
+          "[upstream][pool]") {
+  Fixture f;
+  f.makePool();
+  struct Shape {
+    const char* method;
+    const char* answer;
+  };
+  const Shape shapes[] = {
+      {"GET", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"},
+      {"GET", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"},
+      {"GET", "HTTP/1.1 204 No Content\r\n\r\n"},
+      {"GET", "HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\n\r\n"},
+      {"HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"},
+  };
+  for (const Shape& shape : shapes) {
+    INFO(shape.method << " answered " << shape.answer);
+    f.proxy.script({shape.answer});
+    Request& r = f.start("/empty", "", shape.method);
+    REQUIRE(f.waitFor([&] { return r.over(); }));
+    CHECK(r.app.ended);
+    CHECK(r.app.body.empty());
+  }
+  Request& last = f.start("/last");
+  REQUIRE(f.waitFor([&] { return last.over(); }));
+  CHECK(last.app.status == 200);
+  // One connection carried all of them.
+  CHECK(f.proxy.accepted() == 1);
+  CHECK(f.proxy.requests() == 6);
+  CHECK(f.activeConnections() == 1);
 }
 
 TEST_CASE(
