@@ -89,7 +89,7 @@ void AppSocket::onRead(const asio::error_code& ec, size_t n, Handler& h) {
 }
 
 void AppSocket::write(const std::string_view* pieces, size_t n_pieces, Done done) {
-  if (closed() || write_ == Write::Failed) return;
+  if (closed() || write_ == Write::Failed || write_ == Write::FailedNow) return;
   if (hold_) {
     for (size_t i = 0; i < n_pieces; ++i) held_.append(pieces[i]);
     if (done) done();  // copied
@@ -123,8 +123,9 @@ void AppSocket::write(const std::string_view* pieces, size_t n_pieces, Done done
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       written = 0;
     } else if (ec) {
-      moveTo(Write::Failed);
+      moveTo(Write::FailedNow);
       if (std::shared_ptr<Handler> h = handler_.lock()) h->onAppError(ec, Failure::WriteNow);
+      moveTo(Write::Failed);
       return;
     }
     if (written > 0) tuner_->afterSend();
@@ -202,12 +203,12 @@ void AppSocket::startAsyncWrite() {
 }
 
 void AppSocket::onWritten(const asio::error_code& ec, size_t n, Handler& h) {
-  moveTo(Write::Direct);
-  if (closed()) return;
-  if (ec) {
+  if (ec && !closed()) {
     moveTo(Write::Failed);
     return h.onAppError(ec, Failure::Write);
   }
+  moveTo(Write::Direct);
+  if (closed()) return;
   out_flushed_ += n;
   in_flight_.clear();
   h.onAppTook();
@@ -227,6 +228,10 @@ void AppSocket::onWritten(const asio::error_code& ec, size_t n, Handler& h) {
 }
 
 void AppSocket::close(bool abortive) {
+  upstream::phaseRule(
+      write_ != Write::FailedNow, kWrite.machine,
+      "closed inside write() (Failure::WriteNow: the owner closes from a posted handler)", conn_id_,
+      0);
   if (closed()) return;
   out_waiters_.clear();
   asio::error_code ec;

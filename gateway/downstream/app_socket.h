@@ -61,7 +61,8 @@ class AppSocket {
     Read,      // a read failed (a reset)
     Write,     // an asynchronous write failed
     WriteNow,  // write() itself found the socket broken: the owner is
-               // inside a call of its own, so it MUST NOT close inside this one
+               // inside a call of its own, so it closes later (close()
+               // inside this one is reported: phase failed_now)
   };
 
   // What the socket tells its owner. Called from the socket's own
@@ -163,18 +164,23 @@ class AppSocket {
       }}};
   static_assert(kRead.wellFormed());
   // Writing.
-  //   write    where the bytes go                               goes to
-  //   direct   nothing queued: a write goes straight to the     queued, failed
-  //            socket
-  //   queued   what the socket refused is queued; one           direct, failed
-  //            asynchronous write owns it until it is written
-  //   failed   a write failed: nothing more is written          -
-  enum class Write : uint8_t { Direct, Queued, Failed };
-  static constexpr upstream::PhaseTable<Write, 3> kWrite{
+  //   write       where the bytes go                            goes to
+  //   direct      nothing queued: a write goes straight to the  queued, failed_now
+  //               socket
+  //   queued      what the socket refused is queued; one        direct, failed
+  //               asynchronous write owns it until it is
+  //               written
+  //   failed_now  write() found the socket broken and tells     failed
+  //               its owner (Failure::WriteNow), which must not
+  //               close() inside it (checked)
+  //   failed      a write failed: nothing more is written       -
+  enum class Write : uint8_t { Direct, Queued, FailedNow, Failed };
+  static constexpr upstream::PhaseTable<Write, 4> kWrite{
       "app socket write",
       {{
-          {Write::Direct, "direct", upstream::nextPhases(Write::Queued, Write::Failed)},
+          {Write::Direct, "direct", upstream::nextPhases(Write::Queued, Write::FailedNow)},
           {Write::Queued, "queued", upstream::nextPhases(Write::Direct, Write::Failed)},
+          {Write::FailedNow, "failed_now", upstream::nextPhases(Write::Failed)},
           {Write::Failed, "failed", upstream::nextPhases()},
       }}};
   static_assert(kWrite.wellFormed());
