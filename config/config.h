@@ -224,7 +224,7 @@ struct Admin {
   // Names (and name:port) a request's Host may carry besides the admin
   // listener's own address, a loopback address and "localhost": how a
   // monitoring system reaches it by name. Anything else is refused (DNS
-  // rebinding guard; see gateway/admin.h). Lower case, no trailing dot.
+  // rebinding guard; see gateway/server/admin.h). Lower case, no trailing dot.
   std::vector<std::string> allowed_hosts;
 };
 

@@ -26,7 +26,7 @@ struct LoadResult {
 // validate() checks all end up in problems (every one, not just the first).
 // A filter's name and typed_config are kept, not looked at: the filters
 // check and build them (filters/chain.h); h2gate loads a config with both
-// (gateway/load_config.h).
+// (gateway/server/load_config.h).
 LoadResult loadFile(const std::string& path, uint64_t max_bytes = kDefaultMaxConfigBytes);
 LoadResult loadString(const std::string& yaml, const std::string& source_name);
 
@@ -49,7 +49,7 @@ Bootstrap defaultBootstrap();
 // filter chain. Sorted by position in the file.
 std::vector<Problem> validate(const Bootstrap& bootstrap);
 
-// Small checks shared with the flag parser (gateway/cli.h).
+// Small checks shared with the flag parser (gateway/server/cli.h).
 // "" when `path` names a readable regular file, else "cannot read 'PATH': why".
 std::string checkReadableFile(const std::string& path);
 // A secret kept in a file of its own (a password_file): its content without

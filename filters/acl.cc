@@ -1,8 +1,8 @@
 #include "filters/acl.h"
 
 #include "filters/match_config.h"
-#include "filters/pac.h"
-#include "gateway/log.h"
+#include "filters/served_pac.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::filters {
 
@@ -15,7 +15,7 @@ std::string AclFilter::init() {
 }
 
 FilterStatus AclFilter::onRequestHead(const RequestHead& head, StreamInfo& info) const {
-  const Destination dest(head.host, head.port, head.is_connect);
+  const match::Destination dest(head.host, head.port, head.is_connect);
   for (const Entry& e : config_.deny) {
     if (!e.match.matches(dest)) continue;
     info.status = 403;
@@ -31,9 +31,9 @@ FilterStatus AclFilter::onRequestHead(const RequestHead& head, StreamInfo& info)
 }
 
 std::optional<Refusal> AclFilter::checkAddress(const RequestHead& head, const StreamInfo&,
-                                               const IpAddress& address) const {
+                                               const net::IpAddress& address) const {
   if (!config_.check_resolved_addresses) return std::nullopt;
-  const Destination dest(address, head.port, head.is_connect);
+  const match::Destination dest(address, head.port, head.is_connect);
   for (const Entry& e : config_.deny) {
     if (!e.match.matches(dest)) continue;
     return Refusal{403, "destination " + head.authority() + " (" + dest.ip()->str() +
@@ -48,7 +48,7 @@ void AclFilter::describePac(PacBuilder& pac) const {
     pac.add(config_.deny[i].match, PacBuilder::Action::Proxy,
             "acl deny[" + std::to_string(i) + "]: h2gate answers 403");
   if (!config_.has_allow) return;
-  std::vector<const Match*> allowed;
+  std::vector<const match::Match*> allowed;
   for (const Entry& e : config_.allow) allowed.push_back(&e.match);
   pac.addUnlessAny(allowed, PacBuilder::Action::Proxy,
                    "acl allow: anything else is denied, h2gate answers 403");
@@ -67,7 +67,7 @@ void parseEntries(config::NodeReader& r, const char* key, bool with_reason,
     AclFilter::Entry e;
     config::NodeReader m = item.child("match", true);
     if (!m.isNull()) {
-      if (std::optional<Match> match = parseMatch(m, &ignored)) e.match = std::move(*match);
+      if (std::optional<match::Match> match = parseMatch(m, &ignored)) e.match = std::move(*match);
     }
     if (with_reason) {
       const std::string index = std::string(key) + "[" + std::to_string(out.size()) + "]";

@@ -31,8 +31,8 @@
 
 #include "config/node_reader.h"
 #include "filters/filter.h"
-#include "filters/matcher.h"
 #include "filters/registry.h"
+#include "gateway/match/matcher.h"
 
 namespace h2gate::filters {
 
@@ -41,7 +41,7 @@ inline constexpr const char* kAclType = "type.googleapis.com/h2gate.filters.acl.
 class AclFilter : public Filter {
  public:
   struct Entry {
-    Match match;
+    match::Match match;
     std::string reason;  // deny entries: the 403 body
   };
   struct Config {
@@ -59,7 +59,7 @@ class AclFilter : public Filter {
   // The deny entries, against one resolved address (403 with the entry's
   // reason and the address).
   std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
-                                      const IpAddress& address) const override;
+                                      const net::IpAddress& address) const override;
   void describePac(PacBuilder& pac) const override;
 
   const Config& config() const { return config_; }

@@ -5,7 +5,7 @@
 // by building it: every name is a known filter, every typed_config parses
 // (its factory's checks, filters/registry.h), and the terminal filter
 // (forward_proxy) is last and only last. h2gate runs both checks through one
-// entry point (gateway/load_config.h).
+// entry point (gateway/server/load_config.h).
 #pragma once
 
 #include <vector>

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::net {
 struct IpAddress;  // gateway/net/ip_address.h
@@ -17,7 +17,7 @@ struct IpAddress;  // gateway/net/ip_address.h
 
 namespace h2gate::filters {
 
-class PacBuilder;  // filters/pac.h
+class PacBuilder;  // filters/served_pac.h
 
 enum class FilterStatus {
   Continue,  // next filter

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "filters/match_config.h"
-#include "filters/pac_route_config.h"
-#include "gateway/log.h"
+#include "filters/pac_routing_config.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::filters {
 
@@ -24,8 +24,8 @@ ForwardProxyFilter::ForwardProxyFilter(Config config) : config_(std::move(config
     // Only an address pattern can match an address the name did not: a
     // rule without one matched the name as well, or matches no address.
     if (r.action == Route::Action::Reject)
-      for (const HostPattern& p : r.match.destinations.patterns())
-        address_rejects_ = address_rejects_ || p.kind == HostPattern::Kind::Cidr;
+      for (const match::HostPattern& p : r.match.destinations.patterns())
+        address_rejects_ = address_rejects_ || p.kind == match::HostPattern::Kind::Cidr;
   }
 }
 
@@ -68,7 +68,7 @@ void ForwardProxyFilter::apply(const Route& route, std::size_t index, StreamInfo
   info.route_set = true;
 }
 
-std::size_t ForwardProxyFilter::firstMatch(const Destination& dest, std::size_t end) const {
+std::size_t ForwardProxyFilter::firstMatch(const match::Destination& dest, std::size_t end) const {
   for (std::size_t i = 0; i < end; ++i)
     if (config_.routes[i].match.matches(dest)) return i;
   return config_.routes.size();
@@ -76,7 +76,7 @@ std::size_t ForwardProxyFilter::firstMatch(const Destination& dest, std::size_t 
 
 FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamInfo& info) const {
   if (!config_.routes.empty()) {
-    const Destination dest(head.host, head.port, head.is_connect);
+    const match::Destination dest(head.host, head.port, head.is_connect);
     if (const std::size_t i = firstMatch(dest, config_.routes.size()); i < config_.routes.size()) {
       const Route& r = config_.routes[i];
       H2G_LOG(Debug, info.connection_id, info.stream_id,
@@ -96,16 +96,17 @@ FilterStatus ForwardProxyFilter::onRequestHead(const RequestHead& head, StreamIn
 }
 
 std::optional<Refusal> ForwardProxyFilter::checkAddress(const RequestHead& head, const StreamInfo&,
-                                                        const IpAddress& address) const {
+                                                        const net::IpAddress& address) const {
   if (!address_rejects_) return std::nullopt;
   // The first rule the address matches, if it is a reject rule that comes
   // before the one the name chose (the same walk as onRequestHead): the
   // first rule among those before the name's that matches the address.
-  const Destination dest(address, head.port, head.is_connect);
+  const match::Destination dest(address, head.port, head.is_connect);
   const std::size_t i = firstMatch(dest, config_.routes.size());
   if (i >= config_.routes.size() || config_.routes[i].action != Route::Action::Reject)
     return std::nullopt;
-  if (firstMatch(Destination(head.host, head.port, head.is_connect), i) < i) return std::nullopt;
+  if (firstMatch(match::Destination(head.host, head.port, head.is_connect), i) < i)
+    return std::nullopt;
   const Route& r = config_.routes[i];
   return Refusal{r.status, r.reason + " (" + head.host + " resolves to " + dest.ip()->str() + ")"};
 }
@@ -189,7 +190,7 @@ bool parseRoute(config::NodeReader& r, const FactoryContext& ctx, ForwardProxyFi
   r.allowOnly({"match", "cluster", "fallback_clusters", "direct_fallback", "direct", "reject",
                "reason", "pac"});
   config::NodeReader m = r.child("match", true);
-  std::optional<Match> match = m.isNull() ? std::nullopt : parseMatch(m, &out.ignored);
+  std::optional<match::Match> match = m.isNull() ? std::nullopt : parseMatch(m, &out.ignored);
   if (match) route.match = std::move(*match);
 
   const int actions =

@@ -16,12 +16,13 @@
 //         reason: blocked by policy  # optional body text
 //       - match: {}
 //         pac: {url: http://wpad.corp.example/proxy.pac}  # follow a PAC file
-//                                  # (filters/pac_route_config.h, pac_route.h)
+//                                  # (filters/pac_routing_config.h, pac_routing.h)
 //       # No rule matched: the default route.
 //       cluster: corp_proxy   # optional; absent, null or "": connect directly
 //       fallback_clusters: [backup_proxy]  # optional, tried in order
 //       direct_fallback: false             # optional: DIRECT after the last one
-//       pac:                  # optional: the PAC file made from these routes (filters/pac.h)
+//       pac:                  # optional: the PAC file made from these routes
+//       (filters/served_pac.h)
 //         serve_on_listener: false   # also answer GET /proxy.pac on this proxy listener
 //         proxy: ""                  # host:port in PROXY; default this listener's address
 //         direct_fallback: false     # "PROXY …; DIRECT"
@@ -55,10 +56,10 @@
 
 #include "config/node_reader.h"
 #include "filters/filter.h"
-#include "filters/matcher.h"
-#include "filters/pac.h"
-#include "filters/pac_route.h"
+#include "filters/pac_routing.h"
 #include "filters/registry.h"
+#include "filters/served_pac.h"
+#include "gateway/match/matcher.h"
 
 namespace h2gate::filters {
 
@@ -70,7 +71,7 @@ class ForwardProxyFilter : public Filter {
   struct Route {
     enum class Action { Cluster, Direct, Reject, Pac };
     std::string name;  // "routes[2]", for logs
-    Match match;
+    match::Match match;
     Action action = Action::Direct;
     std::string cluster;                         // Cluster
     std::vector<std::string> fallback_clusters;  // Cluster
@@ -100,7 +101,7 @@ class ForwardProxyFilter : public Filter {
   FilterStatus onRequestHead(const RequestHead& head, StreamInfo& info) const override;
   // Direct mode: reject rules against one resolved address (above).
   std::optional<Refusal> checkAddress(const RequestHead& head, const StreamInfo& info,
-                                      const IpAddress& address) const override;
+                                      const net::IpAddress& address) const override;
   bool terminal() const override { return true; }
   void describePac(PacBuilder& pac) const override;
 
@@ -117,7 +118,7 @@ class ForwardProxyFilter : public Filter {
                            bool direct_fallback);
   void apply(const Route& route, std::size_t index, StreamInfo& info) const;
   // Index of the first route matching `dest`, or routes.size() (default).
-  std::size_t firstMatch(const Destination& dest, std::size_t end) const;
+  std::size_t firstMatch(const match::Destination& dest, std::size_t end) const;
 
   Config config_;
   bool address_rejects_ = false;  // a reject rule has a CIDR pattern

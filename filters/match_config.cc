@@ -1,6 +1,6 @@
 #include "filters/match_config.h"
 
-#include "filters/no_proxy.h"
+#include "gateway/match/no_proxy.h"
 #include "gateway/net/host_name.h"
 
 namespace h2gate::filters {
@@ -18,37 +18,37 @@ std::optional<std::string> itemText(config::NodeReader& item) {
   return text;
 }
 
-void addName(config::NodeReader& item, std::string_view text, HostPattern::Kind kind,
-             DestinationSet& out) {
+void addName(config::NodeReader& item, std::string_view text, match::HostPattern::Kind kind,
+             match::DestinationSet& out) {
   std::string error;
   std::optional<std::string> name = net::normalizeHostName(text, &error);
   if (!name) return item.error(error);
-  HostPattern p;
+  match::HostPattern p;
   p.kind = kind;
   p.name = std::move(*name);
   out.add(std::move(p));
 }
 
-void addCidr(config::NodeReader& item, std::string_view text, DestinationSet& out) {
+void addCidr(config::NodeReader& item, std::string_view text, match::DestinationSet& out) {
   std::string error;
-  std::optional<CidrRange> range = parseCidr(text, /*strict=*/true, &error);
+  std::optional<net::CidrRange> range = net::parseCidr(text, /*strict=*/true, &error);
   if (!range) return item.error("bad CIDR range: " + error);
-  HostPattern p;
-  p.kind = HostPattern::Kind::Cidr;
+  match::HostPattern p;
+  p.kind = match::HostPattern::Kind::Cidr;
   p.cidr = *range;
   out.add(std::move(p));
 }
 
-void parseHosts(config::NodeReader& r, DestinationSet& out) {
+void parseHosts(config::NodeReader& r, match::DestinationSet& out) {
   for (config::NodeReader& item : r.list("hosts")) {
     const std::optional<std::string> text = itemText(item);
     if (!text) continue;
     const std::string_view t = *text;
     if (t == "*") {
-      HostPattern p;
-      p.kind = HostPattern::Kind::Any;
+      match::HostPattern p;
+      p.kind = match::HostPattern::Kind::Any;
       out.add(std::move(p));
-    } else if (parseIp(t)) {
+    } else if (net::parseIp(t)) {
       addCidr(item, t, out);  // an address: itself (/32, /128)
     } else if (net::endsInNumber(t)) {
       // Requests carry such hosts as canonical IPv4 addresses: as a name
@@ -60,7 +60,7 @@ void parseHosts(config::NodeReader& r, DestinationSet& out) {
                           " (requests are compared in that form)"
                     : error);
     } else if (t.starts_with("*.")) {
-      addName(item, t.substr(2), HostPattern::Kind::Subdomains, out);
+      addName(item, t.substr(2), match::HostPattern::Kind::Subdomains, out);
     } else if (t.find('*') != std::string_view::npos) {
       item.error("'" + *text + "': the only wildcards are a leading '*.' and '*' alone");
     } else if (t.front() == '.') {
@@ -69,30 +69,30 @@ void parseHosts(config::NodeReader& r, DestinationSet& out) {
                  std::string(t.substr(1)) + " and its subdomains) or write '*" + *text +
                  "' (subdomains only)");
     } else {
-      addName(item, t, HostPattern::Kind::Exact, out);
+      addName(item, t, match::HostPattern::Kind::Exact, out);
     }
   }
 }
 
-void parseSuffixes(config::NodeReader& r, DestinationSet& out) {
+void parseSuffixes(config::NodeReader& r, match::DestinationSet& out) {
   for (config::NodeReader& item : r.list("host_suffixes")) {
     const std::optional<std::string> text = itemText(item);
     if (!text) continue;
     std::string_view t = *text;
     if (t.front() == '.') t.remove_prefix(1);
     if (t.find('*') != std::string_view::npos || t.find('/') != std::string_view::npos ||
-        parseIp(t) || net::endsInNumber(t)) {
+        net::parseIp(t) || net::endsInNumber(t)) {
       item.error("'" + *text +
                  "' is not a domain (host_suffixes takes names such as corp.example; addresses "
                  "and ranges go under cidrs, wildcards under hosts)");
       continue;
     }
-    addName(item, t, HostPattern::Kind::Domain, out);
+    addName(item, t, match::HostPattern::Kind::Domain, out);
   }
 }
 
 // 443 or "8000-8999".
-void parsePorts(config::NodeReader& r, std::vector<PortRange>& out) {
+void parsePorts(config::NodeReader& r, std::vector<match::PortRange>& out) {
   for (config::NodeReader& item : r.list("ports")) {
     const std::optional<std::string> text = itemText(item);
     if (!text) continue;
@@ -117,18 +117,18 @@ void parsePorts(config::NodeReader& r, std::vector<PortRange>& out) {
     } else if (low > high) {
       item.error("bad port range '" + t + "': the first port is above the last");
     } else {
-      out.push_back(PortRange{static_cast<uint16_t>(low), static_cast<uint16_t>(high)});
+      out.push_back(match::PortRange{static_cast<uint16_t>(low), static_cast<uint16_t>(high)});
     }
   }
 }
 
 }  // namespace
 
-std::optional<Match> parseMatch(config::NodeReader& r, std::vector<std::string>* ignored) {
+std::optional<match::Match> parseMatch(config::NodeReader& r, std::vector<std::string>* ignored) {
   if (!r.expectMap()) return std::nullopt;
   const std::size_t before = r.diagnostics().problems().size();
   r.allowOnly({"hosts", "host_suffixes", "cidrs", "ports", "kind", "no_proxy", "no_proxy_mode"});
-  Match m;
+  match::Match m;
   parseHosts(r, m.destinations);
   parseSuffixes(r, m.destinations);
   for (config::NodeReader& item : r.list("cidrs")) {
@@ -137,20 +137,21 @@ std::optional<Match> parseMatch(config::NodeReader& r, std::vector<std::string>*
   }
   parsePorts(r, m.ports);
   if (auto kind = r.choice("kind", {"connect", "absolute"}))
-    m.kind = *kind == "connect" ? Match::Kind::Connect : Match::Kind::Absolute;
+    m.kind = *kind == "connect" ? match::Match::Kind::Connect : match::Match::Kind::Absolute;
 
-  NoProxyMode mode = NoProxyMode::Curl;
+  match::NoProxyMode mode = match::NoProxyMode::Curl;
   if (auto name = r.choice("no_proxy_mode", {"curl", "go", "python"})) {
-    mode = *parseNoProxyMode(*name);
+    mode = *match::parseNoProxyMode(*name);
     if (!r.has("no_proxy")) r.errorAt("no_proxy_mode", "applies only with no_proxy");
   }
   if (auto list = r.string("no_proxy")) {
     // An empty list (NO_PROXY unset or empty) bypasses nothing: the rule
     // then matches nothing, as for the apps.
-    NoProxyList parsed = parseNoProxy(*list, mode);
-    for (HostPattern& p : parsed.patterns) m.destinations.add(std::move(p));
+    match::NoProxyList parsed = match::parseNoProxy(*list, mode);
+    for (match::HostPattern& p : parsed.patterns) m.destinations.add(std::move(p));
     for (const std::string& why : parsed.ignored)
-      ignored->push_back(r.path() + ".no_proxy: " + why + " (" + noProxyModeName(mode) + " mode)");
+      ignored->push_back(r.path() + ".no_proxy: " + why + " (" + match::noProxyModeName(mode) +
+                         " mode)");
   }
   m.has_destinations =
       r.has("hosts") || r.has("host_suffixes") || r.has("cidrs") || r.has("no_proxy");

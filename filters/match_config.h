@@ -1,5 +1,5 @@
 // The `match` object of forward_proxy routes and acl entries, read from the
-// config (filters/matcher.h holds what it builds):
+// config (gateway/match/matcher.h holds what it builds):
 //
 //   match:
 //     hosts: [api.example.com, "*.example.com"]  # exact names; "*.NAME": its subdomains
@@ -11,7 +11,7 @@
 //     kind: connect                   # connect (CONNECT tunnels) | absolute (GET http://…);
 //                                     #   default: both
 //     no_proxy: "${NO_PROXY}"         # a NO_PROXY list, read as no_proxy_mode reads it
-//     no_proxy_mode: curl             # curl (default) | go | python (filters/no_proxy.h)
+//     no_proxy_mode: curl             # curl (default) | go | python (gateway/match/no_proxy.h)
 //
 // A request matches when its destination matches any of hosts,
 // host_suffixes, cidrs and no_proxy (none of them given: any destination),
@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "config/node_reader.h"
-#include "filters/matcher.h"
+#include "gateway/match/matcher.h"
 
 namespace h2gate::filters {
 
@@ -38,6 +38,7 @@ namespace h2gate::filters {
 // position and returns nullopt when there was one. NO_PROXY entries that the
 // chosen mode ignores are not errors: they are appended to *ignored as
 // "PATH: 'entry': why".
-std::optional<Match> parseMatch(config::NodeReader& match, std::vector<std::string>* ignored);
+std::optional<match::Match> parseMatch(config::NodeReader& match,
+                                       std::vector<std::string>* ignored);
 
 }  // namespace h2gate::filters

@@ -2,9 +2,9 @@
 # h2gate's whole test suite: installs what it needs, then runs the stages
 #
 #   format   clang-format --dry-run --Werror on gateway/ filters/ config/ tests/, and
-#            tests/check_layers.py: no #include from a lower layer to a higher one
-#            (the table in that script; gateway/README.md, Layers), with its
-#            self-test proving it reports one
+#            tests/check_layers.py: no #include from a lower layer to a higher one,
+#            no folders that include each other (the table in that script;
+#            gateway/README.md, Layers), with its self-test proving it reports both
 #   release  Release build (gcc, -Werror) in build/, then ctest -j (unit, the
 #            integration tests, one entry per tests/integration/*_test.cc,
 #            the systemd and Windows proxy settings of tests/clients/README.md: clients_systemd,
@@ -93,7 +93,7 @@ stage_format() {
     rc=1
   fi
   if ! python3 tests/check_layers.py; then
-    note format "an include goes up a layer (tests/check_layers.py, listed above)"
+    note format "an include goes up a layer or folders include each other (tests/check_layers.py, listed above)"
     rc=1
   fi
   if ! python3 tests/check_layers.py --self-test; then

@@ -2,9 +2,9 @@
 
 #include <cstdio>
 
-#include "filters/pac.h"
+#include "filters/served_pac.h"
+#include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
-#include "gateway/log.h"
 
 namespace h2gate::downstream {
 namespace {

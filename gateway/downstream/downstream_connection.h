@@ -20,11 +20,11 @@
 
 #include <asio.hpp>
 
+#include "gateway/base/log.h"
 #include "gateway/downstream/app_socket.h"
 #include "gateway/downstream/listener_context.h"
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
-#include "gateway/log.h"
 #include "gateway/upstream/phase.h"
 #include "gateway/upstream/router.h"
 #include "gateway/upstream/tunnel.h"

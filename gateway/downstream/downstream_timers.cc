@@ -6,7 +6,7 @@
 #include "gateway/downstream/downstream_connection.h"
 
 #include "config/dump.h"  // formatDuration
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::downstream {
 namespace {

@@ -79,7 +79,7 @@ struct ListenerContext final : upstream::AddressPolicy {
   // Send-buffer tuning of app sockets (and, in direct mode, of the sockets
   // to destinations). Config: the listener's send_buffer / tcp_notsent_lowat.
   net::SendBufferConfig send_buffer;
-  // The listener's PAC file (filters/pac.h), generated with the context.
+  // The listener's PAC file (filters/served_pac.h), generated with the context.
   // Served at GET /proxy.pac on the admin listener and, when serve_pac
   // (forward_proxy's pac.serve_on_listener), as the answer to an origin-form
   // GET/HEAD /proxy.pac on this listener, which otherwise gets 400.

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/metrics/registry.h"
 
 namespace h2gate::downstream {

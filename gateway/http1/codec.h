@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::http1 {
 

@@ -15,7 +15,7 @@
 
 #include <llhttp.h>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::http1 {
 

@@ -7,7 +7,8 @@ namespace {
 
 constexpr double kNs = 1e-9;
 
-// Order as in enum Family (tests/unit/gateway/metrics_test.cc checks them).
+// Order as in enum Family: definition() indexes this array by it
+// (tests/unit/metrics/families_test.cc checks the names and two places).
 const std::array<FamilyDef, kFamilyCount> kDefs{{
     {"h2gate_downstream_connections_total",
      "App connections accepted.",

@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 #endif
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::net {
 namespace {

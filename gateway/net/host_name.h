@@ -1,5 +1,5 @@
 // Host names written in the config (route and ACL patterns, NO_PROXY
-// entries) in the form the matchers compare (filters/matcher.h), and the
+// entries) in the form the matchers compare (gateway/match/matcher.h), and the
 // host of a request in the one form h2gate judges, sends on and connects to.
 #pragma once
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::net {
 

@@ -19,7 +19,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/net/network_monitor.h"
 
 namespace h2gate::net {

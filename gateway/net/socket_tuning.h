@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "config/config.h"
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/net/send_buffer.h"
 
 namespace h2gate::net {

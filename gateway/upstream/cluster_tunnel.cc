@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "config/dump.h"
+#include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
-#include "gateway/log.h"
 #include "gateway/upstream/pool.h"
 #include "gateway/upstream/proxy_request.h"
 

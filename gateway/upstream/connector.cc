@@ -1,7 +1,7 @@
 #include "gateway/upstream/connector.h"
 #include "gateway/net/address.h"
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/net/tcp_keepalive.h"
 

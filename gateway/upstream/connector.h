@@ -14,7 +14,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/net/send_buffer.h"
 #include "gateway/net/tls_context.h"
 #include "gateway/upstream/transport.h"

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
-#include "gateway/log.h"
 #include "gateway/net/address.h"
 #include "gateway/net/host_addresses.h"
 #include "gateway/net/ip_address.h"

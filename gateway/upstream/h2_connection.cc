@@ -5,7 +5,7 @@
 #include <random>
 #include <sstream>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/upstream/proxy_request.h"
 
 namespace h2gate::upstream {

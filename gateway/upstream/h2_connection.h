@@ -2,11 +2,14 @@
 // tunnels as streams (H2Stream, the Tunnel implementation for h2).
 //
 // Flow control (gateway/README.md, Flow control): automatic WINDOW_UPDATE
-// is off. DATA for a stream goes straight to its app
-// (TunnelCallbacks::onResponseDataV); the stream's window is given back
-// only when the app socket took the bytes (the `done` callback). Bytes of
-// streams that died are consumed at once, so the connection window never
-// leaks. Frames are packed only by flushNow(), never inside
+// is off. DATA for a stream goes straight to its app: the pieces one read
+// from the proxy carried for the stream in one call
+// (TunnelCallbacks::onResponseDataV, or onResponseHeadV with the head) to
+// callbacks that take pieces at once (acceptsDataV), else one
+// onResponseData per piece; the stream's window is given back only when
+// the app socket took the bytes (the `done` callback). Bytes of streams
+// that died are consumed at once, so the connection window never leaks.
+// Frames are packed only by flushNow(), never inside
 // nghttp2_session_mem_recv nor inside nghttp2_session_mem_send itself: the
 // Input and Output phases below say where the connection is, and
 // flushNow() reports (phaseRule()) a call at the wrong moment.

@@ -1,6 +1,6 @@
 #include "gateway/upstream/health.h"
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::upstream {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::upstream {
 namespace {

@@ -28,7 +28,7 @@
 #include <string>
 #include <type_traits>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 
 namespace h2gate::upstream {
 

@@ -5,8 +5,8 @@
 #include <utility>
 
 #include "config/dump.h"
-#include "gateway/connection_id.h"
-#include "gateway/log.h"
+#include "gateway/base/connection_id.h"
+#include "gateway/base/log.h"
 #include "gateway/net/socket_tuning.h"
 #include "gateway/upstream/cluster_tunnel.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::upstream {
 

@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/net/connection_limit.h"
 #include "gateway/upstream/direct_tunnel.h"

@@ -22,7 +22,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/net/send_buffer.h"
 #include "gateway/upstream/tunnel.h"
 
@@ -89,7 +89,7 @@ struct ProxyTemplate {
 };
 
 // The route of a request decided after the filters ran, when its tunnel
-// opens (a PAC file's FindProxyForURL; filters/pac_route.h). Implemented
+// opens (a PAC file's FindProxyForURL; filters/pac_routing.h). Implemented
 // above upstream/ so that upstream/ knows nothing of PAC files; set by a
 // filter in StreamInfo::route_decider. Shared by all workers: thread-safe.
 class RouteDecider {

@@ -12,7 +12,7 @@
 #include <memory>
 #include <string_view>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::upstream {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/metrics/registry.h"
 
 namespace h2gate::upstream {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# W2 (tunnel setup, as in run.sh) with proxy authentication (issue 18):
+# W2 (tunnel setup, as in run.sh) with proxy authentication:
 # h2gate sending Negotiate (a Kerberos token per tunnel) beside h2gate sending
 # Basic, to the same Kerberos squid, in the same rounds. Figures on stdout.
 #

@@ -1,4 +1,4 @@
-// pac_bench: what a PAC evaluation costs, for a 50-rule PAC file (issue 19).
+// pac_bench: what a PAC evaluation costs, for a 50-rule PAC file.
 // Figures, not a test: prints microseconds per evaluation
 //
 //   engine      FindProxyForURL in one Duktape heap, called directly
@@ -25,9 +25,9 @@
 
 #include <asio.hpp>
 
-#include "gateway/pac/evaluator.h"
-#include "gateway/pac/resolver.h"
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/evaluator.h"
+#include "gateway/pac_engine/resolver.h"
+#include "gateway/pac_engine/worker.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# What routing by a PAC file costs against the same rules as native routes
-# (issue 19): two h2gates side by side, (n) with 50 forward_proxy routes and
+# What routing by a PAC file costs against the same rules as native routes:
+# two h2gates side by side, (n) with 50 forward_proxy routes and
 # the nghttpx cluster as the default, (p) with one pac route whose 50-rule
 # PAC file (file source, answer cache on) answers "HTTPS 127.0.0.1:NGHTTPX"
 # for the benchmark's destination, after falling through every rule, as the
@@ -262,7 +262,7 @@ EOF
     echo "| (n2), (p2) $BIN2_LABEL | ${IR[n2]} | ${IR[p2]} | $(div "${IR[p2]}" "${IR[n2]}") |"
   fi
   echo
-  echo "target (issue 19): p / n <= 1.05: $(div "${IR[p]}" "${IR[n]}") $(awk -v a="${IR[p]}" -v b="${IR[n]}" 'BEGIN {print (a / b <= 1.05 ? "✓" : "✗")}')"
+  echo "target: p / n <= 1.05: $(div "${IR[p]}" "${IR[n]}") $(awk -v a="${IR[p]}" -v b="${IR[n]}" 'BEGIN {print (a / b <= 1.05 ? "✓" : "✗")}')"
   exit 0
 fi
 
@@ -329,7 +329,7 @@ EOF
 fi
 cat <<EOF
 
-target (issue 19): with the answer cache, PAC at most 5 % slower than native routes
+target: with the answer cache, PAC at most 5 % slower than native routes
 (median of the per-round ratios; CPU per request is the steady figure, req/s swing with the load)
   W3 CPU per request p / n: $(verdict "w3 cpu ratio" "<=" 1.05)
   W2 CPU per tunnel p / n:  $(verdict "w2 cpu ratio" "<=" 1.05)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark suite of issue 7: h2gate against the alternatives and the
+# The benchmark suite: h2gate against the alternatives and the
 # physical floor, on loopback. One command, one table on stdout (progress on
 # stderr). Figures, not a pass/fail test: every target is printed with ✓/✗.
 #

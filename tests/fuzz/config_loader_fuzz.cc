@@ -1,6 +1,6 @@
 // libFuzzer target: arbitrary bytes as a YAML config.
 //
-// Contract under test (gateway/load_config.h): loadConfigString() (config's
+// Contract under test (gateway/server/load_config.h): loadConfigString() (config's
 // parser, then every filter's typed_config parser: filters/chain.h) reports
 // every problem in LoadResult::problems and never throws or crashes, whatever
 // the input. Nothing is caught here on purpose: an exception escaping is a
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "gateway/load_config.h"
+#include "gateway/server/load_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string yaml(reinterpret_cast<const char*>(data), size);

@@ -12,8 +12,8 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
-#include "gateway/log.h"
+#include "gateway/base/http_types.h"
+#include "gateway/base/log.h"
 #include "gateway/upstream/h2_connection.h"
 
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "gateway/pac/answer.h"
+#include "gateway/pac_engine/answer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace h2gate::pac;

@@ -1,5 +1,5 @@
 // Feeds arbitrary bytes to what the evaluator reads from a PAC worker
-// process (gateway/pac/worker_protocol.h): a worker runs a PAC file from
+// process (gateway/pac_engine/worker_protocol.h): a worker runs a PAC file from
 // anywhere, so its channel is untrusted input. The frames are cut with the
 // evaluator's bound, each decoded as the type it claims (and, to reach
 // every decoder, as every other type too). Nothing may crash or read past
@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/pac/worker_protocol.h"
+#include "gateway/pac_engine/worker_protocol.h"
 
 namespace {
 

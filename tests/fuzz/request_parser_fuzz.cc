@@ -10,9 +10,9 @@
 #include <cstdlib>
 #include <string>
 
-#include "filters/matcher.h"
 #include "gateway/http1/codec.h"
 #include "gateway/http1/parser.h"
+#include "gateway/match/matcher.h"
 #include "gateway/net/host_name.h"
 
 namespace {
@@ -23,7 +23,7 @@ void checkTarget(const h2gate::RequestHead& r) {
   std::string error;
   const std::optional<std::string> again = net::canonicalRequestHost(r.host, v6, &error);
   if (!again || *again != r.host) std::abort();  // not a fixed point
-  const filters::Destination d(r.host, r.port, r.is_connect);
+  const match::Destination d(r.host, r.port, r.is_connect);
   if (v6 && !d.ip()) std::abort();
   if (d.ip() && (d.ip()->unspecified() || !(d.ip()->unmapped() == *d.ip()))) std::abort();
   if (net::endsInNumber(r.host) && !d.ip()) std::abort();

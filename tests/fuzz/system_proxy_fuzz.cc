@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "gateway/pac/fetch.h"
-#include "gateway/pac/pac_context.h"
-#include "gateway/pac/system_proxy.h"
-#include "gateway/pac/wpad.h"
+#include "gateway/pac_engine/fetch.h"
+#include "gateway/pac_engine/pac_context.h"
+#include "gateway/pac_engine/system_proxy.h"
+#include "gateway/pac_engine/wpad.h"
 
 namespace {
 
@@ -22,11 +22,11 @@ using namespace h2gate::pac;
 // Resolves nothing: the generated files must not need DNS to compile.
 class NoResolver : public PacResolver {
  public:
-  std::vector<h2gate::filters::IpAddress> resolve(const std::string&, bool, Deadline,
-                                                  std::string_view) override {
+  std::vector<h2gate::net::IpAddress> resolve(const std::string&, bool, Deadline,
+                                              std::string_view) override {
     return {};
   }
-  std::vector<h2gate::filters::IpAddress> localAddresses(Deadline) override { return {}; }
+  std::vector<h2gate::net::IpAddress> localAddresses(Deadline) override { return {}; }
 };
 
 void checkCompiles(const SystemProxySettings& s) {

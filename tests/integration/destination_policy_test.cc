@@ -1,4 +1,4 @@
-// What the destination policy judges is what h2gate connects to (issue 15):
+// What the destination policy judges is what h2gate connects to:
 // every notation of an IP address a browser or inet_aton(3) accepts is
 // judged as that address (direct mode and through an h2 proxy, CONNECT and
 // absolute-form); in direct mode the acl's deny ranges and reject routes

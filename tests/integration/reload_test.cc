@@ -381,7 +381,7 @@ TEST_CASE("reload: 1,000 reloads keep RSS flat (replaced configurations are free
   const pid_t pid = gate.process().pid();
   REQUIRE(rawReload(admin) == 200);
   // Replaced configurations are freed within a second or two of their last
-  // use (gateway/server.h).
+  // use (gateway/server/server.h).
   std::this_thread::sleep_for(milliseconds(2500));
   const long before = procStatusKiB(pid, "VmRSS");
   const auto t0 = Clock::now();

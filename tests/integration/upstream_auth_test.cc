@@ -1,4 +1,4 @@
-// Proxy authentication with real servers (issue 18): an MIT KDC in a
+// Proxy authentication with real servers: an MIT KDC in a
 // throwaway realm (tests/support/kerberos.h) and squid with
 // negotiate_kerberos_auth; nghttpx in front of that squid for Negotiate over
 // HTTP/2; for NTLM (and the auto matrix and Kerberos mutual authentication,

@@ -585,7 +585,7 @@ TEST_CASE("h2gate.exe under wine: HTTP/1.1 fallback to squid's https_port, a 407
 }
 
 // A PAC file run by h2gate.exe's own worker processes (h2gate.exe
-// --pac-worker, gateway/pac/worker.h): DIRECT answers reach nginx, two
+// --pac-worker, gateway/pac_engine/worker.h): DIRECT answers reach nginx, two
 // evaluations stuck in a native function (Array.prototype.indexOf over an
 // array-like of length 2^31 - 1, minutes of work) get the fallback at
 // their 2 s deadline and their workers are killed and replaced

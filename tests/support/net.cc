@@ -455,4 +455,21 @@ bool BlackholeListener::verify() {
   return hangs;
 }
 
+RefusingPort::RefusingPort() : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+  if (fd_ < 0) throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  sockaddr_in a = loopback(0);
+  socklen_t n = sizeof a;
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+      getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &n) != 0) {
+    const int e = errno;
+    close(fd_);
+    throw std::runtime_error(std::string("bind 127.0.0.1:0: ") + std::strerror(e));
+  }
+  port_ = ntohs(a.sin_port);
+}
+
+RefusingPort::~RefusingPort() {
+  close(fd_);
+}
+
 }  // namespace h2gate::test

@@ -148,4 +148,20 @@ class BlackholeListener {
   std::vector<int> fillers_;
 };
 
+// A loopback port bound and never listened on: connections to it are
+// refused, and no test running beside this one can take it, as one could take
+// a stopped peer's port (ctest -j).
+class RefusingPort {
+ public:
+  RefusingPort();
+  ~RefusingPort();
+  RefusingPort(const RefusingPort&) = delete;
+  RefusingPort& operator=(const RefusingPort&) = delete;
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+};
+
 }  // namespace h2gate::test

@@ -9,7 +9,7 @@
 //       --now-ms fixes Date's clock; --my-ip what myIpAddress() sees.
 //
 //   pac_probe source (wpad | system | url URL | file PATH) [--query "URL HOST"]...
-//       Runs one attempt of that PAC source (gateway/pac/source.h) and
+//       Runs one attempt of that PAC source (gateway/pac_engine/source.h) and
 //       prints "origin: ...", "sha256: ..." and "error: ..." lines, then
 //       the answer to each --query, as `eval` does.
 //
@@ -23,10 +23,10 @@
 
 #include <asio.hpp>
 
-#include "gateway/pac/evaluator.h"
-#include "gateway/pac/resolver.h"
-#include "gateway/pac/source.h"
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/evaluator.h"
+#include "gateway/pac_engine/resolver.h"
+#include "gateway/pac_engine/source.h"
+#include "gateway/pac_engine/worker.h"
 
 namespace {
 
@@ -36,16 +36,16 @@ using namespace std::chrono_literals;
 // The system resolver, with this machine's addresses replaced.
 class FixedLocalResolver : public pac::PacResolver {
  public:
-  explicit FixedLocalResolver(std::vector<filters::IpAddress> local) : local_(std::move(local)) {}
-  std::vector<filters::IpAddress> resolve(const std::string& host, bool v4_only,
-                                          pac::Deadline deadline, std::string_view owner) override {
+  explicit FixedLocalResolver(std::vector<net::IpAddress> local) : local_(std::move(local)) {}
+  std::vector<net::IpAddress> resolve(const std::string& host, bool v4_only, pac::Deadline deadline,
+                                      std::string_view owner) override {
     return system_.resolve(host, v4_only, deadline, owner);
   }
-  std::vector<filters::IpAddress> localAddresses(pac::Deadline) override { return local_; }
+  std::vector<net::IpAddress> localAddresses(pac::Deadline) override { return local_; }
 
  private:
   pac::SystemResolver system_;
-  std::vector<filters::IpAddress> local_;
+  std::vector<net::IpAddress> local_;
 };
 
 std::string readAll(const std::string& path) {
@@ -75,7 +75,7 @@ void runUntil(asio::io_context& io, Pred done) {
 int evalCommand(const std::vector<std::string>& args) {
   std::string pac_file, queries_file;
   double now_ms = 0;
-  std::vector<filters::IpAddress> my_ips;
+  std::vector<net::IpAddress> my_ips;
   bool fixed_ips = false;
   long timeout_ms = 5000;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -95,7 +95,7 @@ int evalCommand(const std::vector<std::string>& args) {
       std::stringstream ss(v);
       std::string item;
       while (std::getline(ss, item, ',')) {
-        std::optional<filters::IpAddress> ip = filters::parseIp(item);
+        std::optional<net::IpAddress> ip = net::parseIp(item);
         if (!ip) return usage("--my-ip: '" + item + "' is not an address");
         my_ips.push_back(*ip);
       }

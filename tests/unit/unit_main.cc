@@ -1,13 +1,13 @@
 // main() of the unit tests (Linux and the Windows cross build alike):
 // Catch2's, except when the evaluator tests start this binary again as a
-// PAC worker process (gateway/pac/worker.h).
+// PAC worker process (gateway/pac_engine/worker.h).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
 #include <string>
 
-#include "gateway/pac/worker.h"
+#include "gateway/pac_engine/worker.h"
 #include "gateway/upstream/phase.h"
 
 int main(int argc, char** argv) {

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 
 namespace h2gate::upstream::auth {
 

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "config/node_reader.h"
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "gateway/upstream/upstream_stats.h"
 
 namespace h2gate::upstream::auth {

@@ -49,7 +49,7 @@
 #include <asio.hpp>
 
 #include "config/config.h"
-#include "gateway/http_types.h"
+#include "gateway/base/http_types.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/upstream/auth/challenge.h"
 #include "gateway/upstream/auth/mechanism.h"

@@ -5,7 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/loader.h"
-#include "gateway/load_config.h"
+#include "gateway/server/load_config.h"
 #include "test_util.h"
 #include "tests/support/temp_dir.h"
 

@@ -5,7 +5,7 @@
 
 #include "config/loader.h"
 #include "filters/registry.h"
-#include "gateway/load_config.h"
+#include "gateway/server/load_config.h"
 #include "test_util.h"
 
 using namespace h2gate::config;

@@ -21,8 +21,10 @@ using std::chrono::seconds;
 
 namespace {
 
-// The shape from the issue, verbatim.
-const char* kIssueConfig = R"(admin:
+// Every section of the Envoy-shaped config at once: the admin endpoint, a
+// listener with a filter chain, a cluster with an Envoy TLS transport socket
+// and HTTP/2 protocol options.
+const char* kFullConfig = R"(admin:
   address: {socket_address: {address: 127.0.0.1, port_value: 9901}}
 static_resources:
   listeners:
@@ -67,8 +69,8 @@ LoadResult load(const std::string& yaml) {
 
 }  // namespace
 
-TEST_CASE("the issue's config loads with every field", "[config][loader]") {
-  const LoadResult r = load(kIssueConfig);
+TEST_CASE("an Envoy-shaped config loads with every field", "[config][loader]") {
+  const LoadResult r = load(kFullConfig);
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   const Bootstrap& b = r.bootstrap;
@@ -202,7 +204,7 @@ TEST_CASE("a cluster without TLS is plain TCP to the proxy", "[config][loader]")
 }
 
 TEST_CASE("the loader reports a bad duration at the value", "[config][loader][errors]") {
-  // The example from the issue: line 12, column 22.
+  // At the value itself: line 10 (connect_timeout), column 22 (the "5x").
   const std::string yaml = std::string(kMinimal) +
                            "  clusters:\n"
                            "  - name: c\n"

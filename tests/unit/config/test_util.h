@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "gateway/load_config.h"
+#include "gateway/server/load_config.h"
 
 namespace h2gate::testing {
 
@@ -93,7 +93,7 @@ inline constexpr const char* kEndpoint =
     "        - endpoint: {address: {socket_address: {address: p.example, port_value: 443}}}\n";
 
 // As h2gate loads it: config's checks and the filter chains
-// (gateway/load_config.h).
+// (gateway/server/load_config.h).
 inline config::LoadResult loadYaml(const std::string& yaml) {
   return loadConfigString(yaml, "cfg.yaml");
 }

@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "gateway/log.h"
+#include "gateway/base/log.h"
 #include "tests/support/temp_dir.h"
 
 using namespace h2gate;

@@ -1,0 +1,601 @@
+#include "gateway/server/cli.h"
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <string_view>
+
+#include "config/node_reader.h"
+#include "filters/access_log.h"
+#include "filters/registry.h"
+#include "gateway/base/log.h"
+#include "gateway/server/load_config.h"
+
+namespace h2gate::cli {
+namespace {
+
+constexpr const char* kUpstreamCluster = "upstream";
+constexpr uint32_t kMaxConcurrency = 1024;
+constexpr uint64_t kMaxConfigSizeLimit = uint64_t{1} << 30;
+
+bool allDigits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Parses a decimal port; false when not digits or above 65535.
+bool parsePort(std::string_view text, uint16_t* out) {
+  if (!allDigits(text) || text.size() > 5) return false;
+  const unsigned long v = std::stoul(std::string(text));
+  if (v > 65535) return false;
+  *out = static_cast<uint16_t>(v);
+  return true;
+}
+
+int hexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool percentDecode(std::string_view in, std::string* out) {
+  out->clear();
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      *out += in[i];
+      continue;
+    }
+    if (i + 2 >= in.size()) return false;
+    const int hi = hexValue(in[i + 1]);
+    const int lo = hexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return false;
+    *out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return true;
+}
+
+// An address to bind: an IP literal, or "localhost" (→ 127.0.0.1). Binding
+// must not depend on DNS.
+std::string bindAddress(const std::string& text, config::SocketAddress* out) {
+  config::SocketAddress a;
+  if (std::string err = parseHostPort(text, &a); !err.empty()) return err;
+  if (a.address == "localhost") a.address = "127.0.0.1";
+  if (!config::isIpLiteral(a.address)) {
+    return "'" + a.address + "' is not an IP address (use e.g. 127.0.0.1:3128 or [::1]:3128)";
+  }
+  *out = a;
+  return {};
+}
+
+// "1048576", "64K", "8M", "1G" (also "8MiB", "8MB": binary multiples).
+std::optional<uint64_t> parseSize(std::string_view text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0 || digits > 10) return std::nullopt;
+  uint64_t value = std::stoull(std::string(text.substr(0, digits)));
+  std::string unit(text.substr(digits));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (unit.ends_with("ib"))
+    unit.resize(unit.size() - 2);
+  else if (unit.size() == 2 && unit.back() == 'b')
+    unit.pop_back();
+  int shift = 0;
+  if (unit == "k")
+    shift = 10;
+  else if (unit == "m")
+    shift = 20;
+  else if (unit == "g")
+    shift = 30;
+  else if (!unit.empty() && unit != "b")
+    return std::nullopt;
+  if (value > (uint64_t{1} << (63 - shift))) return std::nullopt;
+  return value << shift;
+}
+
+void addError(ParseResult& r, const std::string& flag, const std::string& message) {
+  r.errors.push_back(flag + ": " + message);
+}
+
+}  // namespace
+
+std::string parseHostPort(const std::string& text, config::SocketAddress* out) {
+  const std::string expected = "expected HOST:PORT or [IPv6]:PORT, got '" + text + "'";
+  std::string host;
+  std::string_view port;
+  if (!text.empty() && text.front() == '[') {
+    const std::size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      return expected;
+    }
+    host = text.substr(1, close - 1);
+    if (host.find(':') == std::string::npos || !config::isIpLiteral(host)) {
+      return "'" + host + "' in brackets is not an IPv6 address";
+    }
+    port = std::string_view(text).substr(close + 2);
+  } else {
+    const std::size_t colon = text.rfind(':');
+    if (colon == std::string::npos) return expected;
+    host = text.substr(0, colon);
+    if (host.find(':') != std::string::npos) {
+      return "put IPv6 addresses in brackets, e.g. [::1]:3128 (got '" + text + "')";
+    }
+    port = std::string_view(text).substr(colon + 1);
+  }
+  if (host.empty()) return "missing host in '" + text + "'";
+  uint16_t p = 0;
+  if (!parsePort(port, &p)) return "invalid port in '" + text + "' (expected 0-65535)";
+  *out = config::SocketAddress{host, p};
+  return {};
+}
+
+// Messages below never quote the URL's authority: it may hold a password,
+// and when the URL is malformed we cannot tell which part is the password.
+std::string parseUpstreamUrl(const std::string& url, config::Cluster* out) {
+  const std::string shape = " (expected https://[user:pass@]HOST[:PORT])";
+  const std::size_t sep = url.find("://");
+  if (sep == std::string::npos) return "not a URL" + shape;
+  std::string scheme = url.substr(0, sep);
+  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const bool tls = scheme == "https";
+  if (!tls && scheme != "http") {
+    const bool printable = std::all_of(scheme.begin(), scheme.end(), [](unsigned char c) {
+      return std::isalnum(c) || c == '+' || c == '-' || c == '.';
+    });
+    return (printable ? "unsupported scheme '" + scheme + "'" : std::string("unsupported scheme")) +
+           shape;
+  }
+  const std::string rest = url.substr(sep + 3);
+  // The last '@' ends the userinfo, so an unescaped '@' or '/' in a password
+  // still splits where the user meant.
+  const std::size_t at = rest.rfind('@');
+  std::string hostport = at == std::string::npos ? rest : rest.substr(at + 1);
+  if (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
+  if (hostport.find_first_of("/?#") != std::string::npos) {
+    return "a proxy URL has no path, query or fragment" + shape;
+  }
+
+  config::Cluster c;
+  if (at != std::string::npos) {
+    const std::string userinfo = rest.substr(0, at);
+    const std::size_t colon = userinfo.find(':');
+    config::ProxyCredentials creds;
+    if (!percentDecode(userinfo.substr(0, colon), &creds.username)) {
+      return "invalid percent-encoding in the user name";
+    }
+    if (colon != std::string::npos &&
+        !percentDecode(std::string_view(userinfo).substr(colon + 1), &creds.password)) {
+      return "invalid percent-encoding in the password";
+    }
+    if (creds.username.empty()) return "empty user name" + shape;
+    if (creds.username.find(':') != std::string::npos) {
+      return "the user name must not contain ':' (Basic authentication cannot carry it)";
+    }
+    c.credentials = std::move(creds);
+  }
+
+  std::string host;
+  std::string port_text;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const std::size_t close = hostport.find(']');
+    if (close == std::string::npos) return "missing ']' after an IPv6 address" + shape;
+    host = hostport.substr(1, close - 1);
+    if (host.find(':') == std::string::npos || !config::isIpLiteral(host)) {
+      return "invalid IPv6 address in brackets" + shape;
+    }
+    const std::string after = hostport.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return "unexpected text after ']'" + shape;
+      port_text = after.substr(1);
+      if (port_text.empty()) return "empty port" + shape;
+    }
+  } else {
+    const std::size_t colon = hostport.find(':');
+    host = hostport.substr(0, colon);
+    if (colon != std::string::npos) {
+      port_text = hostport.substr(colon + 1);
+      if (port_text.find(':') != std::string::npos) {
+        return "put IPv6 addresses in brackets, e.g. https://[2001:db8::1]:443";
+      }
+      if (port_text.empty()) return "empty port" + shape;
+    }
+    if (host.empty()) return "missing host" + shape;
+    if (!config::isIpLiteral(host) && !config::isHostName(host)) {
+      return "invalid host name" + shape;
+    }
+  }
+  uint16_t port = tls ? 443 : 80;
+  if (!port_text.empty() && (!parsePort(port_text, &port) || port == 0)) {
+    return "invalid port (expected 1-65535)";
+  }
+
+  c.endpoints.push_back(config::SocketAddress{host, port});
+  if (tls) {
+    config::TlsContext t;
+    // RFC 6066: SNI carries host names only; empty means "no SNI" for an IP.
+    t.sni = config::isIpLiteral(host) ? std::string() : host;
+    c.tls = std::move(t);
+  }
+  c.mark.file = "<flags>";
+  *out = std::move(c);
+  return {};
+}
+
+ParseResult parse(int argc, const char* const* argv) {
+  ParseResult r;
+  Options& o = r.options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    std::string name;
+    std::optional<std::string> inline_value;
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      const std::size_t eq = arg.find('=');
+      name = arg.substr(0, eq);
+      if (eq != std::string::npos) inline_value = arg.substr(eq + 1);
+    } else if (arg == "-c" || arg == "-h" || arg == "-V") {
+      name = arg;
+    } else if (arg == "check" && !o.check && i == 1) {
+      o.check = true;  // a subcommand: only as the first argument
+      continue;
+    } else if (arg == "service" && i == 1) {
+      // A subcommand with an action: `service install|uninstall|run`.
+      if (i + 1 < argc && (std::string_view(argv[i + 1]) == "install" ||
+                           std::string_view(argv[i + 1]) == "uninstall" ||
+                           std::string_view(argv[i + 1]) == "run")) {
+        o.service = argv[++i];
+      } else {
+        r.errors.push_back("service: expected install, uninstall or run");
+      }
+      continue;
+    } else if (o.check && o.check_url.empty() && arg.rfind("-", 0) != 0) {
+      if (arg.find("://") == std::string::npos)
+        r.errors.push_back("check: expected a URL such as https://example.com/, got '" +
+                           filters::redactUserinfo(arg) + "'");
+      o.check_url = arg;
+      continue;
+    } else {
+      // May be a mistyped URL with a password: never echo userinfo.
+      r.errors.push_back("unexpected argument '" + filters::redactUserinfo(arg) + "' (see --help)");
+      continue;
+    }
+
+    if (name == "-h" || name == "--help" || name == "-V" || name == "--version" ||
+        name == "--validate" || name == "--insecure") {
+      if (inline_value) {
+        addError(r, name, "takes no value");
+        continue;
+      }
+      if (name == "-h" || name == "--help") o.help = true;
+      if (name == "-V" || name == "--version") o.version = true;
+      if (name == "--validate") o.validate = true;
+      if (name == "--insecure") o.insecure = true;
+      continue;
+    }
+
+    static constexpr const char* kValued[] = {"-c",
+                                              "--config",
+                                              "--listen",
+                                              "--admin",
+                                              "--upstream",
+                                              "--cacert",
+                                              "--concurrency",
+                                              "--log-level",
+                                              "--max-config-size",
+                                              "--proxy-auth",
+                                              "--log-file",
+                                              "--log-file-max-size",
+                                              "--log-file-keep",
+                                              "--step-timeout"};
+    if (std::find_if(std::begin(kValued), std::end(kValued),
+                     [&](const char* v) { return name == v; }) == std::end(kValued)) {
+      r.errors.push_back("unknown flag '" + name + "' (see --help)");
+      continue;
+    }
+    std::string value;
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < argc && std::string_view(argv[i + 1]).rfind("--", 0) != 0) {
+      value = argv[++i];
+    } else {
+      addError(r, name, "missing value");
+      continue;
+    }
+
+    if (name == "-c" || name == "--config") {
+      if (value.empty()) addError(r, name, "missing value");
+      o.config_path = value;
+    } else if (name == "--listen" || name == "--admin") {
+      config::SocketAddress a;
+      if (std::string err = bindAddress(value, &a); !err.empty()) addError(r, name, err);
+      (name == "--listen" ? o.listen : o.admin) = value;
+    } else if (name == "--upstream") {
+      config::Cluster c;
+      if (std::string err = parseUpstreamUrl(value, &c); !err.empty()) addError(r, name, err);
+      o.upstreams.push_back(value);
+    } else if (name == "--log-file") {
+      if (value.empty()) addError(r, name, "missing value");
+      o.log_file = value;
+    } else if (name == "--log-file-max-size") {
+      if (auto bytes = parseSize(value); bytes && (*bytes == 0 || *bytes >= 4096))
+        o.log_file_options.max_bytes = *bytes;
+      else
+        addError(
+            r, name,
+            "expected 0 (never rotate) or a size of at least 4K (e.g. 10M), got '" + value + "'");
+    } else if (name == "--log-file-keep") {
+      if (allDigits(value) && value.size() <= 3 && std::stoul(value) <= 100)
+        o.log_file_options.keep = static_cast<unsigned>(std::stoul(value));
+      else
+        addError(r, name, "expected a number of old files from 0 to 100, got '" + value + "'");
+    } else if (name == "--cacert") {
+      if (value.empty()) addError(r, name, "missing value");
+      o.cacert = value;
+    } else if (name == "--concurrency") {
+      if (!allDigits(value) || value.size() > 5 || std::stoul(value) < 1 ||
+          std::stoul(value) > kMaxConcurrency) {
+        addError(r, name,
+                 "expected a number from 1 to " + std::to_string(kMaxConcurrency) + ", got '" +
+                     value + "'");
+      } else {
+        o.concurrency = static_cast<uint32_t>(std::stoul(value));
+      }
+    } else if (name == "--proxy-auth") {
+      if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
+        addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
+      o.proxy_auth = value;
+    } else if (name == "--max-config-size") {
+      if (auto bytes = parseSize(value); bytes && *bytes >= 1024 && *bytes <= kMaxConfigSizeLimit)
+        o.max_config_bytes = *bytes;
+      else
+        addError(r, name, "expected a size from 1K to 1G (e.g. 64M, 1048576), got '" + value + "'");
+    } else if (name == "--step-timeout") {
+      const auto d = config::parseDuration(value);
+      if (d && *d >= std::chrono::milliseconds(100) && *d <= std::chrono::minutes(10))
+        o.step_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+      else
+        addError(r, name, "expected a duration from 100ms to 10m (e.g. 30s), got '" + value + "'");
+    } else if (name == "--log-level") {
+      log::Level level;
+      if (!log::parseLevel(value, &level)) {
+        addError(r, name, "expected one of trace, debug, info, warn, error, got '" + value + "'");
+      }
+      o.log_level = value;
+    }
+  }
+  if (o.check && o.validate) r.errors.push_back("check and --validate cannot be combined");
+  if (o.step_timeout && !o.check) r.errors.push_back("--step-timeout is an option of h2gate check");
+  if (!o.service.empty() && o.validate)
+    r.errors.push_back("service and --validate cannot be combined");
+  if (o.service == "uninstall" && argc > 3) r.errors.push_back("service uninstall takes no flags");
+  if (o.validate && o.config_path.empty()) {
+    r.errors.push_back("--validate needs -c FILE (the built-in default is always valid)");
+  }
+  return r;
+}
+
+std::string usage() {
+  return R"(Usage: h2gate [options]
+       h2gate check [URL] [options]
+       h2gate service install|uninstall [options]     (Windows)
+
+A local forward proxy: applications use it as their HTTP(S) proxy
+(127.0.0.1:3128 by default); it carries their traffic to upstream HTTPS
+proxies over HTTP/2 (one TLS connection, many tunnels) or connects directly.
+
+Options:
+  -c, --config FILE        Envoy-style YAML config (see config/examples/)
+      --validate           check the config given with -c, print every problem,
+                           exit 0 if it is valid, 1 if not
+      --listen HOST:PORT   address of the proxy listener (an IP, [::1] or
+                           localhost); replaces the first listener's addresses
+      --admin HOST:PORT    admin/metrics address (default 127.0.0.1:9901)
+      --upstream URL       upstream proxy: https://[user:pass@]HOST[:PORT]
+                           (port 443) or http://HOST[:PORT] (port 80); repeat
+                           for several endpoints of one cluster. Percent-encode
+                           special characters in user and password. Default:
+                           $H2GATE_UPSTREAM when neither --upstream nor -c is
+                           given; otherwise connect directly.
+      --cacert FILE        CA bundle to verify --upstream proxies (default: the
+                           system bundle)
+      --insecure           do not verify the --upstream proxy's certificate
+      --proxy-auth SCHEME  authenticate to the --upstream proxy: negotiate
+                           (Kerberos: your kinit ticket), ntlm, basic (both
+                           with user:pass@ in the URL) or auto (the strongest
+                           the proxy asks for)
+      --concurrency N      worker threads (default 1)
+      --max-config-size SIZE
+                           refuse a config file larger than SIZE (bytes, or
+                           with K, M, G: 64M); default 8M. Loading takes
+                           tens of times the file's size in memory
+      --log-level LEVEL    trace, debug, info, warn or error (default info)
+      --log-file FILE      append the log to FILE instead of writing it to
+                           stderr. At --log-file-max-size SIZE (default
+                           10M; 0: never) FILE becomes FILE.1 (FILE.1
+                           FILE.2, ...; --log-file-keep N old files, default
+                           5) and a new FILE is started
+  -h, --help               this text
+  -V, --version            print the version
+
+Commands:
+  check [URL]              walk the path a request for URL takes with this
+                           configuration (same flags and -c FILE as the daemon;
+                           no daemon needed): route, DNS, TCP, TLS, proxy
+                           authentication, CONNECT, a HEAD request through the
+                           tunnel. Prints each step with its time, then the
+                           first failure and what to do. Exit 0 when the path
+                           works, 1 when not. URL default: https://example.com/
+      --step-timeout DURATION
+                           check: how long a step may wait for a server in
+                           all (DNS and TCP to the destination, the proxy's
+                           answer, TLS and the request through the tunnel;
+                           the proxy's DNS, TCP and TLS take the cluster's
+                           connect_timeout), e.g. 30s; default 10s. A
+                           response head is at most 64 KiB
+  service install [options]
+                           Windows: register the service "h2gate" (started
+                           automatically at boot, as LocalSystem) that runs
+                           h2gate with these options (-c FILE, ...); the
+                           config is checked first. Its log goes to
+                           --log-file FILE, default
+                           %ProgramData%\h2gate\h2gate.log
+  service uninstall        Windows: stop the service if it runs (it drains)
+                           and remove it
+  service run [options]    what the service manager starts (not for a console)
+
+Flags accept --flag VALUE and --flag=VALUE.
+Exit status: 0 on a clean stop, 1 on a configuration or start error, 2 on a
+usage error.
+)";
+}
+
+config::LoadResult buildBootstrap(const Options& options,
+                                  const std::optional<std::string>& upstream_env) {
+  config::LoadResult r;
+  if (!options.config_path.empty()) {
+    r = loadConfigFile(options.config_path, options.max_config_bytes);
+    if (!r.ok()) return r;
+  } else {
+    r.bootstrap = config::defaultBootstrap();
+  }
+  config::Bootstrap& b = r.bootstrap;
+  const bool from_flags = options.config_path.empty();
+  auto fail = [&](std::string message) {
+    r.problems.push_back(config::Problem{config::Mark{}, "", std::move(message)});
+  };
+
+  if (options.listen) {
+    config::SocketAddress a;
+    if (std::string err = bindAddress(*options.listen, &a); !err.empty()) {
+      fail("--listen: " + err);
+    } else if (b.listeners.empty()) {
+      fail("--listen: the config has no listener to move");
+    } else {
+      b.listeners[0].address = a;
+      b.listeners[0].additional_addresses.clear();
+    }
+  }
+  if (options.admin) {
+    config::SocketAddress a;
+    if (std::string err = bindAddress(*options.admin, &a); !err.empty()) {
+      fail("--admin: " + err);
+    } else {
+      b.admin.address = a;
+      b.admin.enabled = true;
+    }
+  }
+
+  std::vector<std::string> urls = options.upstreams;
+  std::string origin = "--upstream";
+  if (urls.empty() && options.config_path.empty() && upstream_env && !upstream_env->empty()) {
+    urls.push_back(*upstream_env);
+    origin = "H2GATE_UPSTREAM";
+  }
+  config::Cluster* flag_cluster = nullptr;
+  if (!urls.empty()) {
+    // All URLs become endpoints of one cluster, so routing stays "the
+    // upstream"; they must therefore agree on scheme and credentials.
+    std::optional<config::Cluster> merged;
+    for (const std::string& url : urls) {
+      config::Cluster c;
+      if (std::string err = parseUpstreamUrl(url, &c); !err.empty()) {
+        fail(origin + ": " + err);
+        continue;
+      }
+      if (!merged) {
+        merged = std::move(c);
+        continue;
+      }
+      const auto same_creds = [](const auto& x, const auto& y) {
+        if (x.has_value() != y.has_value()) return false;
+        return !x || (x->username == y->username && x->password == y->password);
+      };
+      if (merged->tls.has_value() != c.tls.has_value() ||
+          !same_creds(merged->credentials, c.credentials)) {
+        fail(origin +
+             ": all upstreams must use the same scheme and credentials (they are "
+             "endpoints of one cluster)");
+        continue;
+      }
+      merged->endpoints.push_back(c.endpoints.front());
+      if (merged->tls) merged->tls->sni.clear();  // each endpoint's own host name
+    }
+    if (merged) {
+      if (b.findCluster(kUpstreamCluster) != nullptr) {
+        fail(origin + ": the config already has a cluster named '" + kUpstreamCluster + "'");
+      } else {
+        merged->name = kUpstreamCluster;
+        b.clusters.push_back(std::move(*merged));
+        flag_cluster = &b.clusters.back();
+        for (config::Listener& l : b.listeners) {
+          for (config::FilterConfig& f : l.filters) {
+            if (f.name != filters::kForwardProxy) continue;
+            // Keep the filter's other settings; only the route changes.
+            YAML::Node routed(YAML::NodeType::Map);
+            if (f.typed_config.IsMap()) {
+              for (auto it = f.typed_config.begin(); it != f.typed_config.end(); ++it) {
+                if (it->first.Scalar() != "cluster") routed[it->first] = it->second;
+              }
+            }
+            routed["cluster"] = kUpstreamCluster;
+            f.typed_config = routed;
+            f.filter = nullptr;  // built from the old typed_config: validated again below
+          }
+        }
+      }
+    }
+  }
+
+  if (!options.cacert.empty() || options.insecure) {
+    const std::string flag = !options.cacert.empty() ? "--cacert" : "--insecure";
+    if (flag_cluster == nullptr) {
+      if (urls.empty()) {
+        fail(flag +
+             " applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+             "config file set common_tls_context.validation_context instead");
+      }
+    } else if (!flag_cluster->tls) {
+      fail(flag + " needs an https:// upstream");
+    } else {
+      if (!options.cacert.empty()) {
+        if (std::string err = config::checkReadableFile(options.cacert); !err.empty()) {
+          fail("--cacert: " + err);
+        } else {
+          flag_cluster->tls->trusted_ca = options.cacert;
+        }
+      }
+      if (options.insecure) flag_cluster->tls->insecure_skip_verify = true;
+    }
+  }
+
+  if (options.proxy_auth) {
+    using Scheme = config::ProxyAuthentication::Scheme;
+    const std::string& v = *options.proxy_auth;
+    const Scheme scheme = v == "negotiate" ? Scheme::Negotiate
+                          : v == "ntlm"    ? Scheme::Ntlm
+                          : v == "basic"   ? Scheme::Basic
+                                           : Scheme::Auto;
+    if (flag_cluster == nullptr) {
+      fail(
+          "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+          "config file set proxy_authentication instead");
+    } else if (scheme == Scheme::Basic && !flag_cluster->credentials) {
+      fail("--proxy-auth basic needs user:pass@ in the --upstream URL");
+    } else {
+      flag_cluster->authentication.emplace();
+      flag_cluster->authentication->scheme = scheme;
+      // NTLM authenticates connections, which HTTP/2 cannot carry.
+      if (scheme == Scheme::Ntlm && flag_cluster->tls)
+        flag_cluster->tls->alpn_protocols = {"http/1.1"};
+    }
+  }
+
+  if (options.concurrency) b.concurrency = *options.concurrency;
+  if (from_flags) b.source = "<flags>";
+  if (!r.problems.empty()) return r;
+  r.problems = checkConfig(b);
+  return r;
+}
+
+}  // namespace h2gate::cli

@@ -1,0 +1,76 @@
+// Command-line flags, and turning them into the same Bootstrap a YAML file
+// would give. main.cc only wires these together, so everything here is
+// unit-testable.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/loader.h"
+#include "gateway/base/log.h"
+
+namespace h2gate::cli {
+
+struct Options {
+  bool help = false;
+  bool version = false;
+  bool validate = false;  // --validate: check config, print every problem, exit 0/1
+  bool check = false;     // `h2gate check [URL]`: diagnose the path (gateway/check/check.h)
+  std::string check_url;  // its URL; empty: check::kDefaultUrl
+  // --step-timeout DURATION (check only): how long one of its steps may wait
+  // for a server in all (check::Options::step_timeout); unset: its default.
+  std::optional<std::chrono::milliseconds> step_timeout;
+  // `h2gate service ACTION`: "install", "uninstall" or "run" (what the
+  // Windows service manager starts; gateway/server/service.h); empty otherwise.
+  std::string service;
+  std::string log_file;  // --log-file FILE: log there (appended), not to stderr
+  // --log-file-max-size SIZE (0: never rotate), --log-file-keep N: rotation
+  // of the log file (log::setOutputFile).
+  log::FileOptions log_file_options;
+  std::string config_path;             // -c / --config FILE
+  std::optional<std::string> listen;   // --listen HOST:PORT
+  std::optional<std::string> admin;    // --admin HOST:PORT
+  std::vector<std::string> upstreams;  // --upstream https://[user:pass@]HOST:PORT (repeatable)
+  std::string cacert;                  // --cacert FILE
+  bool insecure = false;               // --insecure (explicit only)
+  // --proxy-auth SCHEME: auto, negotiate, ntlm or basic for the --upstream
+  // cluster (its proxy_authentication).
+  std::optional<std::string> proxy_auth;
+  std::optional<uint32_t> concurrency;   // --concurrency N
+  std::optional<std::string> log_level;  // --log-level LEVEL
+  // --max-config-size SIZE: a larger config file is refused (start, reload).
+  uint64_t max_config_bytes = config::kDefaultMaxConfigBytes;
+};
+
+struct ParseResult {
+  Options options;
+  std::vector<std::string> errors;  // e.g. "--listen: expected HOST:PORT, got 'x'"
+  bool ok() const { return errors.empty(); }
+};
+
+ParseResult parse(int argc, const char* const* argv);
+std::string usage();  // --help text
+
+// Builds the Bootstrap: from -c FILE when given, else the built-in default.
+// Then flags are applied on top (--listen replaces the first listener's
+// address, --admin the admin address, --upstream adds a cluster per URL and
+// routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
+// of flag-made clusters, --proxy-auth their proxy_authentication).
+// `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
+// -c was given. The result is validated and its filters built
+// (gateway/server/load_config.h), as --validate, start-up and reload all need it.
+config::LoadResult buildBootstrap(const Options& options,
+                                  const std::optional<std::string>& upstream_env);
+
+// Parses "https://[user:pass@]host:port" (port defaults to 443) into a
+// cluster with TLS; "http://host[:port]" (default 80) gives a plain-TCP
+// proxy cluster. Userinfo is percent-decoded into credentials. Returns an
+// error message (never containing the password) or "" on success.
+std::string parseUpstreamUrl(const std::string& url, config::Cluster* out);
+
+// "HOST:PORT", "[v6]:PORT". Returns an error message or "".
+std::string parseHostPort(const std::string& text, config::SocketAddress* out);
+
+}  // namespace h2gate::cli

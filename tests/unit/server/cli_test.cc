@@ -1,0 +1,557 @@
+#include "gateway/server/cli.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <initializer_list>
+
+#include <catch2/catch.hpp>
+
+#include "../config/test_util.h"
+#include "filters/forward_proxy.h"
+#include "filters/registry.h"
+
+using namespace h2gate;
+using namespace h2gate::cli;
+using h2gate::testing::allProblems;
+
+namespace {
+
+ParseResult run(std::initializer_list<const char*> args) {
+  std::vector<const char*> argv{"h2gate"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return parse(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string errorsOf(const ParseResult& r) {
+  std::string out;
+  for (const auto& e : r.errors) out += e + "\n";
+  return out;
+}
+
+const config::FilterConfig& forwardProxy(const config::Bootstrap& b, std::size_t listener = 0) {
+  return b.listeners.at(listener).filters.back();
+}
+
+std::string routedCluster(const config::Bootstrap& b, std::size_t listener = 0) {
+  const YAML::Node& t = forwardProxy(b, listener).typed_config;
+  return t.IsMap() && t["cluster"] ? t["cluster"].as<std::string>() : "";
+}
+
+}  // namespace
+
+TEST_CASE("no flags: the default", "[cli]") {
+  const ParseResult p = run({});
+  REQUIRE(p.ok());
+  CHECK_FALSE(p.options.help);
+  CHECK(p.options.config_path.empty());
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  CHECK(r.bootstrap.listeners.at(0).address.address == "127.0.0.1");
+  CHECK(r.bootstrap.listeners.at(0).additional_addresses.size() == 1);
+  CHECK(r.bootstrap.clusters.empty());
+  CHECK(routedCluster(r.bootstrap).empty());
+}
+
+TEST_CASE("every flag parses, in both spellings", "[cli]") {
+  const ParseResult a = run({"--help", "--version", "-c", "x.yaml", "--validate", "--listen",
+                             "127.0.0.1:8080", "--admin=[::1]:9902", "--upstream",
+                             "https://p.example", "--upstream=http://q.example:3128", "--cacert",
+                             "/ca.pem", "--insecure", "--concurrency=4", "--log-level", "debug"});
+  INFO(errorsOf(a));
+  REQUIRE(a.ok());
+  const Options& o = a.options;
+  CHECK(o.help);
+  CHECK(o.version);
+  CHECK(o.validate);
+  CHECK(o.config_path == "x.yaml");
+  CHECK(o.listen == "127.0.0.1:8080");
+  CHECK(o.admin == "[::1]:9902");
+  CHECK(o.upstreams == std::vector<std::string>{"https://p.example", "http://q.example:3128"});
+  CHECK(o.cacert == "/ca.pem");
+  CHECK(o.insecure);
+  CHECK(o.concurrency == 4u);
+  CHECK(o.log_level == "debug");
+
+  const ParseResult b =
+      run({"-h", "-V", "--config=y.yaml", "--listen=[::1]:1", "--admin", "127.0.0.1:0",
+           "--cacert=/c", "--concurrency", "1024", "--log-level=error"});
+  INFO(errorsOf(b));
+  REQUIRE(b.ok());
+  CHECK(b.options.help);
+  CHECK(b.options.version);
+  CHECK(b.options.config_path == "y.yaml");
+  CHECK(b.options.listen == "[::1]:1");
+  CHECK(b.options.admin == "127.0.0.1:0");
+  CHECK(b.options.cacert == "/c");
+  CHECK(b.options.concurrency == 1024u);
+  CHECK(b.options.log_level == "error");
+  for (const char* level : {"trace", "debug", "info", "warn", "error"}) {
+    CHECK(run({"--log-level", level}).ok());
+  }
+}
+
+TEST_CASE("bad flags are friendly errors", "[cli]") {
+  CHECK(errorsOf(run({"--bogus"})) == "unknown flag '--bogus' (see --help)\n");
+  CHECK(errorsOf(run({"--bogus=1"})) == "unknown flag '--bogus' (see --help)\n");
+  CHECK(errorsOf(run({"stray"})) == "unexpected argument 'stray' (see --help)\n");
+  CHECK(errorsOf(run({"--listen"})) == "--listen: missing value\n");
+  CHECK(errorsOf(run({"--listen", "--insecure"})) == "--listen: missing value\n");
+  CHECK(errorsOf(run({"-c"})) == "-c: missing value\n");
+  CHECK(errorsOf(run({"--config="})) == "--config: missing value\n");
+  CHECK(errorsOf(run({"--insecure=yes"})) == "--insecure: takes no value\n");
+  CHECK(errorsOf(run({"--validate"})) ==
+        "--validate needs -c FILE (the built-in default is always valid)\n");
+  CHECK(errorsOf(run({"--concurrency", "0"})) ==
+        "--concurrency: expected a number from 1 to 1024, got '0'\n");
+  CHECK(errorsOf(run({"--concurrency=lots"})) ==
+        "--concurrency: expected a number from 1 to 1024, got 'lots'\n");
+  CHECK(errorsOf(run({"--concurrency=99999999999999"})) ==
+        "--concurrency: expected a number from 1 to 1024, got '99999999999999'\n");
+  CHECK(errorsOf(run({"--log-level", "loud"})) ==
+        "--log-level: expected one of trace, debug, info, warn, error, got 'loud'\n");
+  CHECK(errorsOf(run({"--listen", "3128"})) ==
+        "--listen: expected HOST:PORT or [IPv6]:PORT, got '3128'\n");
+  CHECK(errorsOf(run({"--listen", "example.com:3128"})) ==
+        "--listen: 'example.com' is not an IP address (use e.g. 127.0.0.1:3128 or [::1]:3128)\n");
+  CHECK(errorsOf(run({"--admin", "::1:9901"})) ==
+        "--admin: put IPv6 addresses in brackets, e.g. [::1]:3128 (got '::1:9901')\n");
+  CHECK(errorsOf(run({"--listen", "127.0.0.1:65536"})) ==
+        "--listen: invalid port in '127.0.0.1:65536' (expected 0-65535)\n");
+  CHECK(errorsOf(run({"--listen", ":3128"})) == "--listen: missing host in ':3128'\n");
+  CHECK(errorsOf(run({"--upstream", "proxy.example:443"})) ==
+        "--upstream: not a URL (expected https://[user:pass@]HOST[:PORT])\n");
+  // Several problems: all reported.
+  CHECK(run({"--bogus", "--listen", "x", "--concurrency", "0"}).errors.size() == 3);
+}
+
+TEST_CASE("parseHostPort", "[cli]") {
+  config::SocketAddress a;
+  CHECK(parseHostPort("127.0.0.1:3128", &a) == "");
+  CHECK(a.address == "127.0.0.1");
+  CHECK(a.port_value == 3128);
+  CHECK(parseHostPort("[::1]:8080", &a) == "");
+  CHECK(a.address == "::1");
+  CHECK(a.port_value == 8080);
+  CHECK(parseHostPort("localhost:0", &a) == "");
+  CHECK(a.address == "localhost");
+  CHECK(a.port_value == 0);
+  CHECK(parseHostPort("[::1]", &a) == "expected HOST:PORT or [IPv6]:PORT, got '[::1]'");
+  CHECK(parseHostPort("[1.2.3.4]:80", &a) == "'1.2.3.4' in brackets is not an IPv6 address");
+  CHECK(parseHostPort("h:-1", &a) == "invalid port in 'h:-1' (expected 0-65535)");
+  CHECK(parseHostPort("h:", &a) == "invalid port in 'h:' (expected 0-65535)");
+}
+
+TEST_CASE("--listen and --admin", "[cli]") {
+  const ParseResult p = run({"--listen", "localhost:8080", "--admin", "[::1]:9902"});
+  REQUIRE(p.ok());
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const config::Listener& l = r.bootstrap.listeners.at(0);
+  CHECK(l.address.address == "127.0.0.1");  // localhost maps to loopback, no DNS
+  CHECK(l.address.port_value == 8080);
+  CHECK(l.additional_addresses.empty());
+  CHECK(r.bootstrap.admin.address.address == "::1");
+  CHECK(r.bootstrap.admin.address.port_value == 9902);
+  CHECK(r.bootstrap.source == "<flags>");
+
+  const ParseResult v6 = run({"--listen", "[::1]:8080"});
+  const config::LoadResult r6 = buildBootstrap(v6.options, std::nullopt);
+  REQUIRE(r6.ok());
+  CHECK(r6.bootstrap.listeners.at(0).address.address == "::1");
+
+  // The admin interface and the listener on one address: caught by validate().
+  const ParseResult clash = run({"--listen", "127.0.0.1:9901"});
+  CHECK(allProblems(buildBootstrap(clash.options, std::nullopt).problems) ==
+        "<flags>: static_resources.listeners[0].address: address 127.0.0.1:9901 is already used "
+        "by the admin interface\n");
+}
+
+TEST_CASE("parseUpstreamUrl", "[cli]") {
+  config::Cluster c;
+  SECTION("https with credentials, percent-decoded") {
+    REQUIRE(parseUpstreamUrl("https://al%20ice:p%40ss%3Aw%2Frd@proxy.example.net:8443/", &c) == "");
+    REQUIRE(c.endpoints.size() == 1);
+    CHECK(c.endpoints[0].address == "proxy.example.net");
+    CHECK(c.endpoints[0].port_value == 8443);
+    REQUIRE(c.tls);
+    CHECK(c.tls->sni == "proxy.example.net");
+    CHECK(c.tls->alpn_protocols == std::vector<std::string>{"h2", "http/1.1"});
+    CHECK_FALSE(c.tls->insecure_skip_verify);
+    REQUIRE(c.credentials);
+    CHECK(c.credentials->username == "al ice");
+    CHECK(c.credentials->password == "p@ss:w/rd");
+  }
+  SECTION("defaults") {
+    REQUIRE(parseUpstreamUrl("HTTPS://proxy.example", &c) == "");
+    CHECK(c.endpoints[0].port_value == 443);
+    CHECK_FALSE(c.credentials);
+    REQUIRE(parseUpstreamUrl("http://proxy.example", &c) == "");
+    CHECK(c.endpoints[0].port_value == 80);
+    CHECK_FALSE(c.tls);
+  }
+  SECTION("IPv6 and IP literals") {
+    REQUIRE(parseUpstreamUrl("https://u@[::1]:8080", &c) == "");
+    CHECK(c.endpoints[0].address == "::1");
+    CHECK(c.endpoints[0].port_value == 8080);
+    CHECK(c.tls->sni.empty());  // no SNI for IP literals (RFC 6066)
+    CHECK(c.credentials->username == "u");
+    CHECK(c.credentials->password.empty());
+    REQUIRE(parseUpstreamUrl("https://[2001:db8::1]", &c) == "");
+    CHECK(c.endpoints[0].port_value == 443);
+    REQUIRE(parseUpstreamUrl("https://10.1.2.3:3129", &c) == "");
+    CHECK(c.endpoints[0].address == "10.1.2.3");
+  }
+  SECTION("an unescaped @ in the password still splits at the last @") {
+    REQUIRE(parseUpstreamUrl("https://u:p@ss@proxy.example", &c) == "");
+    CHECK(c.credentials->password == "p@ss");
+    CHECK(c.endpoints[0].address == "proxy.example");
+  }
+}
+
+TEST_CASE("bad upstream URLs never echo the password", "[cli]") {
+  const std::string shape = " (expected https://[user:pass@]HOST[:PORT])";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ftp://u:s3cret@h", "unsupported scheme 'ftp'" + shape},
+      {"https://u:s3cret@h:99999", "invalid port (expected 1-65535)"},
+      {"https://u:s3cret@h:0", "invalid port (expected 1-65535)"},
+      {"https://u:s3cret@h:x", "invalid port (expected 1-65535)"},
+      {"https://u:s3cret", "invalid port (expected 1-65535)"},  // forgot the host
+      {"https://u:s3cret@", "missing host" + shape},
+      {"https://u:s3cr%zzet@h", "invalid percent-encoding in the password"},
+      {"https://u%g0:s3cret@h", "invalid percent-encoding in the user name"},
+      {"https://:s3cret@h", "empty user name" + shape},
+      {"https://u:s3cret@h/path", "a proxy URL has no path, query or fragment" + shape},
+      {"https://u:s3cret@h?q", "a proxy URL has no path, query or fragment" + shape},
+      {"https://u:s3cret@::1:443",
+       "put IPv6 addresses in brackets, e.g. https://[2001:db8::1]:443"},
+      {"https://u:s3cret@[::1", "missing ']' after an IPv6 address" + shape},
+      {"https://u:s3cret@[nope]:1", "invalid IPv6 address in brackets" + shape},
+      {"https://u:s3cret@[::1]x", "unexpected text after ']'" + shape},
+      {"https://u:s3cret@h:", "empty port" + shape},
+      {"https://u:s3cret@bad host", "invalid host name" + shape},
+      {"u:s3cret@h", "not a URL" + shape},
+      {"s3cret://h", "unsupported scheme 's3cret'" + shape},  // the scheme is not a secret
+      {"ht:s3cret@tp://h", "unsupported scheme" + shape},
+  };
+  for (const auto& [url, message] : cases) {
+    INFO(url);
+    config::Cluster c;
+    const std::string err = parseUpstreamUrl(url, &c);
+    CHECK(err == message);
+    if (url.rfind("s3cret://", 0) != 0) CHECK(err.find("s3cret") == std::string::npos);
+    const ParseResult p = run({"--upstream", url.c_str()});
+    CHECK(errorsOf(p) == "--upstream: " + message + "\n");
+  }
+  CHECK(errorsOf(run({"https://u:s3cret@h"})) ==
+        "unexpected argument 'https://***@h' (see --help)\n");
+}
+
+TEST_CASE("--upstream makes one cluster and routes every listener to it", "[cli]") {
+  const ParseResult p = run({"--upstream", "https://u:pw@p1.example", "--upstream",
+                             "https://u:pw@p2.example:8443", "--concurrency", "3"});
+  REQUIRE(p.ok());
+  const config::LoadResult r = buildBootstrap(p.options, std::string("https://env.example"));
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const config::Bootstrap& b = r.bootstrap;
+  REQUIRE(b.clusters.size() == 1);
+  const config::Cluster& c = b.clusters[0];
+  CHECK(c.name == "upstream");
+  REQUIRE(c.endpoints.size() == 2);  // the environment is ignored when --upstream is given
+  CHECK(c.endpoints[0].address == "p1.example");
+  CHECK(c.endpoints[1].address == "p2.example");
+  CHECK(c.endpoints[1].port_value == 8443);
+  REQUIRE(c.tls);
+  CHECK(c.tls->sni.empty());  // each endpoint uses its own name
+  CHECK(c.credentials->username == "u");
+  CHECK(c.credentials->password == "pw");
+  CHECK(routedCluster(b) == "upstream");
+  CHECK(b.concurrency == 3);
+
+  const ParseResult one = run({"--upstream", "https://p1.example"});
+  const config::LoadResult r1 = buildBootstrap(one.options, std::nullopt);
+  REQUIRE(r1.ok());
+  CHECK(r1.bootstrap.clusters.at(0).tls->sni == "p1.example");
+}
+
+TEST_CASE("upstreams of one cluster must agree", "[cli]") {
+  const ParseResult p =
+      run({"--upstream", "https://u:pw@p1.example", "--upstream",
+           "https://u:other-secret@p2.example", "--upstream", "http://p3.example"});
+  REQUIRE(p.ok());
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  const std::string all = allProblems(r.problems);
+  CHECK(all ==
+        "--upstream: all upstreams must use the same scheme and credentials (they are endpoints "
+        "of one cluster)\n"
+        "--upstream: all upstreams must use the same scheme and credentials (they are endpoints "
+        "of one cluster)\n");
+  CHECK(all.find("other-secret") == std::string::npos);
+}
+
+TEST_CASE("H2GATE_UPSTREAM is used only without --upstream and -c", "[cli]") {
+  const ParseResult none = run({});
+  const config::LoadResult r =
+      buildBootstrap(none.options, std::string("https://u:pw@env.example"));
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  REQUIRE(r.bootstrap.clusters.size() == 1);
+  CHECK(r.bootstrap.clusters[0].endpoints.at(0).address == "env.example");
+  CHECK(r.bootstrap.clusters[0].credentials->password == "pw");
+  CHECK(routedCluster(r.bootstrap) == "upstream");
+
+  const config::LoadResult empty = buildBootstrap(none.options, std::string());
+  REQUIRE(empty.ok());
+  CHECK(empty.bootstrap.clusters.empty());
+
+  const config::LoadResult bad =
+      buildBootstrap(none.options, std::string("https://u:s3cret@h:99999"));
+  CHECK(allProblems(bad.problems) == "H2GATE_UPSTREAM: invalid port (expected 1-65535)\n");
+
+  const std::string file = std::string(H2GATE_SOURCE_DIR) + "/config/examples/default.yaml";
+  const ParseResult with_config = run({"-c", file.c_str()});
+  const config::LoadResult rc =
+      buildBootstrap(with_config.options, std::string("https://env.example"));
+  INFO(allProblems(rc.problems));
+  REQUIRE(rc.ok());
+  CHECK(rc.bootstrap.clusters.empty());
+  CHECK(rc.bootstrap.source == file);
+}
+
+TEST_CASE("-c with flags on top", "[cli]") {
+  const std::string file = std::string(H2GATE_SOURCE_DIR) + "/config/examples/two_listeners.yaml";
+  const ParseResult p =
+      run({"-c", file.c_str(), "--listen", "127.0.0.1:4000", "--upstream", "https://flag.example"});
+  REQUIRE(p.ok());
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const config::Bootstrap& b = r.bootstrap;
+  CHECK(b.listeners.at(0).address.port_value == 4000);
+  CHECK(b.listeners.at(1).address.port_value == 3129);  // only the first listener moves
+  CHECK(b.listeners.at(1).additional_addresses.size() == 1);
+  REQUIRE(b.clusters.size() == 2);
+  CHECK(b.clusters[1].name == "upstream");
+  CHECK(routedCluster(b, 0) == "upstream");
+  CHECK(routedCluster(b, 1) == "upstream");
+  // The filters the server will use were built from the routed typed_config
+  // (the ones loadFile built first routed elsewhere).
+  for (size_t i = 0; i < 2; ++i) {
+    const auto* fp =
+        dynamic_cast<const filters::ForwardProxyFilter*>(forwardProxy(b, i).filter.get());
+    REQUIRE(fp);
+    CHECK(fp->config().cluster == "upstream");
+  }
+
+  const ParseResult missing = run({"-c", "/nonexistent/h2gate.yaml"});
+  CHECK(allProblems(buildBootstrap(missing.options, std::nullopt).problems) ==
+        "cannot read '/nonexistent/h2gate.yaml': No such file or directory\n");
+}
+
+TEST_CASE("--upstream keeps the forward_proxy filter's other settings", "[cli]") {
+  const std::string path = "/tmp/h2gate_cli_test_" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.forward_proxy
+        typed_config: {"@type": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config}
+  clusters:
+  - name: upstream
+    load_assignment: {endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: a.example, port_value: 1}}}}]}]}
+)";
+  }
+  const ParseResult p = run({"-c", path.c_str(), "--upstream", "https://b.example"});
+  const config::LoadResult clash = buildBootstrap(p.options, std::nullopt);
+  CHECK(allProblems(clash.problems) ==
+        "--upstream: the config already has a cluster named 'upstream'\n");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("--cacert and --insecure", "[cli]") {
+  const ParseResult p = run({"--upstream", "https://p.example", "--cacert",
+                             "/etc/ssl/certs/ca-certificates.crt", "--insecure"});
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  CHECK(r.bootstrap.clusters.at(0).tls->trusted_ca == "/etc/ssl/certs/ca-certificates.crt");
+  CHECK(r.bootstrap.clusters.at(0).tls->insecure_skip_verify);
+
+  const ParseResult plain = run({"--upstream", "https://p.example"});
+  CHECK_FALSE(buildBootstrap(plain.options, std::nullopt)
+                  .bootstrap.clusters.at(0)
+                  .tls->insecure_skip_verify);
+
+  const ParseResult env_cacert = run({"--cacert", "/etc/ssl/certs/ca-certificates.crt"});
+  const config::LoadResult re =
+      buildBootstrap(env_cacert.options, std::string("https://e.example"));
+  REQUIRE(re.ok());
+  CHECK(re.bootstrap.clusters.at(0).tls->trusted_ca == "/etc/ssl/certs/ca-certificates.crt");
+
+  const ParseResult missing =
+      run({"--upstream", "https://p.example", "--cacert", "/nonexistent.pem"});
+  CHECK(allProblems(buildBootstrap(missing.options, std::nullopt).problems) ==
+        "--cacert: cannot read '/nonexistent.pem': No such file or directory\n");
+
+  const ParseResult no_upstream = run({"--insecure"});
+  CHECK(allProblems(buildBootstrap(no_upstream.options, std::nullopt).problems) ==
+        "--insecure applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a config "
+        "file set common_tls_context.validation_context instead\n");
+
+  const ParseResult http = run({"--upstream", "http://p.example", "--insecure"});
+  CHECK(allProblems(buildBootstrap(http.options, std::nullopt).problems) ==
+        "--insecure needs an https:// upstream\n");
+}
+
+TEST_CASE("--proxy-auth sets the --upstream cluster's proxy_authentication", "[cli]") {
+  using Scheme = config::ProxyAuthentication::Scheme;
+  const ParseResult p =
+      run({"--upstream", "https://proxy.corp.example:8443", "--proxy-auth", "negotiate"});
+  INFO(errorsOf(p));
+  REQUIRE(p.ok());
+  config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const config::Cluster& c = r.bootstrap.clusters.at(0);
+  REQUIRE(c.authentication);
+  CHECK(c.authentication->scheme == Scheme::Negotiate);
+  CHECK(c.tls->alpn_protocols == std::vector<std::string>{"h2", "http/1.1"});
+
+  // NTLM: the URL's credentials, HTTP/1.1 only.
+  r = buildBootstrap(
+      run({"--upstream", "https://CORP%5Calice:pw@p.example", "--proxy-auth=ntlm"}).options,
+      std::nullopt);
+  REQUIRE(r.ok());
+  CHECK(r.bootstrap.clusters.at(0).authentication->scheme == Scheme::Ntlm);
+  CHECK(r.bootstrap.clusters.at(0).credentials->username == "CORP\\alice");
+  CHECK(r.bootstrap.clusters.at(0).tls->alpn_protocols == std::vector<std::string>{"http/1.1"});
+
+  CHECK(errorsOf(run({"--proxy-auth", "kerberos"})) ==
+        "--proxy-auth: expected one of auto, negotiate, ntlm, basic, got 'kerberos'\n");
+  CHECK(allProblems(buildBootstrap(run({"--proxy-auth", "auto"}).options, std::nullopt).problems) ==
+        "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
+        "config file set proxy_authentication instead\n");
+  CHECK(allProblems(buildBootstrap(
+                        run({"--upstream", "https://p.example", "--proxy-auth", "basic"}).options,
+                        std::nullopt)
+                        .problems) ==
+        "--proxy-auth basic needs user:pass@ in the --upstream URL\n");
+}
+
+TEST_CASE("usage mentions every flag", "[cli]") {
+  const std::string u = usage();
+  for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
+                           "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
+                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM"}) {
+    INFO(flag);
+    CHECK(u.find(flag) != std::string::npos);
+  }
+}
+
+TEST_CASE("--max-config-size", "[cli]") {
+  CHECK(run({}).options.max_config_bytes == 8u << 20);
+  CHECK(run({"--max-config-size", "64M"}).options.max_config_bytes == 64u << 20);
+  CHECK(run({"--max-config-size=1536K"}).options.max_config_bytes == 1536u << 10);
+  CHECK(run({"--max-config-size", "1GiB"}).options.max_config_bytes == 1u << 30);
+  CHECK(run({"--max-config-size", "2mb"}).options.max_config_bytes == 2u << 20);
+  CHECK(run({"--max-config-size", "100000"}).options.max_config_bytes == 100000);
+  for (const char* bad : {"0", "1023", "2G", "8X", "M", "-1", "99999999999"}) {
+    INFO(bad);
+    CHECK(errorsOf(run({"--max-config-size", bad})) ==
+          "--max-config-size: expected a size from 1K to 1G (e.g. 64M, 1048576), got '" +
+              std::string(bad) + "'\n");
+  }
+  // Applied to -c.
+  const std::string path = "/tmp/h2gate_cli_size_" + std::to_string(::getpid()) + ".yaml";
+  {
+    std::ofstream out(path);
+    out << h2gate::testing::kMinimalConfig << std::string(2000, '#') << "\n";
+  }
+  const ParseResult p = run({"-c", path.c_str(), "--max-config-size", "1K"});
+  REQUIRE(p.ok());
+  const std::string problems = allProblems(buildBootstrap(p.options, std::nullopt).problems);
+  CHECK(problems.find("bytes, more than the 1 KiB a config file may have") != std::string::npos);
+  std::remove(path.c_str());
+}
+
+TEST_CASE("check: a subcommand with an optional URL", "[cli]") {
+  ParseResult p = run({"check"});
+  REQUIRE(p.ok());
+  CHECK(p.options.check);
+  CHECK(p.options.check_url.empty());
+  p = run({"check", "https://example.com/x", "--upstream", "https://proxy.example:8443"});
+  REQUIRE(p.ok());
+  CHECK(p.options.check);
+  CHECK(p.options.check_url == "https://example.com/x");
+  CHECK(p.options.upstreams.size() == 1);
+  // Only as the first argument; one URL; a URL it must be.
+  CHECK(errorsOf(run({"--insecure", "check"})) == "unexpected argument 'check' (see --help)\n");
+  CHECK(errorsOf(run({"check", "https://a/", "https://b/"})) ==
+        "unexpected argument 'https://b/' (see --help)\n");
+  CHECK(errorsOf(run({"check", "example.com"})) ==
+        "check: expected a URL such as https://example.com/, got 'example.com'\n");
+  CHECK(errorsOf(run({"check", "-c", "x.yaml", "--validate"})) ==
+        "check and --validate cannot be combined\n");
+}
+
+TEST_CASE("check: --step-timeout, one deadline per step", "[cli]") {
+  CHECK_FALSE(run({"check"}).options.step_timeout);
+  ParseResult p = run({"check", "https://example.com/", "--step-timeout", "2.5s"});
+  REQUIRE(p.ok());
+  CHECK(p.options.step_timeout == std::chrono::milliseconds(2500));
+  CHECK(run({"check", "--step-timeout=100ms"}).options.step_timeout ==
+        std::chrono::milliseconds(100));
+  CHECK(run({"check", "--step-timeout", "10m"}).options.step_timeout == std::chrono::minutes(10));
+  for (const char* bad : {"50ms", "11m", "5", "-1s", "soon"})
+    CHECK(errorsOf(run({"check", "--step-timeout", bad})) ==
+          "--step-timeout: expected a duration from 100ms to 10m (e.g. 30s), got '" +
+              std::string(bad) + "'\n");
+  CHECK(errorsOf(run({"--step-timeout", "5s"})) == "--step-timeout is an option of h2gate check\n");
+}
+
+TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
+  ParseResult p = run({"service", "install", "-c", "h2gate.yaml", "--log-file", "C:\\h2gate.log"});
+  REQUIRE(p.ok());
+  CHECK(p.options.service == "install");
+  CHECK(p.options.config_path == "h2gate.yaml");
+  CHECK(p.options.log_file == "C:\\h2gate.log");
+  CHECK(run({"service", "uninstall"}).options.service == "uninstall");
+  CHECK(run({"service", "run", "--log-file=x.log"}).options.log_file == "x.log");
+  CHECK(run({"--log-file", "x.log"}).options.service.empty());
+  CHECK(errorsOf(run({"service"})) == "service: expected install, uninstall or run\n");
+  CHECK(errorsOf(run({"service", "start"})) ==
+        "service: expected install, uninstall or run\nunexpected argument 'start' (see --help)\n");
+  CHECK(errorsOf(run({"--insecure", "service", "install"})) ==
+        "unexpected argument 'service' (see --help)\nunexpected argument 'install' (see --help)\n");
+  CHECK(errorsOf(run({"service", "uninstall", "-c", "x.yaml"})) ==
+        "service uninstall takes no flags\n");
+  CHECK(errorsOf(run({"service", "install", "-c", "x.yaml", "--validate"})) ==
+        "service and --validate cannot be combined\n");
+  CHECK(errorsOf(run({"--log-file"})) == "--log-file: missing value\n");
+}
+
+TEST_CASE("--log-file-max-size and --log-file-keep: rotation of the log file", "[cli]") {
+  ParseResult d = run({"--log-file", "x.log"});
+  CHECK(d.options.log_file_options.max_bytes == 10u << 20);
+  CHECK(d.options.log_file_options.keep == 5);
+  ParseResult p = run({"--log-file", "x.log", "--log-file-max-size", "64M", "--log-file-keep=2"});
+  REQUIRE(p.ok());
+  CHECK(p.options.log_file_options.max_bytes == 64u << 20);
+  CHECK(p.options.log_file_options.keep == 2);
+  CHECK(run({"--log-file-max-size", "0"}).options.log_file_options.max_bytes == 0);
+  CHECK(run({"--log-file-keep", "0"}).options.log_file_options.keep == 0);
+  CHECK(errorsOf(run({"--log-file-max-size", "100"})) ==
+        "--log-file-max-size: expected 0 (never rotate) or a size of at least 4K (e.g. 10M), got "
+        "'100'\n");
+  CHECK(errorsOf(run({"--log-file-keep", "101"})) ==
+        "--log-file-keep: expected a number of old files from 0 to 100, got '101'\n");
+  CHECK(errorsOf(run({"--log-file-keep", "-1"})) ==
+        "--log-file-keep: expected a number of old files from 0 to 100, got '-1'\n");
+}
