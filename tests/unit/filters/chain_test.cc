@@ -2,9 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "config/loader.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using h2gate::config::Bootstrap;
 using h2gate::config::LoadResult;

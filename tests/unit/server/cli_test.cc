@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "filters/forward_proxy.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::cli;
