@@ -152,6 +152,8 @@ static_resources:
 )",
        {"cfg.yaml:1:8: admin: expected a mapping",
         "cfg.yaml:2:23: h2gate.concurrency: expected an integer in 1..1024",
+        "cfg.yaml:5:5: static_resources.listeners[0].filter_chains: a listener needs one filter "
+        "chain ending in h2gate.filters.forward_proxy",
         "cfg.yaml:5:11: static_resources.listeners[0].name: expected a string",
         "cfg.yaml:6:64: static_resources.listeners[0].address.socket_address.port_value: "
         "expected an integer in 0..65535",
@@ -388,13 +390,16 @@ static_resources:
         "fixed"}},
       {"send_buffer mode unknown",
        send_buffer_base + "    send_buffer: {mode: huge}\n",
-       {"cfg.yaml:14:24: static_resources.clusters[0].send_buffer.mode: ?"}},
+       {"cfg.yaml:14:25: static_resources.clusters[0].send_buffer.mode: expected one of auto, "
+        "fixed, ideal_backlog, got 'huge'"}},
       {"send_buffer bytes too few",
        send_buffer_base + "    send_buffer: {mode: fixed, bytes: 100}\n",
-       {"cfg.yaml:14:38: static_resources.clusters[0].send_buffer.bytes: ?"}},
+       {"cfg.yaml:14:39: static_resources.clusters[0].send_buffer.bytes: must be in "
+        "4096..16777216, got 100"}},
       {"tcp_notsent_lowat too large",
        send_buffer_base + "    tcp_notsent_lowat: 99999999\n",
-       {"cfg.yaml:14:24: static_resources.clusters[0].tcp_notsent_lowat: ?"}},
+       {"cfg.yaml:14:24: static_resources.clusters[0].tcp_notsent_lowat: must be in "
+        "0..16777216, got 99999999"}},
       {"network_change_timeout not a duration",
        "h2gate:\n  network_change_timeout: soon\n" + k,
        {"cfg.yaml:2:27: h2gate.network_change_timeout: expected a duration like 5s"}},
