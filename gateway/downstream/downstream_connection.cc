@@ -12,12 +12,6 @@ namespace {
 // At most one "listener is at max_connections" line per listener this often.
 constexpr auto kRefusalLogInterval = std::chrono::seconds(10);
 
-const char* stateName(int s) {
-  static constexpr const char* kNames[] = {"reading_head",   "connecting", "request_body",
-                                           "await_response", "tunnel",     "closed"};
-  return kNames[s];
-}
-
 }  // namespace
 
 DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
@@ -33,7 +27,8 @@ DownstreamConnection::DownstreamConnection(asio::ip::tcp::socket socket,
       timer_(socket_.executor()) {}
 
 DownstreamConnection::~DownstreamConnection() {
-  if (connection_counted_) stats_.connections_active.sub();
+  // Counted from start() until the socket is closed for good.
+  if (phase_ != Phase::New && phase_ != Phase::Gone) stats_.connections_active.sub();
   releaseSlot();
   H2G_LOG(Trace, id_, 0, "connection object destroyed");
 }
@@ -68,18 +63,20 @@ void DownstreamConnection::countDown(size_t n) {
   }
 }
 
-void DownstreamConnection::setState(State s) {
-  H2G_LOG(
-      Trace, id_, requests_,
-      "state " << stateName(static_cast<int>(state_)) << " -> " << stateName(static_cast<int>(s)));
-  state_ = s;
+void DownstreamConnection::moveTo(Phase to) {
+  upstream::movePhase(kPhases, phase_, to, id_, requests_);
+}
+void DownstreamConnection::moveTo(Up to) {
+  upstream::movePhase(kUp, up_, to, id_, requests_);
+}
+void DownstreamConnection::moveTo(Down to) {
+  upstream::movePhase(kDown, down_, to, id_, requests_);
 }
 
 void DownstreamConnection::start() {
   socket_.start(weak_from_this(), listener_.send_buffer, id_);
   stats_.connections.add();
-  stats_.connections_active.add();
-  connection_counted_ = true;
+  stats_.connections_active.add();  // until onAppClosed() (or the destructor)
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Request, listener_.limits);
   H2G_LOG(Debug, id_, 0, "accepted from " << socket_.peer() << " on listener " << listener_.name);
   net::ConnectionLimit& limit = *listener_.open_connections;
@@ -99,8 +96,8 @@ void DownstreamConnection::start() {
   }
   slot_ = listener_.open_connections;
   // The first request's head is timed from the accept (request_headers_timeout).
-  head_started_ = true;
   head_since_ = Clock::now();
+  moveTo(Phase::AwaitFirst);
   armTimer();
   socket_.read();
 }
@@ -112,15 +109,14 @@ void DownstreamConnection::releaseSlot() {
 }
 
 void DownstreamConnection::onAppBytes() {
-  if (state_ == State::RequestBody) touchStream();
-  if (state_ == State::ReadingHead) {
-    head_bytes_ = true;
-    if (!head_started_) {
-      // The first byte of the next head: request_headers_timeout from now.
-      head_started_ = true;
-      head_since_ = Clock::now();
-      armTimer();
-    }
+  if (phase_ == Phase::RequestBody) touchStream();
+  if (phase_ == Phase::Idle) {
+    // The first byte of the next head: request_headers_timeout from now.
+    head_since_ = Clock::now();
+    moveTo(Phase::Head);
+    armTimer();
+  } else if (phase_ == Phase::AwaitFirst) {
+    moveTo(Phase::Head);  // timed from the accept already
   }
   process();
 }
@@ -129,7 +125,7 @@ void DownstreamConnection::onAppError(const asio::error_code& ec, AppSocket::Fai
   H2G_LOG(Debug, id_, requests_,
           (what == AppSocket::Failure::Read ? "read from app failed: " : "write to app failed: ")
               << ec.message());
-  if (request_open_ && info_.result == Result::Ok) {
+  if (requestOpen() && info_.result == Result::Ok) {
     info_.result = Result::DownstreamReset;
     info_.reason = "app connection failed: " + ec.message();
   }
@@ -142,7 +138,7 @@ void DownstreamConnection::onAppError(const asio::error_code& ec, AppSocket::Fai
 }
 
 void DownstreamConnection::onAppTook() {
-  if (state_ == State::Tunnel)
+  if (inTunnel())
     touchTunnel();
   else
     touchStream();
@@ -153,10 +149,8 @@ void DownstreamConnection::onAppWritesDone() {
 }
 
 void DownstreamConnection::onAppClosed() {
-  if (connection_counted_) {
-    connection_counted_ = false;
-    stats_.connections_active.sub();
-  }
+  stats_.connections_active.sub();
+  moveTo(Phase::Gone);
   releaseSlot();
   ++timer_generation_;  // a wait already completed must not act
   timer_expiry_ = Clock::time_point::max();
@@ -165,8 +159,10 @@ void DownstreamConnection::onAppClosed() {
 }
 
 void DownstreamConnection::process() {
-  switch (state_) {
-    case State::ReadingHead: {
+  switch (phase_) {
+    case Phase::AwaitFirst:
+    case Phase::Idle:
+    case Phase::Head: {
       if (socket_.buffered().empty()) {
         socket_.read();
         return;
@@ -187,20 +183,26 @@ void DownstreamConnection::process() {
       socket_.read();  // everything was consumed
       return;
     }
-    case State::RequestBody:
+    case Phase::RequestBody:
       return processBody();
-    case State::Tunnel:
+    case Phase::Tunnel:
+    case Phase::HalfClosed:
+    case Phase::TunnelClosing:
       return pumpTunnel();
-    case State::Connecting:
-    case State::AwaitResponse:
-    case State::Closed:
-      return;  // bytes wait in the socket's buffer until the state changes
+    case Phase::New:
+    case Phase::Deciding:
+    case Phase::Connecting:
+    case Phase::AwaitResponse:
+    case Phase::Refused:
+    case Phase::Replying:
+    case Phase::Closed:
+    case Phase::Gone:
+      return;  // bytes wait in the socket's buffer until the phase changes
   }
 }
 
 void DownstreamConnection::beginRequest(RequestHead head) {
   ++requests_;
-  request_open_ = true;
   head_ = std::move(head);
   info_ = StreamInfo{};
   info_.connection_id = id_;
@@ -215,11 +217,9 @@ void DownstreamConnection::beginRequest(RequestHead head) {
 }
 
 void DownstreamConnection::handleHead() {
-  head_started_ = head_bytes_ = false;
   beginRequest(std::move(parser_->request()));
+  moveTo(Phase::Deciding);
   body_out_.clear();
-  sending_up_ = false;
-  request_done_ = response_started_ = response_done_ = false;
   out_framing_ = BodyFraming::None;
   keep_alive_ = head_.keep_alive && !draining_;
 
@@ -260,26 +260,26 @@ void DownstreamConnection::handleHead() {
 void DownstreamConnection::startRequest(std::shared_ptr<upstream::Tunnel> tunnel) {
   tunnel_ = std::move(tunnel);
   if (head_.is_connect) {
-    setState(State::Connecting);
+    moveTo(Phase::Connecting);
     armTimer();
     tunnel_->open(head_, info_, *this);
     return;
   }
   const bool has_body = head_.framing != BodyFraming::None;
-  setState(has_body ? State::RequestBody : State::AwaitResponse);
+  moveTo(has_body ? Phase::RequestBody : Phase::AwaitResponse);
   armTimer();
   tunnel_->open(head_, info_, *this);
   if (!tunnel_) return;  // failed at once
   if (has_body) {
     processBody();
   } else {
-    request_done_ = true;
+    moveTo(Up::Done);
     tunnel_->endOfRequest();
   }
 }
 
 void DownstreamConnection::processBody() {
-  if (sending_up_ || state_ != State::RequestBody) return;
+  if (up_ == Up::Sending || phase_ != Phase::RequestBody) return;
   bool last = false;
   while (body_out_.empty() && !last) {
     // Fed even when nothing is buffered: a body of Content-Length: 0 ends
@@ -299,7 +299,7 @@ void DownstreamConnection::processBody() {
       return;
     }
     if (ev == http1::Event::Error) {
-      if (!response_started_)
+      if (down_ == Down::Awaiting)
         return replyError(400, Result::BadRequest, "bad request body: " + parser_->errorReason());
       info_.result = Result::BadRequest;
       info_.reason = "bad request body: " + parser_->errorReason();
@@ -309,19 +309,19 @@ void DownstreamConnection::processBody() {
     if (ev == http1::Event::MessageComplete) last = true;
   }
   auto after = [self = shared_from_this(), last] {
-    self->sending_up_ = false;
+    self->moveTo(Up::Open);
     self->body_out_.clear();
-    if (self->state_ != State::RequestBody) return;
+    if (self->phase_ != Phase::RequestBody) return;
     self->touchStream();  // the upstream took the chunk
     if (!last) return self->processBody();
-    self->request_done_ = true;
+    self->moveTo(Up::Done);
     self->response_wait_since_ = Clock::now();  // the whole request is up: a full wait
-    self->setState(State::AwaitResponse);
+    self->moveTo(Phase::AwaitResponse);
     self->armTimer();
     self->tunnel_->endOfRequest();
   };
   if (body_out_.empty()) return after();
-  sending_up_ = true;
+  moveTo(Up::Sending);
   // The upstream has connect_response_timeout to take this chunk.
   response_wait_since_ = Clock::now();
   armTimer();
@@ -330,23 +330,24 @@ void DownstreamConnection::processBody() {
 }
 
 void DownstreamConnection::pumpTunnel() {
-  if (sending_up_ || state_ != State::Tunnel) return;
+  if (up_ == Up::Sending || !inTunnel()) return;
   if (const std::string_view bytes = socket_.buffered(); !bytes.empty()) {
     // Straight from the socket's buffer, which holds still until consumed.
-    sending_up_ = true;
+    moveTo(Up::Sending);
     countUp(bytes.size());
     touchTunnel();
     tunnel_->send(bytes, [self = shared_from_this(), n = bytes.size()] {
-      self->sending_up_ = false;
+      self->moveTo(Up::Open);
       self->socket_.consume(n);
       self->pumpTunnel();
     });
     return;
   }
   if (!socket_.eof()) return socket_.read();
-  if (!request_done_) {
-    // The app's FIN goes on to the destination; the other direction may go on.
-    request_done_ = true;
+  // The app's FIN goes on to the destination; the other direction may go
+  // on. Not once the tunnel is closing: the upstream side is cancelled.
+  if (up_ == Up::Open && phase_ != Phase::TunnelClosing) {
+    moveTo(Up::Done);
     H2G_LOG(Debug, id_, requests_, "app half-closed the tunnel");
     tunnel_->endOfRequest();
   }
@@ -354,28 +355,37 @@ void DownstreamConnection::pumpTunnel() {
 }
 
 void DownstreamConnection::onAppEof() {
-  switch (state_) {
-    case State::ReadingHead:
+  switch (phase_) {
+    case Phase::AwaitFirst:
+    case Phase::Idle:
+    case Phase::Head:
       if (parser_->inHead() || !socket_.buffered().empty())
         H2G_LOG(Debug, id_, 0, "app closed in the middle of a request head");
       return close(false);
-    case State::RequestBody:
+    case Phase::RequestBody:
       return processBody();
-    case State::Tunnel:
+    case Phase::Tunnel:
+    case Phase::HalfClosed:
+    case Phase::TunnelClosing:
       return pumpTunnel();
-    case State::Connecting:     // pumpTunnel() passes the FIN on once open
-    case State::AwaitResponse:  // a half-close after the request is fine
+    case Phase::Connecting:     // pumpTunnel() passes the FIN on once open
+    case Phase::AwaitResponse:  // a half-close after the request is fine
+    case Phase::Refused:
+    case Phase::Replying:  // the answer goes out, then the close
       keep_alive_ = false;
       return;
-    case State::Closed:
+    case Phase::New:
+    case Phase::Deciding:
+    case Phase::Closed:
+    case Phase::Gone:
       return;
   }
 }
 
 void DownstreamConnection::onResponseHead(ResponseHead head) {
-  if (state_ == State::Closed) return;
+  if (closing()) return;
   info_.status = head.status;
-  response_started_ = true;
+  moveTo(Down::Started);
   touchStream();
   if (head_.is_connect && head.status / 100 == 2) {
     info_.status = 200;
@@ -383,7 +393,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
       r->tunnel_setup.observe(std::chrono::steady_clock::now() - info_.start);
     H2G_LOG(Debug, id_, requests_, "tunnel to " << head_.authority() << " established");
     socket_.write({"HTTP/1.1 200 Connection established\r\n\r\n"}, nullptr);
-    setState(State::Tunnel);
+    moveTo(Phase::Tunnel);
     touchTunnel();
     armTimer();  // tunnel_idle_timeout
     pumpTunnel();
@@ -391,6 +401,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
   }
   if (head_.is_connect) {
     keep_alive_ = false;  // a refused CONNECT ends the connection
+    moveTo(Phase::Refused);
     // The proxy's answer is relayed, but no tunnel came of it.
     info_.result = Result::ConnectFailed;
     if (info_.reason.empty())
@@ -406,7 +417,7 @@ void DownstreamConnection::onResponseHead(ResponseHead head) {
   }
   // An answer before the request body was read leaves the connection out of
   // sync: close after it.
-  if (!request_done_) keep_alive_ = false;
+  if (up_ != Up::Done) keep_alive_ = false;
   std::string out;
   http1::appendResponseHead(out, head, out_framing_, keep_alive_);
   socket_.write({out}, nullptr);
@@ -422,15 +433,15 @@ void DownstreamConnection::onResponseData(std::string_view data, upstream::Done 
 
 void DownstreamConnection::onResponseDataV(const std::string_view* pieces, size_t n,
                                            upstream::Done done) {
-  if (state_ == State::Closed) return;
+  if (closing()) return;
   size_t total = 0;
   for (size_t i = 0; i < n; ++i) total += pieces[i].size();
   countDown(total);
-  if (state_ == State::Tunnel)
+  if (inTunnel())
     touchTunnel();
   else
     touchStream();
-  if (state_ == State::Tunnel || out_framing_ != BodyFraming::Chunked) {
+  if (inTunnel() || out_framing_ != BodyFraming::Chunked) {
     socket_.write(pieces, n, std::move(done));
     return;
   }
@@ -446,7 +457,7 @@ void DownstreamConnection::onResponseHeadV(ResponseHead head, const std::string_
   socket_.hold(true);
   onResponseHead(std::move(head));
   socket_.hold(false);
-  if (state_ == State::Closed) return;
+  if (closing()) return;
   if (n > 0)
     onResponseDataV(pieces, n, std::move(done));  // takes the held head along
   else
@@ -454,28 +465,28 @@ void DownstreamConnection::onResponseHeadV(ResponseHead head, const std::string_
 }
 
 void DownstreamConnection::onResponseEnd() {
-  if (state_ == State::Closed) return;
-  response_done_ = true;
-  if (state_ == State::Tunnel) {
+  if (closing()) return;
+  moveTo(Down::Done);
+  if (inTunnel()) {
     H2G_LOG(Debug, id_, requests_, "destination half-closed the tunnel");
     socket_.shutdownAfterWrites();
     maybeFinishTunnel();
     return;
   }
   if (out_framing_ == BodyFraming::Chunked) socket_.write({"0\r\n\r\n"}, nullptr);
-  if (!request_done_) keep_alive_ = false;
+  if (up_ != Up::Done) keep_alive_ = false;
   if (keep_alive_ && !draining_ && !socket_.eof()) return nextRequest();
   socket_.closeAfterWrites();
 }
 
 void DownstreamConnection::onFailed(int status, Result result, std::string reason) {
-  if (state_ == State::Closed) return;
+  if (closing()) return;
   tunnel_.reset();  // it already aborted itself
   replyError(status, result, std::move(reason));
 }
 
 void DownstreamConnection::onReset(Result result, std::string reason) {
-  if (state_ == State::Closed) return;
+  if (closing()) return;
   H2G_LOG(Info, id_, requests_, head_.method << " " << head_.target << " broken: " << reason);
   tunnel_.reset();
   info_.result = result;
@@ -484,10 +495,11 @@ void DownstreamConnection::onReset(Result result, std::string reason) {
 }
 
 void DownstreamConnection::maybeFinishTunnel() {
-  if (state_ != State::Tunnel) return;
-  if (request_done_ && response_done_) {
+  if (phase_ != Phase::Tunnel && phase_ != Phase::HalfClosed) return;
+  if (up_ == Up::Done && down_ == Down::Done) {
+    moveTo(Phase::TunnelClosing);
     socket_.closeAfterWrites();
-  } else if (request_done_ || response_done_) {
+  } else if (up_ == Up::Done || down_ == Down::Done) {
     armHalfCloseTimer();
   }
 }
@@ -497,18 +509,18 @@ void DownstreamConnection::nextRequest() {
   tunnel_.reset();
   // No current request: an error reply before the next head completes (408)
   // must not take the last request's response for its own.
-  request_done_ = response_started_ = response_done_ = false;
-  setState(State::ReadingHead);
+  moveTo(Up::Open);
+  moveTo(Down::Awaiting);
   // A pipelined head already buffered is timed as a head; else the wait is idle.
   idle_since_ = head_since_ = Clock::now();
-  head_started_ = head_bytes_ = !socket_.buffered().empty();
+  moveTo(socket_.buffered().empty() ? Phase::Idle : Phase::Head);
   armTimer();
   process();  // a pipelined request may already be buffered
 }
 
 void DownstreamConnection::finishRequest() {
-  if (!request_open_) return;
-  request_open_ = false;
+  // Once: the phase moves on right after (nextRequest(), close()).
+  if (!requestOpen()) return;
   if (request_counted_) {
     request_counted_ = false;
     route();  // publishes bytes taken before the protocol was known
@@ -534,20 +546,23 @@ bool DownstreamConnection::isPacRequest() const {
 void DownstreamConnection::replyPac() {
   H2G_LOG(Debug, id_, requests_, "serving the PAC file");
   info_.status = 200;
-  response_started_ = true;
+  moveTo(Down::Started);
   keep_alive_ = false;
+  moveTo(Phase::Replying);
+  touchStream();
   const std::string head =
       "HTTP/1.1 200 OK\r\nContent-Type: " + std::string(filters::kPacContentType) +
       "\r\nContent-Length: " + std::to_string(listener_.pac.size()) +
       "\r\nConnection: close\r\n\r\n";
   socket_.write({head, head_.method == "HEAD" ? std::string_view() : listener_.pac}, nullptr);
   socket_.closeAfterWrites();
+  if (phase_ == Phase::Replying) armTimer();  // stream_idle_timeout while the app reads it
 }
 
 void DownstreamConnection::replyError(int status, Result result, std::string reason,
                                       log::Level level) {
-  if (state_ == State::Closed) return;
-  if (!request_open_) {
+  if (closing()) return;
+  if (!requestOpen()) {
     // The head never completed: account the failure as a request of its own.
     beginRequest(RequestHead{});
   }
@@ -565,27 +580,28 @@ void DownstreamConnection::replyError(int status, Result result, std::string rea
     tunnel_->abort();
     tunnel_.reset();
   }
-  if (response_started_) {
+  if (down_ != Down::Awaiting) {
     close(true);  // too late for an error response
     return;
   }
-  response_started_ = true;
+  moveTo(Down::Started);
   keep_alive_ = false;
+  moveTo(Phase::Replying);
+  touchStream();
   socket_.write({http1::errorResponse(status, reason, /*close=*/true, info_.reply_headers)},
                 nullptr);
   socket_.closeAfterWrites();
+  if (phase_ == Phase::Replying) armTimer();  // stream_idle_timeout while the app reads it
 }
 
 void DownstreamConnection::drain() {
   draining_ = true;
-  if (state_ == State::ReadingHead && !parser_->inHead() && socket_.buffered().empty() &&
-      !request_open_)
-    close(false);
+  if (readingHead() && !parser_->inHead() && socket_.buffered().empty()) close(false);
 }
 
 void DownstreamConnection::forceClose() {
-  if (state_ == State::Closed) return;
-  if (request_open_) {
+  if (closing()) return;
+  if (requestOpen()) {
     info_.result = Result::Drained;
     info_.reason = "cut by shutdown after the drain timeout";
   }
@@ -593,14 +609,15 @@ void DownstreamConnection::forceClose() {
 }
 
 void DownstreamConnection::close(bool abortive) {
-  if (state_ == State::Closed) return;
-  if (request_open_ && info_.result == Result::Ok && !(response_done_ && request_done_) &&
-      info_.status < 400 && state_ != State::ReadingHead) {
+  if (closing()) return;
+  // A tunnel a timeout closed, and h2gate's own answers, end normally.
+  if (requestOpen() && info_.result == Result::Ok && !(up_ == Up::Done && down_ == Down::Done) &&
+      info_.status < 400 && phase_ != Phase::TunnelClosing && phase_ != Phase::Replying) {
     info_.result = Result::DownstreamReset;
     if (info_.reason.empty()) info_.reason = "app connection closed before the request completed";
   }
   finishRequest();
-  setState(State::Closed);
+  moveTo(Phase::Closed);
   if (tunnel_) {
     tunnel_->abort();
     tunnel_.reset();

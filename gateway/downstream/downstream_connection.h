@@ -25,6 +25,7 @@
 #include "gateway/downstream/listener_context.h"
 #include "gateway/downstream/listener_stats.h"
 #include "gateway/http1/parser.h"
+#include "gateway/upstream/phase.h"
 #include "gateway/upstream/router.h"
 #include "gateway/upstream/tunnel.h"
 
@@ -65,16 +66,125 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void onReset(Result result, std::string reason) override;
 
  private:
-  enum class State {
-    ReadingHead,    // waiting for / parsing a request head
-    Connecting,     // CONNECT sent upstream, waiting for its answer
-    RequestBody,    // absolute-form: streaming the request body upstream
-    AwaitResponse,  // request fully sent; response (maybe) streaming down
-    Tunnel,         // CONNECT established: raw bytes both ways
+  // The connection's phase. One request at a time: from deciding to
+  // replying a request is open (finishRequest() accounts for it when the
+  // connection moves on or closes).
+  //   phase           what happens                                 goes to
+  //   new             start() has not run                          await_first, replying
+  //   await_first     accepted; no byte of the first head yet      head, closed
+  //   idle            between keep-alive requests                  head, closed
+  //   head            bytes of a request head came; it is parsed   deciding, replying, closed
+  //   deciding        a whole head: the filters and the router     connecting, request_body,
+  //                   decide (within handleHead())                 await_response, replying
+  //   connecting      CONNECT: waiting for the tunnel's answer     tunnel, refused, replying,
+  //                                                                closed
+  //   request_body    absolute-form: the body goes up              await_response, replying,
+  //                                                                closed
+  //   await_response  the request went up; the response comes      idle, head, replying, closed
+  //                   down (then the next request, or the close)
+  //   tunnel          CONNECT established: raw bytes both ways     half_closed, tunnel_closing,
+  //                                                                closed
+  //   half_closed     one direction of the tunnel ended; the       tunnel_closing, closed
+  //                   other is watched for silence
+  //   tunnel_closing  the tunnel is over (both directions ended,   closed
+  //                   or a timeout): its last bytes go to the
+  //                   app, then the close
+  //   refused         the proxy refused the CONNECT: its answer    closed
+  //                   goes to the app, then the close
+  //   replying        h2gate's own answer (an error, the PAC       closed
+  //                   file) goes to the app, then the close
+  //   closed          closing: the socket lingers or was reset     gone
+  //   gone            the socket is closed for good                -
+  enum class Phase : uint8_t {
+    New,
+    AwaitFirst,
+    Idle,
+    Head,
+    Deciding,
+    Connecting,
+    RequestBody,
+    AwaitResponse,
+    Tunnel,
+    HalfClosed,
+    TunnelClosing,
+    Refused,
+    Replying,
     Closed,
+    Gone,
   };
+  static constexpr upstream::PhaseTable<Phase, 15> kPhases{
+      "downstream",
+      {{
+          {Phase::New, "new", upstream::nextPhases(Phase::AwaitFirst, Phase::Replying)},
+          {Phase::AwaitFirst, "await_first", upstream::nextPhases(Phase::Head, Phase::Closed)},
+          {Phase::Idle, "idle", upstream::nextPhases(Phase::Head, Phase::Closed)},
+          {Phase::Head, "head",
+           upstream::nextPhases(Phase::Deciding, Phase::Replying, Phase::Closed)},
+          {Phase::Deciding, "deciding",
+           upstream::nextPhases(Phase::Connecting, Phase::RequestBody, Phase::AwaitResponse,
+                                Phase::Replying)},
+          {Phase::Connecting, "connecting",
+           upstream::nextPhases(Phase::Tunnel, Phase::Refused, Phase::Replying, Phase::Closed)},
+          {Phase::RequestBody, "request_body",
+           upstream::nextPhases(Phase::AwaitResponse, Phase::Replying, Phase::Closed)},
+          {Phase::AwaitResponse, "await_response",
+           upstream::nextPhases(Phase::Idle, Phase::Head, Phase::Replying, Phase::Closed)},
+          {Phase::Tunnel, "tunnel",
+           upstream::nextPhases(Phase::HalfClosed, Phase::TunnelClosing, Phase::Closed)},
+          {Phase::HalfClosed, "half_closed",
+           upstream::nextPhases(Phase::TunnelClosing, Phase::Closed)},
+          {Phase::TunnelClosing, "tunnel_closing", upstream::nextPhases(Phase::Closed)},
+          {Phase::Refused, "refused", upstream::nextPhases(Phase::Closed)},
+          {Phase::Replying, "replying", upstream::nextPhases(Phase::Closed)},
+          {Phase::Closed, "closed", upstream::nextPhases(Phase::Gone)},
+          {Phase::Gone, "gone", upstream::nextPhases()},
+      }}};
+  static_assert(kPhases.wellFormed());
+  // The current request's two directions, which run independently (a
+  // response may come, and even end, before the request body is all up).
+  //   up       the app's direction                            goes to
+  //   open     more may come from the app                     sending, done
+  //   sending  a buffer is with the tunnel until its done     open
+  //   done     complete (the body's end, or the app's FIN     open (the next request)
+  //            passed on in a tunnel)
+  enum class Up : uint8_t { Open, Sending, Done };
+  static constexpr upstream::PhaseTable<Up, 3> kUp{
+      "downstream up",
+      {{
+          {Up::Open, "open", upstream::nextPhases(Up::Sending, Up::Done)},
+          {Up::Sending, "sending", upstream::nextPhases(Up::Open)},
+          {Up::Done, "done", upstream::nextPhases(Up::Open)},
+      }}};
+  static_assert(kUp.wellFormed());
+  //   down      the response's direction                      goes to
+  //   awaiting  no response head went to the app yet          started
+  //   started   a head went (the upstream's, or h2gate's own  done
+  //             answer): too late for an error reply
+  //   done      the upstream's direction is complete          awaiting (the next request)
+  enum class Down : uint8_t { Awaiting, Started, Done };
+  static constexpr upstream::PhaseTable<Down, 3> kDown{
+      "downstream down",
+      {{
+          {Down::Awaiting, "awaiting", upstream::nextPhases(Down::Started)},
+          {Down::Started, "started", upstream::nextPhases(Down::Done)},
+          {Down::Done, "done", upstream::nextPhases(Down::Awaiting)},
+      }}};
+  static_assert(kDown.wellFormed());
   using Clock = std::chrono::steady_clock;
-  void setState(State s);
+  // The one place each machine's phase changes.
+  void moveTo(Phase to);
+  void moveTo(Up to);
+  void moveTo(Down to);
+  // Waiting for, or reading, a request head (no request open).
+  bool readingHead() const {
+    return phase_ == Phase::AwaitFirst || phase_ == Phase::Idle || phase_ == Phase::Head;
+  }
+  bool inTunnel() const {
+    return phase_ == Phase::Tunnel || phase_ == Phase::HalfClosed || phase_ == Phase::TunnelClosing;
+  }
+  bool closing() const { return phase_ == Phase::Closed || phase_ == Phase::Gone; }
+  // Between beginRequest() and finishRequest().
+  bool requestOpen() const { return !readingHead() && !closing() && phase_ != Phase::New; }
 
   // AppSocket::Handler
   void onAppBytes() override;
@@ -94,6 +204,7 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   void pumpTunnel();
   void startRequest(std::shared_ptr<upstream::Tunnel> tunnel);
   void finishRequest();
+  // The response ended on a keep-alive connection: the next request.
   void nextRequest();
   // forward_proxy's pac.serve_on_listener: an origin-form GET/HEAD
   // /proxy.pac gets the listener's PAC file (then the connection closes).
@@ -115,21 +226,25 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   // later.
   void touchStream() { stream_activity_ = Clock::now(); }
 
-  // The connection's one timer. What it measures follows the state:
-  //   ReadingHead    request_headers_timeout (a head is under way, or the
-  //                  connection's first request) or idle_timeout (between
-  //                  keep-alive requests)
-  //   Connecting     connect_response_timeout, until a response head
-  //   RequestBody,   stream_idle_timeout since the last byte moved either
-  //   AwaitResponse  way; and, until a response head, connect_response_timeout
-  //                  (RequestBody: only while a body chunk waits for the
-  //                  upstream to take it; a slow app is not the upstream's fault)
-  //   Tunnel         tunnel_idle_timeout, and tunnel_half_close_timeout once
-  //                  one direction has ended, both since the last tunnel byte
-  //   Closed         none (the socket times its lingering close)
+  // The connection's one timer. What it measures follows the phase:
+  //   await_first,     request_headers_timeout (since the accept, or since
+  //   head             the first byte of the head)
+  //   idle             idle_timeout (between keep-alive requests)
+  //   connecting       connect_response_timeout
+  //   request_body,    stream_idle_timeout since the last byte moved either
+  //   await_response   way; and, until a response head, connect_response_timeout
+  //                    (request_body: only while a body chunk waits for the
+  //                    upstream to take it; a slow app is not the upstream's fault)
+  //   tunnel,          tunnel_idle_timeout since the last tunnel byte, and
+  //   half_closed,     in half_closed tunnel_half_close_timeout too
+  //   tunnel_closing
+  //   replying         stream_idle_timeout since the app last took a byte
+  //   refused, new,    none (a refused CONNECT's answer goes at the app's
+  //   deciding,        pace; the socket times its lingering close)
+  //   closed, gone
   // deadline() computes the current deadline from timestamps; armTimer()
-  // MUST be called after anything that can bring it forward (a state change,
-  // a new phase). Later deadlines need no call: the pending wait fires early,
+  // MUST be called after anything that can bring it forward (a phase
+  // change). Later deadlines need no call: the pending wait fires early,
   // and onTimer() finds nothing due and waits again.
   std::optional<Clock::time_point> deadline() const;
   // RequestBody/AwaitResponse: the two deadlines deadline() takes the
@@ -158,10 +273,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   ListenerStats& stats_;
   ListenerStats::Route* route_ = nullptr;  // of the current request
   uint64_t unrouted_up_ = 0;               // bytes taken from the app before the protocol was known
-  bool first_byte_ = false;          // the first response byte of this request went to the app
-  bool request_counted_ = false;     // in requests_started / requests_active
-  bool connection_counted_ = false;  // in downstream_connections_active
-  upstream::Router& router_;         // the worker's; outlives its connections
+  // Metrics bookkeeping of the current request: its first response byte
+  // went to the app (time to first byte observed); it is in
+  // requests_started / requests_active (its target parsed).
+  bool first_byte_ = false;
+  bool request_counted_ = false;
+  upstream::Router& router_;  // the worker's; outlives its connections
   const uint64_t id_;
   CloseHook on_close_;
   // Taken in start(), given back when the socket is closed; null when the
@@ -170,15 +287,14 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   asio::steady_timer timer_;
   Clock::time_point timer_expiry_ = Clock::time_point::max();  // of the live wait; max: none
   uint64_t timer_generation_ = 0;                              // only the live wait's handler acts
-  bool head_started_ = false;  // ReadingHead: request_headers_timeout runs since head_since_
-  bool head_bytes_ = false;    // ReadingHead: bytes of the next head arrived
-  Clock::time_point head_since_{};
-  Clock::time_point idle_since_{};           // ReadingHead between requests
+  Clock::time_point head_since_{};                             // await_first, head
+  Clock::time_point idle_since_{};                             // idle
   Clock::time_point response_wait_since_{};  // hand-off, or a body chunk handed upstream
   Clock::time_point last_tunnel_activity_{};
-  Clock::time_point stream_activity_{};  // RequestBody/AwaitResponse: see touchStream()
-  bool half_close_armed_ = false;
-  State state_ = State::ReadingHead;
+  Clock::time_point stream_activity_{};  // request_body, await_response: see touchStream()
+  Phase phase_ = Phase::New;
+  Up up_ = Up::Open;
+  Down down_ = Down::Awaiting;
 
   std::unique_ptr<http1::Parser> parser_;
   // The current request. head_ and info_ outlive the tunnel's use of them:
@@ -187,15 +303,12 @@ class DownstreamConnection : public std::enable_shared_from_this<DownstreamConne
   StreamInfo info_;
   uint64_t requests_ = 0;
   std::shared_ptr<upstream::Tunnel> tunnel_;
-  std::string body_out_;           // decoded request body on its way upstream
-  bool sending_up_ = false;        // a tunnel_->send() awaits its done
-  bool request_done_ = false;      // the app's direction is complete
-  bool response_started_ = false;  // a response head was written to the app
-  bool response_done_ = false;     // the upstream direction is complete
+  std::string body_out_;  // decoded request body on its way upstream
   BodyFraming out_framing_ = BodyFraming::None;
+  // The connection may carry another request after this one (the app's
+  // head asked for it, and nothing since ruled it out).
   bool keep_alive_ = true;
-  bool draining_ = false;
-  bool request_open_ = false;  // between handleHead and finishRequest
+  bool draining_ = false;  // drain(): no request after the current one
 };
 
 }  // namespace h2gate::downstream

@@ -1,7 +1,7 @@
 // DownstreamConnection's one timer: the app-side limits and timeouts
 // (request_headers_timeout, idle_timeout, connect_response_timeout,
 // stream_idle_timeout, tunnel_idle_timeout and the tunnel's half-close
-// timeout). Which deadline applies follows from the state; ListenerContext
+// timeout). Which deadline applies follows from the phase; ListenerContext
 // documents their contracts.
 #include "gateway/downstream/downstream_connection.h"
 
@@ -22,30 +22,36 @@ std::chrono::steady_clock::time_point plus(std::chrono::steady_clock::time_point
 }  // namespace
 
 std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::deadline() const {
-  switch (state_) {
-    case State::ReadingHead:
-      if (socket_.closingAfterWrites()) return std::nullopt;  // an error reply is on its way out
-      if (head_started_) return plus(head_since_, listener_.request_headers_timeout);
+  switch (phase_) {
+    case Phase::AwaitFirst:
+    case Phase::Head:
+      return plus(head_since_, listener_.request_headers_timeout);
+    case Phase::Idle:
       return plus(idle_since_, listener_.idle_timeout);
-    case State::Connecting:
-      if (response_started_) return std::nullopt;
+    case Phase::Connecting:
       return plus(response_wait_since_, listener_.connect_response_timeout);
-    case State::RequestBody:
-    case State::AwaitResponse: {
+    case Phase::RequestBody:
+    case Phase::AwaitResponse: {
       const Clock::time_point idle = streamIdleDeadline();
       if (const auto wait = responseWaitDeadline()) return std::min(idle, *wait);
       return idle;
     }
-    case State::Tunnel: {
-      Clock::time_point d = plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
-      // Once closing (half-close timeout reached), only the idle limit is left:
-      // it cuts a close that waits for an app that reads nothing.
-      if (half_close_armed_ && !socket_.closingAfterWrites())
-        d = std::min(d, plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
-      return d;
-    }
-    case State::Closed:
-      return std::nullopt;  // the socket's lingering close times itself
+    case Phase::Tunnel:
+    case Phase::TunnelClosing:
+      // Closing, only the idle limit is left: it cuts a close that waits
+      // for an app that reads nothing.
+      return plus(last_tunnel_activity_, listener_.tunnel_idle_timeout);
+    case Phase::HalfClosed:
+      return std::min(plus(last_tunnel_activity_, listener_.tunnel_idle_timeout),
+                      plus(last_tunnel_activity_, listener_.tunnel_half_close_timeout));
+    case Phase::Replying:
+      return streamIdleDeadline();
+    case Phase::New:
+    case Phase::Deciding:
+    case Phase::Refused:
+    case Phase::Closed:  // the socket's lingering close times itself
+    case Phase::Gone:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -54,7 +60,8 @@ std::optional<DownstreamConnection::Clock::time_point> DownstreamConnection::res
     const {
   // Only while h2gate waits for the upstream (its answer, or to take a body
   // chunk): time spent waiting for the app's own body bytes does not count.
-  if (response_started_ || (state_ == State::RequestBody && !sending_up_)) return std::nullopt;
+  if (down_ != Down::Awaiting || (phase_ == Phase::RequestBody && up_ != Up::Sending))
+    return std::nullopt;
   return plus(response_wait_since_, listener_.connect_response_timeout);
 }
 
@@ -81,33 +88,43 @@ void DownstreamConnection::onTimer() {
   const std::optional<Clock::time_point> d = deadline();
   if (!d) return;
   if (Clock::now() < *d) return armTimer();  // moved on since the wait began
-  switch (state_) {
-    case State::ReadingHead:
+  switch (phase_) {
+    case Phase::AwaitFirst:
+    case Phase::Idle:
+    case Phase::Head:
       return onHeadTimeout();
-    case State::Connecting:
+    case Phase::Connecting:
       return onResponseTimeout();
-    case State::RequestBody:
-    case State::AwaitResponse: {
+    case Phase::RequestBody:
+    case Phase::AwaitResponse: {
       // Both may be due (a late wake-up): the one that came first.
       const auto wait = responseWaitDeadline();
       if (wait && *wait <= streamIdleDeadline()) return onResponseTimeout();
       return onStreamIdleTimeout();
     }
-    case State::Tunnel:
+    case Phase::Tunnel:
+    case Phase::HalfClosed:
+    case Phase::TunnelClosing:
       return onTunnelTimeout();
-    case State::Closed:
+    case Phase::Replying:
+      return onStreamIdleTimeout();
+    case Phase::New:
+    case Phase::Deciding:
+    case Phase::Refused:
+    case Phase::Closed:
+    case Phase::Gone:
       return;
   }
 }
 
 void DownstreamConnection::onHeadTimeout() {
-  if (!head_started_) {
+  if (phase_ == Phase::Idle) {
     H2G_LOG(Debug, id_, 0,
             "idle keep-alive connection closed after "
                 << config::formatDuration(listener_.idle_timeout) << " (idle_timeout)");
     return close(false);
   }
-  if (head_bytes_ || parser_->inHead()) {
+  if (phase_ == Phase::Head || parser_->inHead()) {
     return replyError(408, Result::BadRequest,
                       "request head not complete within " +
                           config::formatDuration(listener_.request_headers_timeout) +
@@ -150,8 +167,8 @@ void DownstreamConnection::onStreamIdleTimeout() {
   const std::string via = info_.cluster.empty()
                               ? std::string()
                               : " through the upstream proxy of cluster '" + info_.cluster + "'";
-  const bool app_stalled = state_ == State::RequestBody && !sending_up_;
-  if (!response_started_) {
+  const bool app_stalled = phase_ == Phase::RequestBody && up_ != Up::Sending;
+  if (down_ == Down::Awaiting) {
     if (app_stalled) {
       return replyError(408, Result::StreamIdleTimeout,
                         "request body stalled: no byte from the app for " + limit + " after " +
@@ -181,24 +198,24 @@ void DownstreamConnection::onTunnelTimeout() {
   const auto idle = now - last_tunnel_activity_;
   const std::string idle_text =
       config::formatDuration(std::chrono::duration_cast<config::Duration>(idle));
-  if (socket_.closingAfterWrites()) {
+  if (phase_ == Phase::TunnelClosing) {
     // Closing already, but the app has taken nothing for tunnel_idle_timeout.
     H2G_LOG(Info, id_, requests_,
             "tunnel to " << head_.authority() << ": the app took no bytes for " << idle_text
                          << " while closing: dropping what it did not read");
     return close(false);
   }
-  if (half_close_armed_ && idle < listener_.tunnel_idle_timeout) {
+  if (phase_ == Phase::HalfClosed && idle < listener_.tunnel_idle_timeout) {
     H2G_LOG(Debug, id_, requests_,
             "tunnel half-closed and silent for "
                 << config::formatDuration(listener_.tunnel_half_close_timeout) << ": closing it");
     // Not a failure: one side said it was done, the other had nothing more.
-    // Marking both directions done keeps close() from calling it a reset;
-    // the upstream side still sees a cancel, since its stream never ended.
+    // tunnel_closing keeps close() from calling it a reset; the upstream
+    // side still sees a cancel, since its stream never ended.
     info_.reason = "closed after the half-close timeout";
-    request_done_ = response_done_ = true;
+    moveTo(Phase::TunnelClosing);
     socket_.closeAfterWrites();
-    if (state_ == State::Tunnel) armTimer();  // bytes for the app still queued
+    if (phase_ == Phase::TunnelClosing) armTimer();  // bytes for the app still queued
     return;
   }
   H2G_LOG(Info, id_, requests_,
@@ -207,14 +224,14 @@ void DownstreamConnection::onTunnelTimeout() {
                        << "): closing both sides");
   // A normal end, like the destination closing an idle connection itself.
   info_.reason = "closed after " + idle_text + " without traffic (tunnel_idle_timeout)";
-  request_done_ = response_done_ = true;
+  moveTo(Phase::TunnelClosing);
   if (socket_.backlog()) return close(false);  // the app read nothing meanwhile
   socket_.closeAfterWrites();
 }
 
 void DownstreamConnection::armHalfCloseTimer() {
-  if (half_close_armed_) return;
-  half_close_armed_ = true;
+  if (phase_ != Phase::Tunnel) return;
+  moveTo(Phase::HalfClosed);
   touchTunnel();
   armTimer();
 }

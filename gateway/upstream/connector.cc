@@ -80,6 +80,7 @@ void Connector::connectNext() {
       ConnectOutcome out;
       out.transport =
           std::make_unique<Transport>(std::move(*self->socket_), std::move(self->tuner_));
+      out.transport->setLogId(self->conn_id_);
       out.peer = self->peer_;
       return self->finish(std::move(out));
     }
@@ -92,6 +93,7 @@ void Connector::handshake() {
   SSL* ssl = SSL_new(tls_->native());
   if (!ssl) return failWith(502, Result::ConnectFailed, "TLS setup: SSL_new failed");
   transport_ = std::make_unique<Transport>(std::move(*socket_), ssl, std::move(tuner_));
+  transport_->setLogId(conn_id_);
   if (std::string err = tls_->prepare(
           ssl, endpoint_.address, endpoint_.address + ":" + std::to_string(endpoint_.port_value));
       !err.empty())

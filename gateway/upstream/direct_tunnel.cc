@@ -161,8 +161,10 @@ void DirectTunnel::onConnected() {
     // connection is kept alive, the origin connection is not reused.
     http1::appendOriginRequest(head_bytes, *head_, /*close_after=*/true);
   }
+  auto transport = std::make_unique<Transport>(std::move(socket_), std::move(tuner));
+  transport->setLogId(conn_id_);
   attach(std::make_shared<Http1Exchange>(
-      std::make_unique<Transport>(std::move(socket_), std::move(tuner)),
+      std::move(transport),
       head_->is_connect ? Http1Exchange::Kind::DirectConnect : Http1Exchange::Kind::Request,
       std::move(head_bytes), conn_id_, stream_id_));
 }

@@ -50,8 +50,21 @@ H2Connection::H2Connection(std::unique_ptr<Transport> transport, const config::C
       ping_timer_(transport_->socket().get_executor()),
       ping_deadline_(transport_->socket().get_executor()) {}
 
+void H2Connection::moveTo(Session to) {
+  movePhase(kSession, session_phase_, to, id_, 0);
+}
+void H2Connection::moveTo(Ping to) {
+  movePhase(kPing, ping_, to, id_, 0);
+}
+void H2Connection::moveTo(Input to) {
+  movePhase(kInput, input_, to, id_, 0);
+}
+void H2Connection::moveTo(Output to) {
+  movePhase(kOutput, output_, to, id_, 0);
+}
+
 H2Connection::~H2Connection() {
-  if (counted_) {
+  if (counted()) {
     stats_->h2_active.sub();
     stats_->streams.sub(static_cast<int64_t>(streams_.size()));
   }
@@ -95,7 +108,7 @@ std::string H2Connection::start() {
   if (nb_ec) return "making the proxy socket non-blocking: " + nb_ec.message();
   H2G_LOG(Info, id_, 0,
           "h2 connection to proxy " << peer_ << " (cluster " << cluster_.name << ") established");
-  counted_ = true;
+  moveTo(Session::Starting);
   stats_->h2_active.add();
   stats_->h2_opened.add();
   sampleSendBuffer();
@@ -109,14 +122,14 @@ std::string H2Connection::start() {
 }
 
 void H2Connection::sendPing(std::optional<config::Duration> deadline) {
-  if (closed_) return;
+  if (closed()) return;
   const auto now = std::chrono::steady_clock::now();
-  if (!ping_outstanding_) {
+  if (ping_ == Ping::None) {
     uint8_t opaque[8];
     const uint64_t seq = ++ping_seq_;
     std::memcpy(opaque, &seq, sizeof opaque);
     if (nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque) != 0) return;
-    ping_outstanding_ = true;
+    moveTo(Ping::Out);
     ping_sent_ = now;
   }
   if (!deadline) return;
@@ -127,7 +140,7 @@ void H2Connection::sendPing(std::optional<config::Duration> deadline) {
   ping_deadline_.expires_at(at);
   ping_deadline_.async_wait([weak = weak_from_this(), d = *deadline](const asio::error_code& ec) {
     auto self = weak.lock();
-    if (ec || !self || !self->ping_outstanding_) return;
+    if (ec || !self || self->ping_ == Ping::None) return;
     H2G_LOG(Warn, self->id_, 0,
             "proxy " << self->peer_ << " did not answer a PING within " << seconds(d));
     self->close("no answer to PING within " + seconds(d) + ": connection presumed dead");
@@ -136,7 +149,7 @@ void H2Connection::sendPing(std::optional<config::Duration> deadline) {
 
 void H2Connection::scheduleKeepalive() {
   const auto& ka = cluster_.http2.connection_keepalive;
-  if (closed_ || !ka) return;
+  if (closed() || !ka) return;
   // ±15% jitter, so many connections (and many sidecars) do not PING in step.
   static thread_local std::minstd_rand rng(std::random_device{}());
   const double f = std::uniform_real_distribution<double>(0.85, 1.15)(rng);
@@ -144,7 +157,7 @@ void H2Connection::scheduleKeepalive() {
   ping_timer_.expires_after(wait);
   ping_timer_.async_wait([weak = weak_from_this()](const asio::error_code& ec) {
     auto self = weak.lock();
-    if (ec || !self || self->closed_) return;
+    if (ec || !self || self->closed()) return;
     self->sendPing(self->cluster_.http2.connection_keepalive->timeout);
     self->flush();
     self->scheduleKeepalive();
@@ -153,22 +166,23 @@ void H2Connection::scheduleKeepalive() {
 
 bool H2Connection::idleTooLong() const {
   const auto& ka = cluster_.http2.connection_keepalive;
-  return ka && !probing_ && std::chrono::steady_clock::now() - last_read_ > ka->interval;
+  return ka && ping_ != Ping::Probe && std::chrono::steady_clock::now() - last_read_ > ka->interval;
 }
 
 void H2Connection::probe(config::Duration timeout) {
-  if (closed_) return;
-  probing_ = true;
+  if (closed()) return;
   H2G_LOG(Debug, id_, 0, "confirming the connection to " << peer_ << " with a PING");
   sendPing(timeout);
+  if (ping_ != Ping::None) moveTo(Ping::Probe);  // its answer lets new streams in
   flush();
 }
 
 void H2Connection::onPingAck(const uint8_t* opaque) {
   uint64_t seq = 0;
   std::memcpy(&seq, opaque, sizeof seq);
-  if (!ping_outstanding_ || seq != ping_seq_) return;  // not ours, or stale
-  ping_outstanding_ = false;
+  if (ping_ == Ping::None || seq != ping_seq_) return;  // not ours, or stale
+  const bool probe = ping_ == Ping::Probe;
+  moveTo(Ping::None);
   ping_deadline_.cancel();
   ping_deadline_at_ = {};
   const auto rtt = std::chrono::steady_clock::now() - ping_sent_;
@@ -176,10 +190,7 @@ void H2Connection::onPingAck(const uint8_t* opaque) {
   gauges_.pingRtt(rtt);
   const double ms = std::chrono::duration<double, std::milli>(rtt).count();
   H2G_LOG(Trace, id_, 0, "PING round trip to " << peer_ << ": " << ms << " ms");
-  if (probing_) {
-    probing_ = false;
-    if (owner_) owner_->onCapacityChanged(*this);
-  }
+  if (probe && owner_) owner_->onCapacityChanged(*this);
 }
 
 void H2Connection::sampleSendBuffer() {
@@ -211,7 +222,9 @@ void H2Connection::markUploadStalls() {
 }
 
 bool H2Connection::acceptsStreams() const {
-  if (closed_ || goaway_ || probing_ || !session_) return false;
+  if ((session_phase_ != Session::Starting && session_phase_ != Session::Ready) ||
+      ping_ == Ping::Probe)
+    return false;
   const uint32_t peer_limit =
       nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
   const uint32_t limit = std::min(peer_limit, cluster_.http2.max_concurrent_streams);
@@ -223,7 +236,7 @@ H2Stream* H2Connection::streamOf(int32_t stream_id) const {
 }
 
 int32_t H2Connection::submit(H2Stream* stream, const std::vector<nghttp2_nv>& nva, bool with_body) {
-  if (closed_) return NGHTTP2_ERR_INVALID_STATE;
+  if (closed()) return NGHTTP2_ERR_INVALID_STATE;
   nghttp2_data_provider provider{};
   provider.source.ptr = nullptr;  // looked up by stream user data: see readData
   provider.read_callback = &H2Connection::readData;
@@ -234,13 +247,13 @@ int32_t H2Connection::submit(H2Stream* stream, const std::vector<nghttp2_nv>& nv
 }
 
 void H2Connection::resumeData(int32_t stream_id) {
-  if (closed_) return;
+  if (closed()) return;
   nghttp2_session_resume_data(session_, stream_id);
   flush();
 }
 
 void H2Connection::consume(int32_t stream_id, size_t n) {
-  if (closed_ || n == 0) return;
+  if (closed() || n == 0) return;
   // For a stream that is already gone this returns only the connection
   // window, which is exactly what must not leak.
   if (nghttp2_session_consume(session_, stream_id, n) != 0)
@@ -249,26 +262,27 @@ void H2Connection::consume(int32_t stream_id, size_t n) {
 }
 
 void H2Connection::resetStream(int32_t stream_id, uint32_t error_code) {
-  if (closed_) return;
+  if (closed()) return;
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);
   flush();
 }
 
 void H2Connection::detach(int32_t stream_id) {
-  if (closed_) return;
+  if (closed()) return;
   nghttp2_session_set_stream_user_data(session_, stream_id, nullptr);
   forget(stream_id);
 }
 
 void H2Connection::readMore() {
-  if (closed_) return;
+  if (closed()) return;
+  moveTo(Input::Reading);
   transport_->asyncReadSome(
       asio::buffer(read_buf_),
       [self = shared_from_this()](const asio::error_code& ec, size_t n) { self->onRead(ec, n); });
 }
 
 void H2Connection::onRead(const asio::error_code& ec, size_t n) {
-  if (closed_) return;
+  if (closed()) return;
   if (ec) {
     std::string why = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated
                           ? "proxy closed the connection"
@@ -280,7 +294,7 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
     // is, and so is a close before HTTP/2 even started (e.g. a rejected
     // client certificate).
     const bool plain = ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-    close(why, !plain || !got_settings_);
+    close(why, !plain || !established());
     return;
   }
   auto self = shared_from_this();  // callbacks may drop the pool's reference
@@ -294,16 +308,16 @@ void H2Connection::onRead(const asio::error_code& ec, size_t n) {
     if (more_ec || m == 0) break;
     n += m;
   }
-  in_recv_ = true;
+  moveTo(Input::Receiving);
   const ssize_t rv = nghttp2_session_mem_recv(session_, read_buf_.data(), n);
-  in_recv_ = false;
   if (rv < 0) {
     batched_.clear();
     close(std::string("HTTP/2 error from proxy: ") + nghttp2_strerror(static_cast<int>(rv)));
     return;
   }
+  if (!closed()) moveTo(Input::Delivering);
   deliverBatched();  // before read_buf_ is reused
-  if (closed_) return;
+  if (closed()) return;
   flushNow();
   if (more_ec && more_ec != asio::error::would_block && more_ec != asio::error::try_again)
     return onRead(more_ec, 0);  // EOF or an error behind the data: as from a read
@@ -318,24 +332,24 @@ void H2Connection::deliverBatched() {
 }
 
 void H2Connection::flush() {
-  if (in_recv_) {
-    flush_pending_ = true;  // onRead flushes after mem_recv
-    return;
-  }
+  if (receiving()) return;  // onRead flushes after mem_recv
   // A write in flight flushes again when it completes. Otherwise once, after
   // whatever else is ready now ran: the frames of all the streams that
   // acted meanwhile go out in one TLS write, and the proxy reads them at once.
-  if (writing_ || closed_ || flush_posted_) return;
-  flush_posted_ = true;
+  if (output_ != Output::Idle || closed()) return;
+  moveTo(Output::Posted);
   asio::post(executor(), [self = shared_from_this()] {
-    self->flush_posted_ = false;
+    if (self->output_ == Output::Posted) self->moveTo(Output::Idle);
     self->flushNow();
   });
 }
 
 void H2Connection::flushNow() {
-  flush_pending_ = false;
-  if (writing_ || closed_) return;
+  phaseRule(!receiving(), kInput.machine, "frames packed inside nghttp2_session_mem_recv", id_, 0);
+  phaseRule(output_ != Output::Packing, kOutput.machine,
+            "frames packed inside nghttp2_session_mem_send", id_, 0);
+  if (output_ == Output::Writing || output_ == Output::Packing || closed()) return;
+  moveTo(Output::Packing);
   out_.clear();
   // Frames, and DATA straight from the apps' buffers (onSendData), up to
   // kMaxWriteBatch bytes: one TLS write.
@@ -344,6 +358,7 @@ void H2Connection::flushNow() {
     const uint8_t* data = nullptr;
     const ssize_t n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
+      moveTo(Output::Idle);
       close(std::string("HTTP/2 send error: ") + nghttp2_strerror(static_cast<int>(n)));
       return;
     }
@@ -354,15 +369,16 @@ void H2Connection::flushNow() {
     out_.append(reinterpret_cast<const char*>(data), static_cast<size_t>(n));
   }
   if (out_.empty()) {
+    moveTo(Output::Idle);
     if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
       close("HTTP/2 session finished", /*failed=*/false);
     return;
   }
-  writing_ = true;
+  moveTo(Output::Writing);
   transport_->asyncWrite(
       asio::buffer(out_), [self = shared_from_this()](const asio::error_code& ec, size_t) {
-        self->writing_ = false;
-        if (self->closed_) return;
+        self->moveTo(Output::Idle);
+        if (self->closed()) return;
         if (ec) {
           self->onWriteError(ec);
           return;
@@ -375,7 +391,7 @@ void H2Connection::flushNow() {
 
 void H2Connection::onWriteError(const asio::error_code& ec) {
   write_error_ = ec.message();
-  if (got_settings_) return close("writing to proxy failed: " + write_error_);
+  if (established()) return close("writing to proxy failed: " + write_error_);
   // Before the proxy's first SETTINGS a failed write usually means the
   // proxy dropped us right after the handshake (with TLS 1.3, a rejected
   // client certificate shows up only now): the pending read carries its
@@ -387,24 +403,26 @@ void H2Connection::onWriteError(const asio::error_code& ec) {
 }
 
 void H2Connection::close(const std::string& reason, bool failed) {
-  if (closed_) return;
-  closed_ = true;
+  if (closed()) return;
+  const bool established = this->established();
+  const bool counted = this->counted();
+  moveTo(Session::Closed);
+  if (input_ != Input::Idle) moveTo(Input::Idle);
   write_error_timer_.cancel();
   ping_timer_.cancel();
   ping_deadline_.cancel();
   auto self = shared_from_this();
   const std::string why =
-      got_settings_ ? reason : "proxy closed the connection before HTTP/2 started: " + reason;
+      established ? reason : "proxy closed the connection before HTTP/2 started: " + reason;
   H2G_LOG(Info, id_, 0, "h2 connection to proxy " << peer_ << " closed: " << why);
   // Streams learn first (they may still be in the table), then the pool.
   auto streams = streams_;
   streams_.clear();
-  if (counted_) {
-    counted_ = false;
+  if (counted) {
     stats_->h2_active.sub();
     stats_->streams.sub(static_cast<int64_t>(streams.size()));
   }
-  for (auto& [id, s] : streams) s->onConnectionClosed(why, got_settings_);
+  for (auto& [id, s] : streams) s->onConnectionClosed(why, established);
   transport_->close();
   if (owner_) owner_->onConnectionClosed(*this, why, failed);
 }
@@ -447,14 +465,15 @@ int H2Connection::onFrameRecv(nghttp2_session*, const nghttp2_frame* frame, void
         if (H2Stream* s = c->streamOf(frame->hd.stream_id)) s->onEndStream();
       break;
     case NGHTTP2_SETTINGS:
-      if (!(frame->hd.flags & NGHTTP2_FLAG_ACK)) c->got_settings_ = true;
+      if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) && c->session_phase_ == Session::Starting)
+        c->moveTo(Session::Ready);
       if (c->owner_) c->owner_->onCapacityChanged(*c);
       break;
     case NGHTTP2_PING:
       if (frame->hd.flags & NGHTTP2_FLAG_ACK) c->onPingAck(frame->ping.opaque_data);
       break;
     case NGHTTP2_GOAWAY:
-      c->goaway_ = true;
+      c->moveTo(Session::Draining);
       c->stats_->goaways.add();
       H2G_LOG(Info, c->id_, 0,
               "GOAWAY from proxy " << c->peer_ << ": last stream " << frame->goaway.last_stream_id
@@ -525,8 +544,22 @@ ssize_t H2Connection::readData(nghttp2_session*, int32_t stream_id, uint8_t* buf
 H2Stream::H2Stream(std::shared_ptr<H2Connection> conn, uint64_t conn_id, uint64_t stream_id)
     : conn_(std::move(conn)), conn_id_(conn_id), app_stream_id_(stream_id) {}
 
+void H2Stream::moveTo(Life to) {
+  movePhase(kLife, life_, to, conn_id_, app_stream_id_);
+}
+void H2Stream::moveTo(Up to) {
+  movePhase(kUp, up_, to, conn_id_, app_stream_id_);
+}
+void H2Stream::moveTo(Down to) {
+  movePhase(kDown, down_, to, conn_id_, app_stream_id_);
+}
+
 H2Stream::~H2Stream() {
-  release(/*cancel=*/!(response_done_ && end_pending_));
+  endStalls();
+  if (life_ == Life::Open) {
+    moveTo(Life::Closed);
+    release();
+  }
   if (unconsumed_ > 0) conn_->consume(id_, unconsumed_);
 }
 
@@ -540,13 +573,10 @@ void H2Stream::setDownloadStalled(bool on) {
   download_stall_.set(on, cs.stalled_down, cs.stalled_ns_down);
 }
 
-void H2Stream::release(bool cancel) {
-  endStalls();
-  if (id_ <= 0 || closed_) return;
-  closed_ = true;
+void H2Stream::release() {
   // Nothing may call back into this object from now on.
   conn_->detach(id_);
-  if (cancel)
+  if (!finished())
     conn_->resetStream(id_, NGHTTP2_CANCEL);
   else
     conn_->resumeData(id_);  // both sides are done: let our END_STREAM go out
@@ -583,7 +613,7 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
         makeNv(n, v, isSensitiveHeader(n, info, conn_->cluster()) ? NGHTTP2_NV_FLAG_NO_INDEX : 0));
 
   const bool with_body = head.is_connect || head.framing != BodyFraming::None;
-  end_pending_ = !with_body;
+  if (!with_body) moveTo(Up::Ended);
   id_ = conn_->submit(this, nva, with_body);
   // nghttp2 has its copies (sent never-indexed): ours of the secrets go.
   for (auto& [n, v] : fields)
@@ -595,6 +625,7 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
                  std::string("cannot open an HTTP/2 stream: ") + nghttp2_strerror(id_));
     return;
   }
+  moveTo(Life::Open);
   H2G_LOG(Debug, conn_id_, app_stream_id_,
           "h2 stream " << id_ << " on upstream connection C" << conn_->id() << " for "
                        << head.method << " " << head.target);
@@ -602,34 +633,36 @@ void H2Stream::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& 
 }
 
 void H2Stream::send(std::string_view data, Done done) {
-  if (closed_) {
+  if (closed()) {
     // The proxy ended the stream after its END_STREAM (RST_STREAM(NO_ERROR):
     // "stop sending", RFC 9113 §8.1). The app's bytes have nowhere to go;
     // acknowledge them so its side does not stall.
     std::weak_ptr<H2Stream> weak = weak_from_this();
     asio::post(conn_->executor(), [weak, d = std::move(done)] {
-      if (auto s = weak.lock(); s && !s->aborted_) d();
+      if (auto s = weak.lock(); s && !s->aborted()) d();
     });
     return;
   }
+  // Not while nghttp2 may be reading the previous buffer (releasePending()
+  // hands `done` back from a posted handler).
+  phaseRule(!conn_->packing(), kUp.machine, "bytes handed over while the connection packs frames",
+            conn_id_, app_stream_id_);
   pending_ = data;
   pending_done_ = std::move(done);
   if (!upload_listed_ && !data.empty()) {
     upload_listed_ = true;
     conn_->noteUploadPending(id_);
   }
-  if (deferred_ && !closed_) {
-    deferred_ = false;
+  if (up_ == Up::Deferred) {
+    moveTo(Up::Open);
     conn_->resumeData(id_);
   }
 }
 
 void H2Stream::endOfRequest() {
-  end_pending_ = true;
-  if (deferred_ && !closed_) {
-    deferred_ = false;
-    conn_->resumeData(id_);
-  }
+  const bool deferred = up_ == Up::Deferred;
+  moveTo(Up::Ended);
+  if (deferred && !closed()) conn_->resumeData(id_);
 }
 
 ssize_t H2Stream::readData(uint8_t*, size_t len, uint32_t* flags) {
@@ -645,11 +678,11 @@ ssize_t H2Stream::readData(uint8_t*, size_t len, uint32_t* flags) {
     releasePending();
     return 0;
   }
-  if (end_pending_) {
+  if (up_ == Up::Ended) {
     *flags |= NGHTTP2_DATA_FLAG_EOF;
     return 0;
   }
-  deferred_ = true;
+  moveTo(Up::Deferred);
   return NGHTTP2_ERR_DEFERRED;
 }
 
@@ -661,13 +694,13 @@ void H2Stream::takePending(size_t n, std::string& out) {
 }
 
 void H2Stream::releasePending() {
-  // The bytes are copied: the app may read more. Posted, because the app
-  // side may call send() again, which must not re-enter nghttp2.
+  // The bytes are copied: the app may read more. Posted: called inside
+  // nghttp2_session_mem_send, where send() must not come (it checks).
   Done d = std::move(pending_done_);
   pending_done_ = nullptr;
   std::weak_ptr<H2Stream> weak = weak_from_this();
   asio::post(conn_->executor(), [weak, d = std::move(d)] {
-    if (auto s = weak.lock(); s && !s->aborted_) d();
+    if (auto s = weak.lock(); s && !s->aborted()) d();
   });
 }
 
@@ -732,21 +765,20 @@ void H2Stream::onHeadersDone(bool end_stream) {
   } else {
     head.framing = BodyFraming::Chunked;  // the app side decides how to frame
   }
-  response_started_ = true;
-  if (conn_->in_recv_ && callbacks_->acceptsDataV()) {
+  if (conn_->receiving() && callbacks_->acceptsDataV()) {
     // Held until the DATA this read also carried: the app then gets the head
     // and the first body bytes in one write (deliverBatch).
-    held_head_ = std::move(head);
-    has_held_head_ = true;
     joinBatch();
+    held_head_ = std::move(head);
+    moveTo(Down::HeadHeld);
     return;
   }
+  moveTo(Down::Body);
   callbacks_->onResponseHead(std::move(head));
 }
 
 void H2Stream::joinBatch() {
-  if (batched_) return;
-  batched_ = true;
+  if (!batch_.empty() || down_ == Down::HeadHeld) return;  // in the list already
   conn_->batched_.push_back(weak_from_this());
 }
 
@@ -759,7 +791,7 @@ void H2Stream::onData(const uint8_t* data, size_t len) {
   const size_t window = conn_->cluster().http2.initial_stream_window_size;
   // The proxy cannot send more until the app takes some of these bytes.
   if (unconsumed_ >= window) setDownloadStalled(true);
-  if (conn_->in_recv_) {
+  if (conn_->receiving()) {
     joinBatch();
     batch_.emplace_back(reinterpret_cast<const char*>(data), len);
     batch_bytes_ += len;
@@ -773,7 +805,7 @@ Done H2Stream::consumeWhenDone(size_t len) {
   std::weak_ptr<H2Stream> weak = weak_from_this();
   return [weak, len] {
     auto s = weak.lock();
-    if (!s || s->aborted_) return;  // abort()/~H2Stream consumed it already
+    if (!s || s->aborted()) return;  // abort()/~H2Stream consumed it already
     s->unconsumed_ -= len;
     if (s->download_stall_.on() &&
         s->unconsumed_ < s->conn_->cluster().http2.initial_stream_window_size)
@@ -783,16 +815,15 @@ Done H2Stream::consumeWhenDone(size_t len) {
 }
 
 void H2Stream::deliverBatch() {
-  batched_ = false;
-  if (batch_.empty() && !has_held_head_) return;
+  if (batch_.empty() && down_ != Down::HeadHeld) return;
   auto self = shared_from_this();  // the app may let go of it in a callback
   std::vector<std::string_view> pieces;
   pieces.swap(batch_);
   size_t left = batch_bytes_;
   batch_bytes_ = 0;
-  if (has_held_head_) {
-    has_held_head_ = false;
-    if (callbacks_ && !aborted_) {
+  if (down_ == Down::HeadHeld) {
+    moveTo(Down::Body);
+    if (callbacks_ && !aborted()) {
       // (Held only for callbacks that take pieces at once.)
       callbacks_->onResponseHeadV(std::move(held_head_), pieces.data(), pieces.size(),
                                   left > 0 ? consumeWhenDone(left) : nullptr);
@@ -800,17 +831,17 @@ void H2Stream::deliverBatch() {
     }
   }
   if (pieces.empty()) return;
-  if (callbacks_ && !aborted_ && callbacks_->acceptsDataV()) {
+  if (callbacks_ && !aborted() && callbacks_->acceptsDataV()) {
     callbacks_->onResponseDataV(pieces.data(), pieces.size(), consumeWhenDone(left));
     return;
   }
   for (std::string_view piece : pieces) {
-    if (aborted_) return;  // abort() gave back the whole unconsumed window
+    if (aborted()) return;  // abort() gave back the whole unconsumed window
     if (!callbacks_) break;
     left -= piece.size();
     callbacks_->onResponseData(piece, consumeWhenDone(piece.size()));
   }
-  if (!aborted_ && left > 0) {  // nobody takes the rest: give its window back
+  if (!aborted() && left > 0) {  // nobody takes the rest: give its window back
     unconsumed_ -= left;
     conn_->consume(id_, left);
   }
@@ -818,9 +849,10 @@ void H2Stream::deliverBatch() {
 
 void H2Stream::onEndStream() {
   deliverBatch();  // the body before its end
-  response_done_ = true;
+  const bool answered = this->answered();
+  moveTo(Down::Ended);
   if (!callbacks_) return;
-  if (!response_started_) return;  // onClose reports the failure
+  if (!answered) return;  // onClose reports the failure
   TunnelCallbacks* cb = callbacks_;
   if (head_->is_connect) {
     cb->onResponseEnd();  // the destination's FIN; our direction may go on
@@ -832,7 +864,7 @@ void H2Stream::onEndStream() {
 
 void H2Stream::onClose(uint32_t error_code) {
   deliverBatch();  // what arrived before the close still goes to the app
-  closed_ = true;
+  if (life_ == Life::Open) moveTo(Life::Closed);
   endStalls();
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
@@ -841,10 +873,10 @@ void H2Stream::onClose(uint32_t error_code) {
   // RST_STREAM(NO_ERROR) merely stops our upload, RFC 9113 §8.1). Without
   // END_STREAM the response was cut short and the app MUST NOT take it as
   // complete (a CONNECT tunnel would otherwise be left open with no end).
-  if (error_code == NGHTTP2_NO_ERROR && response_done_) return;
+  if (error_code == NGHTTP2_NO_ERROR && down_ == Down::Ended) return;
   // Refused (GOAWAY above last-stream-id, or REFUSED_STREAM): the proxy did
   // not process it, so with nothing sent either way it can go elsewhere.
-  if (!response_started_ && sent_ == 0 && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
+  if (!answered() && sent_ == 0 && error_code == NGHTTP2_REFUSED_STREAM && retry_) {
     H2G_LOG(Info, conn_id_, app_stream_id_,
             "h2 stream " << id_ << " refused by the proxy; retrying on another connection");
     RetryHook r = std::move(retry_);
@@ -854,23 +886,23 @@ void H2Stream::onClose(uint32_t error_code) {
   const std::string reason =
       error_code != NGHTTP2_NO_ERROR
           ? std::string("proxy reset the stream: ") + nghttp2_http2_strerror(error_code)
-      : response_started_ ? "proxy closed the stream before the end of the response"
-                          : "proxy closed the stream without a response";
-  if (!response_started_)
+      : answered() ? "proxy closed the stream before the end of the response"
+                   : "proxy closed the stream without a response";
+  if (!answered())
     cb->onFailed(502, Result::UpstreamReset, reason);
   else
     cb->onReset(Result::UpstreamReset, reason);
 }
 
 void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
-  closed_ = true;
+  if (life_ == Life::Open) moveTo(Life::Closed);
   endStalls();
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   if (!cb) return;
   // Nothing reached the app and nothing left it: another connection (or
   // endpoint) can take the request as if this one had never been tried.
-  if (!response_started_ && sent_ == 0 && retry_) {
+  if (!answered() && sent_ == 0 && retry_) {
     H2G_LOG(
         Info, conn_id_, app_stream_id_,
         "connection to proxy lost before the request was answered (" << reason << "); retrying");
@@ -879,15 +911,16 @@ void H2Stream::onConnectionClosed(const std::string& reason, bool established) {
     return;
   }
   const std::string why = "connection to proxy lost: " + reason;
-  if (!response_started_)
+  if (!answered())
     cb->onFailed(502, established ? Result::UpstreamReset : Result::ConnectFailed, why);
   else
     cb->onReset(Result::UpstreamReset, why);
 }
 
 void H2Stream::abort() {
-  if (aborted_) return;
-  aborted_ = true;
+  if (aborted()) return;
+  const bool open = life_ == Life::Open;
+  moveTo(Life::Aborted);
   endStalls();
   callbacks_ = nullptr;
   pending_done_ = nullptr;
@@ -897,7 +930,7 @@ void H2Stream::abort() {
   }
   // A tunnel whose both directions ended is closed with END_STREAM; only a
   // request cut short gets RST_STREAM (proxies count resets against us).
-  release(/*cancel=*/!(response_done_ && end_pending_));
+  if (open) release();
 }
 
 }  // namespace h2gate::upstream

@@ -18,7 +18,21 @@ Http1Exchange::Http1Exchange(std::unique_ptr<Transport> transport, Kind kind,
       conn_id_(conn_id),
       stream_id_(stream_id),
       release_(std::move(release)),
+      send_(kind == Kind::ProxyConnect ? Send::Held : Send::Open),
       head_bytes_(std::move(head_bytes)) {}
+
+void Http1Exchange::moveTo(Phase to) {
+  movePhase(kPhases, phase_, to, conn_id_, stream_id_);
+}
+
+void Http1Exchange::moveTo(Send to) {
+  movePhase(kSend, send_, to, conn_id_, stream_id_);
+}
+
+void Http1Exchange::setAuth(AuthHooks hooks) {
+  auth_ = std::move(hooks);
+  if (auth_.handshake) moveTo(Send::Negotiate);
+}
 
 void Http1Exchange::open(const RequestHead& head, StreamInfo& info, TunnelCallbacks& callbacks) {
   head_ = &head;
@@ -33,12 +47,12 @@ void Http1Exchange::open(const RequestHead& head, StreamInfo& info, TunnelCallba
     parser_->expectConnectResponse(kind_ == Kind::ProxyConnect);
   }
   if (kind_ == Kind::DirectConnect) {
-    tunnel_ = true;
+    moveTo(Phase::Tunnel);
     ResponseHead ok;
     ok.status = 200;
     ok.reason = "Connection established";
     callbacks_->onResponseHead(std::move(ok));
-    if (!callbacks_) return;
+    if (ended()) return;  // the app let go
   }
   flush();
   readMore();
@@ -58,7 +72,7 @@ void Http1Exchange::endOfRequest() {
 // Writes, in order: the head, the pending buffer (chunk-framed when the
 // request body is chunked), the end of the request. One write in flight.
 void Http1Exchange::flush() {
-  if (writing_ || !open_) return;
+  if (writing_ || ended()) return;
   std::vector<asio::const_buffer> bufs;
   const bool chunked = !head_->is_connect && head_->framing == BodyFraming::Chunked;
   bool with_data = false;
@@ -74,7 +88,8 @@ void Http1Exchange::flush() {
   // Tunnel bytes wait until the proxy said yes to the CONNECT; a body waits
   // while the proxy authenticates the connection (an NTLM negotiate leg, a
   // 407 being read before the next leg).
-  const bool body_allowed = (!head_->is_connect || tunnel_) && !handshake_ && !draining_;
+  const bool body_allowed =
+      (send_ == Send::Open || send_ == Send::Body) && phase_ != Phase::AuthDrain;
   if (pending_done_ && body_allowed) {
     with_data = true;
     if (chunked && !pending_.empty()) {
@@ -86,17 +101,13 @@ void Http1Exchange::flush() {
     } else if (!pending_.empty()) {
       bufs.push_back(asio::buffer(pending_));
     }
-  } else if (end_pending_ && !end_sent_ && body_allowed && !pending_done_) {
+  } else if (end_pending_ && body_allowed && !pending_done_) {
     with_end = true;
     if (chunked) bufs.push_back(asio::buffer("0\r\n\r\n", 5));
   }
-  if (with_data) body_started_ = true;
+  if (with_data) moveTo(Send::Body);
   if (bufs.empty()) {
-    if (with_end) {
-      end_sent_ = true;
-      // A tunnel passes the app's FIN on; the other direction stays open.
-      if (head_->is_connect) transport_->shutdownSend();
-    }
+    if (with_end) endSent();
     if (with_data) {
       Done d = std::move(pending_done_);
       pending_done_ = nullptr;
@@ -109,20 +120,17 @@ void Http1Exchange::flush() {
   transport_->asyncWrite(bufs, [self = shared_from_this(), with_head, with_data, with_end](
                                    const asio::error_code& ec, size_t) {
     self->writing_ = false;
-    if (!self->open_) return;
+    if (self->ended()) return;
     if (ec) {
       const std::string reason = "writing to " + self->info_->upstream + " failed: " + ec.message();
-      if (!self->response_started_)
+      if (!self->answered())
         self->failBeforeAnswer(Result::UpstreamReset, reason);
       else
         self->reset(Result::UpstreamReset, reason);
       return;
     }
     if (with_head) config::wipe(self->head_in_flight_);  // it may hold credentials
-    if (with_end) {
-      self->end_sent_ = true;
-      if (self->head_->is_connect) self->transport_->shutdownSend();
-    }
+    if (with_end) self->endSent();
     if (with_data) {
       Done d = std::move(self->pending_done_);
       self->pending_done_ = nullptr;
@@ -133,13 +141,19 @@ void Http1Exchange::flush() {
   });
 }
 
+void Http1Exchange::endSent() {
+  moveTo(send_ == Send::Body ? Send::Ended : Send::EndedEmpty);
+  // A tunnel passes the app's FIN on; the other direction stays open.
+  if (head_->is_connect) transport_->shutdownSend();
+}
+
 void Http1Exchange::readMore() {
-  if (!open_) return;
+  if (ended()) return;
   if (last_read_drained_) {
     // Nothing is waiting on the socket: wait for readability without a buffer.
     read_buf_.reset();
     transport_->asyncWaitReadable([self = shared_from_this()](const asio::error_code& ec) {
-      if (!self->open_) return;
+      if (self->ended()) return;
       if (ec) return self->onReadDone(ec, 0);
       self->readNow();
     });
@@ -148,7 +162,7 @@ void Http1Exchange::readMore() {
   if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kReadSize);
   transport_->asyncReadSome(asio::buffer(read_buf_.get(), kReadSize),
                             [self = shared_from_this()](const asio::error_code& ec, size_t n) {
-                              if (!self->open_) return;
+                              if (self->ended()) return;
                               self->onReadDone(ec, n);
                             });
 }
@@ -170,7 +184,7 @@ void Http1Exchange::onReadDone(const asio::error_code& ec, size_t n) {
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) return onEof();
   if (ec) {
     const std::string reason = "reading from " + info_->upstream + " failed: " + ec.message();
-    if (!response_started_)
+    if (!answered())
       failBeforeAnswer(Result::UpstreamReset, reason);
     else
       reset(Result::UpstreamReset, reason);
@@ -189,8 +203,8 @@ void Http1Exchange::relay(size_t offset, size_t n) {
 }
 
 void Http1Exchange::onRead(size_t n) {
-  if (n > 0) got_bytes_ = true;
-  if (tunnel_) return relay(0, n);
+  if (n > 0 && phase_ == Phase::Awaiting) moveTo(Phase::Answering);
+  if (tunnel()) return relay(0, n);
   body_.clear();
   size_t off = 0;
   bool message_done = false;
@@ -203,11 +217,11 @@ void Http1Exchange::onRead(size_t n) {
       if (r.status >= 100 && r.status < 200) {
         // Interim responses (100 Continue…) are ours to swallow: the app got
         // its own 100 Continue from h2gate.
-        skipping_interim_ = true;
+        moveTo(Phase::Interim);
         continue;
       }
       if (auth_.on_response) {
-        auth::Verdict v = auth_.on_response(r, !body_started_, r.keep_alive);
+        auth::Verdict v = auth_.on_response(r, !bodyStarted(), r.keep_alive);
         if (v.kind == auth::Verdict::Kind::Retry) {
           H2G_LOG(Debug, conn_id_, stream_id_,
                   "proxy " << info_->upstream << " wants authentication: queued again with it");
@@ -219,9 +233,11 @@ void Http1Exchange::onRead(size_t n) {
           return;
         }
         if (v.kind == auth::Verdict::Kind::Continue) {
-          // The 407's body is read and dropped, then the next leg goes out.
-          draining_ = true;
-          handshake_ = v.handshake;
+          // The 407's body is read and dropped, then the next leg goes out:
+          // with its body held again for a negotiate leg. A request that
+          // went whole (no body) has nothing more to hold.
+          moveTo(Phase::AuthDrain);
+          if (!requestEnded()) moveTo(v.handshake ? Send::Negotiate : openOrHeld());
           next_head_ = auth_.head(v.authorization, v.handshake);
           body_.clear();
           continue;
@@ -229,29 +245,30 @@ void Http1Exchange::onRead(size_t n) {
         if (v.connection_authenticated) transport_->markAuthenticated();
         auth_.on_response = nullptr;
       }
-      response_started_ = true;
-      error_answer_ = body_started_ && r.status >= 400;
+      error_answer_ = bodyStarted() && r.status >= 400;
       if (kind_ == Kind::ProxyConnect && r.status / 100 == 2) {
         H2G_LOG(Debug, conn_id_, stream_id_,
                 "proxy " << info_->upstream << " opened the tunnel: " << r.status);
-        tunnel_ = true;
+        moveTo(Phase::Tunnel);
+        if (send_ == Send::Held) moveTo(Send::Open);
         ResponseHead ok = r;
         callbacks_->onResponseHead(std::move(ok));
-        if (!callbacks_) return;
-        flush();  // tunnel bytes the app sent early
+        if (ended()) return;  // the app let go
+        flush();              // tunnel bytes the app sent early
         return relay(off, n);
       }
+      moveTo(Phase::Body);
       callbacks_->onResponseHead(r);
-      if (!callbacks_) return;
+      if (ended()) return;
     } else if (ev == http1::Event::MessageComplete) {
-      if (skipping_interim_) {
-        skipping_interim_ = false;
+      if (phase_ == Phase::Interim) {
+        moveTo(Phase::Answering);
         continue;
       }
-      if (draining_) {
+      if (phase_ == Phase::AuthDrain) {
         body_.clear();
         nextLeg();
-        if (!open_) return;
+        if (ended()) return;
         continue;  // what else came is the start of the next answer
       }
       message_done = true;
@@ -259,7 +276,7 @@ void Http1Exchange::onRead(size_t n) {
     } else if (ev == http1::Event::Error) {
       const std::string reason =
           "bad response from " + info_->upstream + ": " + parser_->errorReason();
-      if (!response_started_)
+      if (!answered())
         fail(502, Result::UpstreamReset, reason);
       else
         reset(Result::UpstreamReset, reason);
@@ -268,7 +285,7 @@ void Http1Exchange::onRead(size_t n) {
       break;  // NeedMore / Body with everything consumed
     }
   }
-  if (draining_) {
+  if (phase_ == Phase::AuthDrain) {
     body_.clear();
     return readMore();
   }
@@ -276,7 +293,7 @@ void Http1Exchange::onRead(size_t n) {
 }
 
 void Http1Exchange::nextLeg() {
-  draining_ = false;
+  moveTo(Phase::Answering);
   parser_ = std::make_unique<http1::Parser>(http1::Parser::Kind::Response, http1::Limits{});
   parser_->expectNoBody(head_->method == "HEAD");
   parser_->expectConnectResponse(kind_ == Kind::ProxyConnect);
@@ -286,8 +303,9 @@ void Http1Exchange::nextLeg() {
 }
 
 void Http1Exchange::deliverBody(bool message_done) {
+  if (message_done) moveTo(Phase::Complete);
   auto after = [self = shared_from_this(), message_done] {
-    if (!self->open_ || !self->callbacks_) return;
+    if (self->ended()) return;
     if (message_done)
       self->finishExchange();
     else
@@ -298,18 +316,19 @@ void Http1Exchange::deliverBody(bool message_done) {
 }
 
 void Http1Exchange::finishExchange() {
-  open_ = false;
   TunnelCallbacks* cb = callbacks_;
   callbacks_ = nullptr;
   // Reusable only if both messages completed cleanly on a keep-alive
   // connection (see Release).
   // A CONNECT the proxy refused was all sent with its head.
   const bool complete =
-      !writing_ && (end_sent_ || (kind_ == Kind::ProxyConnect && !tunnel_ && head_bytes_.empty()));
+      !writing_ && (requestEnded() || (kind_ == Kind::ProxyConnect && head_bytes_.empty()));
   const bool reusable = release_ && parser_ && parser_->keepAlive() && complete && !error_answer_;
   if (reusable) {
+    moveTo(Phase::Kept);
     released(std::move(transport_), Http1Close::Response);
   } else {
+    moveTo(Phase::Closed);
     const Http1Close why = !complete       ? Http1Close::Incomplete
                            : error_answer_ ? Http1Close::ErrorAnswer
                                            : Http1Close::Response;
@@ -327,30 +346,31 @@ void Http1Exchange::finishExchange() {
 }
 
 void Http1Exchange::onEof() {
-  if (tunnel_) {
+  if (tunnel()) {
     // The far end finished sending; the app's direction may go on.
+    moveTo(Phase::TunnelEnded);
     if (callbacks_) callbacks_->onResponseEnd();
     return;
   }
   body_.clear();
-  if (draining_)
+  if (phase_ == Phase::AuthDrain)
     return fail(502, Result::UpstreamReset,
                 info_->upstream +
                     " closed the connection during the authentication handshake (NTLM needs it "
                     "kept open)");
   const http1::Event ev = parser_->finish();
-  if (ev == http1::Event::MessageComplete && response_started_) return deliverBody(true);
+  if (ev == http1::Event::MessageComplete && answered()) return deliverBody(true);
   const std::string reason =
       info_->upstream + " closed the connection " +
-      (response_started_ ? "before the response was complete" : "without sending a response");
-  if (!response_started_)
+      (answered() ? "before the response was complete" : "without sending a response");
+  if (!answered())
     failBeforeAnswer(Result::UpstreamReset, reason);
   else
     reset(Result::UpstreamReset, reason);
 }
 
 void Http1Exchange::failBeforeAnswer(Result result, const std::string& why) {
-  if (retry_ && !got_bytes_ && !body_started_ && !draining_ && !tunnel_) {
+  if (retry_ && phase_ == Phase::Awaiting && !bodyStarted()) {
     H2G_LOG(Debug, conn_id_, stream_id_,
             "kept-alive connection to " << info_->upstream << " ended before an answer (" << why
                                         << "): the request goes again on a new connection");
@@ -358,8 +378,8 @@ void Http1Exchange::failBeforeAnswer(Result result, const std::string& why) {
     retry_ = nullptr;
     callbacks_ = nullptr;
     pending_done_ = nullptr;
-    if (open_) {
-      open_ = false;
+    if (!ended()) {
+      moveTo(Phase::Closed);
       transport_->close();
       released(nullptr, Http1Close::ProxyClosedIdle);
     }
@@ -386,14 +406,19 @@ void Http1Exchange::reset(Result result, std::string reason) {
 void Http1Exchange::abort() {
   callbacks_ = nullptr;
   pending_done_ = nullptr;
-  if (!open_) return;
-  open_ = false;
+  if (ended()) return;
   if (transport_) transport_->close();
-  released(nullptr, closeReason());
+  close();
+}
+
+void Http1Exchange::close() {
+  const Http1Close why = closeReason();
+  moveTo(Phase::Closed);
+  released(nullptr, why);
 }
 
 Http1Close Http1Exchange::closeReason() const {
-  return tunnel_ && kind_ == Kind::ProxyConnect ? Http1Close::Tunnel : Http1Close::Incomplete;
+  return tunnel() && kind_ == Kind::ProxyConnect ? Http1Close::Tunnel : Http1Close::Incomplete;
 }
 
 void Http1Exchange::released(std::unique_ptr<Transport> transport, Http1Close why) {
@@ -407,7 +432,7 @@ Http1Exchange::~Http1Exchange() {
   config::wipe(head_bytes_);
   config::wipe(head_in_flight_);
   config::wipe(next_head_);
-  released(nullptr, closeReason());
+  if (!ended()) close();
 }
 
 }  // namespace h2gate::upstream

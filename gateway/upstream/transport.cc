@@ -25,6 +25,13 @@ Transport::Transport(asio::ip::tcp::socket socket, std::unique_ptr<net::SendBuff
       waits_for_writable_(net::sendWaitsForWritable()),
       tuner_(std::move(tuner)) {}
 
+void Transport::moveTo(Input to) {
+  movePhase(kInput, input_, to, conn_id_, 0);
+}
+void Transport::moveTo(Park to) {
+  movePhase(kPark, park_, to, conn_id_, 0);
+}
+
 // The BIO between OpenSSL and the socket. Its data pointer is the Transport.
 struct Transport::Bio {
   static int write(BIO* b, const char* in, int len) {
@@ -38,7 +45,7 @@ struct Transport::Bio {
       case BIO_CTRL_FLUSH:
         return 1;
       case BIO_CTRL_EOF:
-        return static_cast<Transport*>(BIO_get_data(b))->in_eof_ ? 1 : 0;
+        return static_cast<Transport*>(BIO_get_data(b))->input_ == Input::Eof ? 1 : 0;
       default:
         return 0;
     }
@@ -98,7 +105,7 @@ int Transport::bioRead(char* out, int len) {
   if (in_begin_ == in_end_) {
     if (!inbuf_) inbuf_ = std::make_unique<char[]>(in_size_);
     in_begin_ = in_end_ = 0;
-    if (in_eof_) return 0;
+    if (input_ == Input::Eof) return 0;
     const net::SocketIoResult r = net::socketRecv(
         static_cast<net::NativeSocket>(socket_.native_handle()), inbuf_.get(), in_size_);
     const long long n = r.n;
@@ -109,7 +116,7 @@ int Transport::bioRead(char* out, int len) {
       return -1;
     }
     if (n == 0) {
-      in_eof_ = true;
+      moveTo(Input::Eof);
       return 0;
     }
     in_end_ = static_cast<size_t>(n);
@@ -117,18 +124,19 @@ int Transport::bioRead(char* out, int len) {
   const size_t take = std::min(static_cast<size_t>(len), in_end_ - in_begin_);
   std::memcpy(out, inbuf_.get() + in_begin_, take);
   in_begin_ += take;
-  if (in_begin_ == in_end_ && !keep_inbuf_ && !receiving_) inbuf_.reset();  // idle: hold nothing
+  if (in_begin_ == in_end_ && !keep_inbuf_ && input_ != Input::Receiving)
+    inbuf_.reset();  // idle: hold nothing
   return static_cast<int>(take);
 }
 
 int Transport::bioWrite(const char* in, int len) {
   BIO* bio = SSL_get_wbio(ssl_);
   BIO_clear_retry_flags(bio);
-  if (park_error_) {
+  if (park_ == Park::Failed) {
     last_sys_error_ = park_error_.value();
     return -1;
   }
-  if (parked_) {
+  if (parked()) {
     // An overlapped send is in flight: nothing may overtake it. Records
     // queue behind it up to kParkLimit, then the socket is "full".
     last_sys_error_ = 0;
@@ -146,7 +154,7 @@ int Transport::bioWrite(const char* in, int len) {
   if (n < 0) {
     if (r.would_block) {
       if (!waits_for_writable_) {
-        parked_ = true;
+        moveTo(Park::Parked);
         park_next_.assign(in, static_cast<size_t>(len));
         parkSend();
         return len;  // taken: the overlapped send owns a copy
@@ -174,11 +182,9 @@ void Transport::parkSend() {
         if (!ec && !park_next_.empty()) {
           parkSend();  // what queued meanwhile; waiters may queue more
         } else {
-          parked_ = false;
-          if (shutdown_after_park_) {
-            shutdown_after_park_ = false;
-            shutdownSend();
-          }
+          const bool fin = park_ == Park::ParkedShutdown;
+          moveTo(ec ? Park::Failed : Park::None);
+          if (fin) shutdownSend();
         }
         std::vector<WaitHandler> waiters = std::move(send_waiters_);
         send_waiters_.clear();
@@ -190,7 +196,7 @@ template <typename F>
 void Transport::waitWritable(F&& f) {
   if (waits_for_writable_) {
     socket_.async_wait(asio::ip::tcp::socket::wait_write, std::forward<F>(f));
-  } else if (parked_) {
+  } else if (parked()) {
     send_waiters_.emplace_back(std::forward<F>(f));
   } else {
     // Nothing in flight: the socket may take bytes again at once.
@@ -277,11 +283,12 @@ size_t Transport::tlsRead(asio::mutable_buffer b, asio::error_code& ec) {
   size_t n = 0;
   const int r = SSL_read_ex(ssl_, b.data(), b.size(), &n);
   if (r == 1) {
-    read_blocked_ = false;
+    if (input_ == Input::Drained) moveTo(Input::Ready);
     return n;
   }
   ec = tlsError(r);
-  read_blocked_ = ec == asio::error::would_block && !want_write_;
+  if (input_ != Input::Eof)
+    moveTo(ec == asio::error::would_block && !want_write_ ? Input::Drained : Input::Ready);
   return 0;
 }
 
@@ -296,7 +303,7 @@ void Transport::asyncReadSome(asio::mutable_buffer b, Handler h) {
 void Transport::tlsReadAsync(asio::mutable_buffer b, Handler h, bool initiating) {
   // A read that found the socket empty a moment ago need not try again
   // before waiting (it would cost a recv that returns EAGAIN).
-  if (!(initiating && read_blocked_)) {
+  if (!(initiating && input_ == Input::Drained)) {
     asio::error_code ec;
     const size_t n = tlsRead(b, ec);
     if (ec != asio::error::would_block) {
@@ -320,17 +327,17 @@ void Transport::tlsReadAsync(asio::mutable_buffer b, Handler h, bool initiating)
   // not a readiness wait: asio re-arms epoll with a syscall for every wait.)
   if (!inbuf_) inbuf_ = std::make_unique<char[]>(in_size_);
   in_begin_ = in_end_ = 0;
-  receiving_ = true;
+  moveTo(Input::Receiving);
   socket_.async_read_some(asio::buffer(inbuf_.get(), in_size_),
                           [this, life = std::weak_ptr<char>(life_), b, h = std::move(h)](
                               const asio::error_code& e, size_t n) mutable {
                             if (life.expired()) return h(asio::error::operation_aborted, 0);
-                            receiving_ = false;
-                            if (e == asio::error::eof) {
-                              in_eof_ = true;  // OpenSSL tells a close_notify from a truncation
-                            } else if (e) {
-                              return h(e, 0);
-                            }
+                            // EOF: OpenSSL tells a close_notify from a truncation.
+                            if (e == asio::error::eof)
+                              moveTo(Input::Eof);
+                            else if (input_ == Input::Receiving)
+                              moveTo(Input::Ready);
+                            if (e && e != asio::error::eof) return h(e, 0);
                             in_end_ = n;
                             tlsReadAsync(b, std::move(h), false);
                           });
@@ -409,7 +416,7 @@ void Transport::tlsWriteStep(std::shared_ptr<WriteOp> op, bool initiating) {
   }
   // All taken, but the last record is still in a parked send: the write is
   // done only once it is in the kernel (the owner may close next).
-  if (!ec && parked_) {
+  if (!ec && parked()) {
     ec = asio::error::would_block;
     want_write_ = true;
   }
@@ -432,8 +439,8 @@ void Transport::tlsWriteStep(std::shared_ptr<WriteOp> op, bool initiating) {
 // -------------------------------------------------------------------- close
 
 void Transport::shutdownSend() {
-  if (parked_) {  // our FIN goes after the parked bytes
-    shutdown_after_park_ = true;
+  if (parked()) {  // our FIN goes after the parked bytes
+    moveTo(Park::ParkedShutdown);
     return;
   }
   asio::error_code ec;

@@ -36,6 +36,7 @@
 #include <asio/ssl/error.hpp>
 
 #include "gateway/net/send_buffer.h"
+#include "gateway/upstream/phase.h"
 
 namespace h2gate::upstream {
 
@@ -56,6 +57,8 @@ class Transport {
   Transport& operator=(const Transport&) = delete;
 
   asio::ip::tcp::socket& socket() { return socket_; }
+  // The connection id its phase trace lines carry.
+  void setLogId(uint64_t conn_id) { conn_id_ = conn_id; }
   bool isTls() const { return ssl_ != nullptr; }
   SSL* ssl() { return ssl_; }
 
@@ -109,6 +112,52 @@ class Transport {
   bool authenticated() const { return authenticated_; }
 
  private:
+  // TLS: received bytes (plain TCP stays ready).
+  //   input      where they are                                 goes to
+  //   ready      a read tries SSL_read first (records may be    drained, eof
+  //              buffered here or in OpenSSL)
+  //   drained    the last SSL_read wanted bytes from the         ready, receiving, eof
+  //              socket: the next read waits for them first
+  //   receiving  an asynchronous receive into inbuf_ is          ready, eof
+  //              pending (inbuf_ is kept meanwhile)
+  //   eof        the socket gave its FIN: OpenSSL tells a        -
+  //              close_notify from a truncation
+  enum class Input : uint8_t { Ready, Drained, Receiving, Eof };
+  static constexpr PhaseTable<Input, 4> kInput{
+      "transport input",
+      {{
+          {Input::Ready, "ready", nextPhases(Input::Drained, Input::Eof)},
+          {Input::Drained, "drained", nextPhases(Input::Ready, Input::Receiving, Input::Eof)},
+          {Input::Receiving, "receiving", nextPhases(Input::Ready, Input::Eof)},
+          {Input::Eof, "eof", nextPhases()},
+      }}};
+  static_assert(kInput.wellFormed());
+  // Where sendWaitsForWritable() is false (Windows): a send the socket
+  // refused, parked with an overlapped send (POSIX stays none).
+  //   park             what is in flight                        goes to
+  //   none             nothing: sends go straight to the        parked
+  //                    socket
+  //   parked           an overlapped send owns refused bytes;   none, parked_shutdown, failed
+  //                    later records queue behind it
+  //                    (park_next_)
+  //   parked_shutdown  ...and our FIN follows its last byte     none, failed
+  //   failed           a parked send failed (park_error_):      -
+  //                    every later write fails
+  enum class Park : uint8_t { None, Parked, ParkedShutdown, Failed };
+  static constexpr PhaseTable<Park, 4> kPark{
+      "transport park",
+      {{
+          {Park::None, "none", nextPhases(Park::Parked)},
+          {Park::Parked, "parked", nextPhases(Park::None, Park::ParkedShutdown, Park::Failed)},
+          {Park::ParkedShutdown, "parked_shutdown", nextPhases(Park::None, Park::Failed)},
+          {Park::Failed, "failed", nextPhases()},
+      }}};
+  static_assert(kPark.wellFormed());
+  // The one place each machine's phase changes.
+  void moveTo(Input to);
+  void moveTo(Park to);
+  bool parked() const { return park_ == Park::Parked || park_ == Park::ParkedShutdown; }
+
   struct WriteOp;
   struct Bio;
   // The BIO's side: what OpenSSL reads from and writes to.
@@ -141,32 +190,28 @@ class Transport {
   size_t in_size_ = kInBuffer;
   size_t in_begin_ = 0;
   size_t in_end_ = 0;
+  uint64_t conn_id_ = 0;
+  Input input_ = Input::Ready;
+  Park park_ = Park::None;
+  // A setting (keepBuffers()): inbuf_ is kept between reads.
   bool keep_inbuf_ = false;
-  bool in_eof_ = false;     // recv returned 0
-  bool receiving_ = false;  // an asynchronous receive into inbuf_ is pending
+  // What the last failed SSL call wanted (tlsError()): to write, else to
+  // read; for the caller that waits next.
   bool want_write_ = false;
   // The system error of the BIO's last failed send/recv (0: none, or it
   // would have blocked), for SSL_ERROR_SYSCALL.
   int last_sys_error_ = 0;
-  // The last SSL_read wanted more bytes from the socket: nothing decrypted
-  // or whole is buffered, so a new read starts with a readiness wait.
-  bool read_blocked_ = false;
-  // Where send() would block and net::sendWaitsForWritable() is false
-  // (Windows): an overlapped send of a refused record is in flight (it owns
-  // a copy). Records after it queue in park_next_ (the next overlapped
-  // send) up to kParkLimit; beyond that the BIO refuses bytes, and what
-  // waits for writability waits in send_waiters_ for the send's
-  // completion. A failure fails later writes; a shutdownSend() meanwhile
-  // follows the last parked byte.
+  // Parking (Park above): records after the parked one queue in park_next_
+  // (the next overlapped send) up to kParkLimit; beyond that the BIO
+  // refuses bytes, and what waits for writability waits in send_waiters_
+  // for the send's completion.
   static constexpr size_t kParkLimit = 64 * 1024;
   const bool waits_for_writable_;
-  bool parked_ = false;
   std::string park_next_;
-  bool shutdown_after_park_ = false;
-  asio::error_code park_error_;
+  asio::error_code park_error_;  // why the park failed
   std::vector<WaitHandler> send_waiters_;
   std::unique_ptr<net::SendBufferTuner> tuner_;
-  bool authenticated_ = false;
+  bool authenticated_ = false;  // a fact the pool reads (markAuthenticated())
   // Handlers hold a weak reference: they find out if the Transport is gone.
   std::shared_ptr<char> life_ = std::make_shared<char>();
 };

@@ -81,7 +81,8 @@ class H2gate {
   // on timeout).
   std::vector<AccessLogEntry> waitForAccessLog(size_t n, milliseconds timeout = milliseconds(5000));
 
-  // Sanitizer reports (ASan, LSan, UBSan) in its stderr, "" when none.
+  // Sanitizer reports (ASan, LSan, UBSan) and illegal phase transitions
+  // (gateway/upstream/phase.h) in its stderr, "" when none.
   std::string sanitizerReport() const;
   // Whether the running h2gate is an AddressSanitizer build (libasan in its
   // memory map): its shadow memory and quarantine make RSS bounds meaningless.
