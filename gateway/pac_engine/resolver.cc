@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/net/host_addresses.h"
 
@@ -63,9 +64,7 @@ std::string shown(std::string_view s) {
 }
 
 std::string cacheKey(const std::string& host, bool v4_only) {
-  std::string key = v4_only ? "4 " : "* ";
-  for (char c : host) key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  return key;
+  return (v4_only ? "4 " : "* ") + toLowerAscii(host);
 }
 
 }  // namespace
