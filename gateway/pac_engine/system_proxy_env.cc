@@ -7,10 +7,6 @@
 #include "gateway/match/no_proxy.h"
 #include "gateway/pac_engine/system_proxy.h"
 
-#ifndef _WIN32
-extern char** environ;
-#endif
-
 namespace h2gate::pac {
 
 SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::string>& env) {
@@ -56,7 +52,7 @@ SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::str
 
 SystemProxySettings settingsFromProcessEnvironment() {
   std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+  for (char** e = processEnvironment(); e != nullptr && *e != nullptr; ++e) {
     std::string_view kv(*e);
     const std::size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
