@@ -127,50 +127,10 @@ run_squid squid "$squid_port"
 start_nghttpx
 
 # --- two h2gates -------------------------------------------------------------------
-# As lib.sh's write_h2gate_conf, with the endpoint named "localhost" (the
+# lib.sh's h2gate (spawn_h2gate), with the endpoint named "localhost" (the
 # service principal is HTTP/localhost) and the cluster's authentication.
 spawn_auth_h2gate() { # name auth-yaml-lines -> last_pid, last_port
-  local name=$1 admin
-  last_port=$(free_port)
-  admin=$(free_port)
-  cat >"$work/$name.yaml" <<EOF
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: $admin}}
-static_resources:
-  listeners:
-  - name: bench
-    address: {socket_address: {address: 127.0.0.1, port_value: $last_port}}
-    max_connections: 20000
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-        typed_config:
-          cluster: nghttpx
-  clusters:
-  - name: nghttpx
-    circuit_breakers: {thresholds: [{max_requests: 20000}]}
-    proxy_authentication:
-$2
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: localhost, port_value: $nghttpx_port}}}
-    transport_socket:
-      name: envoy.transport_sockets.tls
-      typed_config:
-        common_tls_context:
-          validation_context:
-            trusted_ca: {filename: $work/ca.pem}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        auto_config:
-          http2_protocol_options:
-            max_concurrent_streams: 1000
-EOF
-  "$H2GATE_BIN" -c "$work/$name.yaml" --log-level warn >>"$work/$name.log" 2>&1 &
-  last_pid=$!
-  pids+=("$last_pid")
-  wait_port "$last_port" "h2gate $name"
+  conf_endpoint=localhost conf_auth=$2 spawn_h2gate "$1"
 }
 spawn_auth_h2gate negotiate "      scheme: negotiate"
 n_port=$last_port n_pid=$last_pid

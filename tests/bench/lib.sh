@@ -242,7 +242,28 @@ tls_conns_since() {
 # nghttpx above, with h2gate's defaults except max_concurrent_streams 1000
 # (nghttpx allows 10,000), listener max_connections and cluster max_requests
 # 20,000, so thousands of tunnels neither queue nor get 503.
+# The one place the benchmarks write that config; a script changes a piece by
+# setting, for the call only (conf_endpoint=localhost write_h2gate_conf ...):
+#   conf_route     the forward_proxy's typed_config lines (indented 10;
+#                  default: cluster: nghttpx)
+#   conf_endpoint  the cluster's endpoint address (default 127.0.0.1)
+#   conf_auth      the cluster's proxy_authentication lines (indented 6; none
+#                  by default)
+#   conf_streams   max_concurrent_streams ("" leaves the protocol options out:
+#                  h2gate's default; default 1000)
 write_h2gate_conf() { # file listen-port admin-port
+  local route=${conf_route:-"          cluster: nghttpx"}
+  local auth=
+  if [[ -n ${conf_auth:-} ]]; then auth=$'    proxy_authentication:\n'$conf_auth$'\n'; fi
+  local streams=
+  if [[ -n ${conf_streams-1000} ]]; then
+    streams="    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        auto_config:
+          http2_protocol_options:
+            max_concurrent_streams: ${conf_streams-1000}
+"
+  fi
   cat >"$1" <<EOF
 admin:
   address: {socket_address: {address: 127.0.0.1, port_value: $3}}
@@ -255,26 +276,22 @@ static_resources:
     - filters:
       - name: h2gate.filters.forward_proxy
         typed_config:
-          cluster: nghttpx
+$route
   clusters:
   - name: nghttpx
     circuit_breakers: {thresholds: [{max_requests: 20000}]}
-    load_assignment:
+${auth}    load_assignment:
       endpoints:
       - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: $nghttpx_port}}}
+        - endpoint: {address: {socket_address: {address: ${conf_endpoint:-127.0.0.1}, port_value: $nghttpx_port}}}
     transport_socket:
       name: envoy.transport_sockets.tls
       typed_config:
         common_tls_context:
           validation_context:
             trusted_ca: {filename: $work/ca.pem}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        auto_config:
-          http2_protocol_options:
-            max_concurrent_streams: 1000
 EOF
+  printf '%s' "$streams" >>"$1"
 }
 # Starts an h2gate of its own config $work/NAME.yaml and log $work/NAME.log;
 # sets last_pid and last_port. Waits for the listener only (up to 10 s, or

@@ -92,41 +92,13 @@ $pac_rules  return "HTTPS 127.0.0.1:$nghttpx_port";
 }
 EOF
 
-write_conf() { # file listen-port admin-port routing-yaml
-  cat >"$1" <<EOF
-admin:
-  address: {socket_address: {address: 127.0.0.1, port_value: $3}}
-static_resources:
-  listeners:
-  - name: bench
-    address: {socket_address: {address: 127.0.0.1, port_value: $2}}
-    max_connections: 20000
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-        typed_config:
-$4
-  clusters:
-  - name: nghttpx
-    circuit_breakers: {thresholds: [{max_requests: 20000}]}
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: $nghttpx_port}}}
-    transport_socket:
-      name: envoy.transport_sockets.tls
-      typed_config:
-        common_tls_context:
-          validation_context:
-            trusted_ca: {filename: $work/ca.pem}
-EOF
-}
 declare -A PORT PID ADMIN
 spawn() { # workload binary routing-yaml
   local port admin
   port=$(free_port)
   admin=$(free_port)
-  write_conf "$work/$1.yaml" "$port" "$admin" "$3"
+  # lib.sh's config with this routing and h2gate's default stream limit.
+  conf_route=$3 conf_streams= write_h2gate_conf "$work/$1.yaml" "$port" "$admin"
   if [[ -n ${CALLGRIND:-} ]]; then
     valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.$1" \
       "$2" -c "$work/$1.yaml" --log-level warn >>"$work/$1.log" 2>&1 &

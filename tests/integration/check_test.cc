@@ -362,25 +362,19 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
 TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer fails",
           "[check][auth][kerberos]") {
   REQUIRE_AUTH_TOOLS();
-  TempDir work("check-mutual");
-  TestCA ca{work.path().string()};
-  Nginx::Options no;
-  no.ca = &ca;
-  Nginx nginx(no);
-  KerberosRealm realm;
+  KerberosOriginEnv env("check-mutual");
+  const KerberosRealm& realm = env.realm;
   const std::string mutual = GENERATE("ok", "forged");
   AuthProxy::Options o;
   // auto picks Negotiate among the three.
   o.schemes = "basic,ntlm,negotiate";
-  o.keytab = realm.http_keytab;
-  o.krb5_conf = realm.kdc.krb5Conf();
   o.mutual = mutual;
   o.ntlm_users = {"CORP:alice:ntlm-pw"};
   o.basic = "CORP\\alice:ntlm-pw";
-  AuthProxy proxy(o);
-  const std::string url = nginx.httpsUrl("/1k");
+  AuthProxy proxy(realm.negotiateProxyOptions(o));
+  const std::string url = env.nginx.httpsUrl("/1k");
   CommandResult r =
-      checkWith(work,
+      checkWith(env.work,
                 authConfigYaml("localhost", proxy.port(), "",
                                "      scheme: auto\n"
                                "      credentials: {username: 'CORP\\alice', password: "

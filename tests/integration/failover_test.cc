@@ -310,18 +310,8 @@ TEST_CASE("drain: POST /quitquitquit during 10 transfers lets all of them finish
   CHECK(adminGet(gate.adminPort(), "/quitquitquit").status == 405);  // GET changes nothing
   CHECK(adminGet(gate.adminPort(), "/healthz").status == 200);
 
-  const BackgroundDownloads d = tenMiB("q", 10);
-  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
-  // curl -X POST -H 'X-H2gate-Admin: 1' http://127.0.0.1:9901/quitquitquit
-  r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
-  INFO(gate.process().logTail(20));
-  CHECK(r.status == 200);
-  CHECK(r.body == "draining 10 connection(s)\n");
-  CHECK(gate.process().waitForLog("POST /quitquitquit: no longer accepting", milliseconds(5000)));
-  CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
-  checkDownloads(env, *transfers, d);
-  const auto exit = gate.process().wait(milliseconds(15000));
-  REQUIRE(exit);
-  CHECK(exit->exited);
-  CHECK(exit->code == 0);
+  quitDuringDownloads(env, gate, tenMiB("q", 10), milliseconds(15000), [&] {
+    CHECK(gate.process().waitForLog("POST /quitquitquit: no longer accepting", milliseconds(5000)));
+    CHECK(adminGet(gate.adminPort(), "/healthz").status == 503);  // draining
+  });
 }

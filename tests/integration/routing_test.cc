@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tests/support/h2_env.h"
+#include "tests/support/listeners_env.h"
 #include "tests/support/scrape.h"
 
 using namespace h2gate::test;
@@ -53,20 +54,12 @@ struct RoutingEnv {
   // nghttpx, no credentials of their own).
   H2gate& start(const std::string& listeners, const std::vector<std::string>& names,
                 std::map<std::string, std::optional<std::string>> env = {}) {
-    H2gate::Options o;
-    o.binary = H2GATE_BINARY;
-    o.yaml =
-        "admin:\n"
-        "  address:\n"
-        "    socket_address: {address: 127.0.0.1, port_value: 0}\n"
-        "static_resources:\n"
-        "  listeners:\n" +
-        listeners + "  clusters:\n" + clusterYaml("proxy", {nghttpx.port()}, ca.caCertPath()) +
-        clusterYaml("second_proxy_cluster", {nghttpx.port()}, ca.caCertPath());
-    o.args = {"--log-level", "debug"};
-    o.listeners = names;
+    H2gate::Options o = listenersOptions(
+        gateYaml(listeners, "127.0.0.1",
+                 "  clusters:\n" + clusterYaml("proxy", {nghttpx.port()}, ca.caCertPath()) +
+                     clusterYaml("second_proxy_cluster", {nghttpx.port()}, ca.caCertPath())),
+        names, "127.0.0.1 web.internal.test\n");
     o.env = std::move(env);
-    o.hosts = "127.0.0.1 web.internal.test\n";
     gate = std::make_unique<H2gate>(std::move(o));
     INFO(gate->process().logTail());
     REQUIRE(gate->process().waitForLog(
@@ -75,32 +68,20 @@ struct RoutingEnv {
   }
 
   std::string internalUrl(bool tls, const std::string& path) const {
-    return tls ? "https://web.internal.test:" + str(nginx.tlsPort()) + path
-               : "http://web.internal.test:" + str(nginx.httpPort()) + path;
+    return nginxUrl(nginx, "web.internal.test", tls, path);
   }
   std::string originUrl(bool tls, const std::string& path) const {
-    return tls ? "https://origin.test:" + str(nginx.tlsPort()) + path
-               : "http://origin.test:" + str(nginx.httpPort()) + path;
+    return nginxUrl(nginx, "origin.test", tls, path);
   }
 
   // curl through `listener`; stdout is what -w writes.
-  CommandResult curl(const std::string& listener, std::vector<std::string> args) {
-    std::vector<std::string> all{
-        "-sS", "-x", gate->proxyUrl(listener), "--cacert", ca.caCertPath(), "--max-time", "30"};
-    all.insert(all.end(), args.begin(), args.end());
-    CommandResult r = runCurl(all, milliseconds(40000));
-    UNSCOPED_INFO("curl " << args.back() << ": exit " << r.exit_code << " out " << r.out << " err "
-                          << r.err);
-    return r;
+  CommandResult curl(const std::string& listener, const std::vector<std::string>& args) {
+    return curlThrough(*gate, listener, ca, args);
   }
   // A 1 MiB download through `listener`: true when 200 and whole.
   bool fetch(const std::string& listener, const std::string& url, const std::string& name,
              std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = std::move(extra);
-    args.insert(args.end(), {"-o", out.file(name), "-w", "%{http_code}", url});
-    const CommandResult r = curl(listener, args);
-    return r.exit_code == 0 && r.out == "200" &&
-           sha256File(out.file(name)) == testFile("1m").sha256;
+    return fetch1m(*gate, listener, ca, url, out.file(name), std::move(extra));
   }
 
   TempDir work{"routing"};
@@ -111,10 +92,6 @@ struct RoutingEnv {
   TempDir out{"out"};
   std::unique_ptr<H2gate> gate;  // stops first
 };
-
-bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, milliseconds(5000)).exit_code == 0;
-}
 
 std::string joined(const std::vector<std::string>& lines) {
   std::string s;

@@ -80,14 +80,10 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
   if (!canRun()) return;
   REQUIRE(kerberosToolsMissing().empty());
   REQUIRE(authProxyMissing().empty());
-  TempDir work("sspi");
-  TestCA ca(work.path().string());
-  Nginx::Options no;
-  no.ca = &ca;
-  Nginx nginx(no);
-  KerberosRealm realm;
+  KerberosOriginEnv env("sspi");
+  const KerberosRealm& realm = env.realm;
   SspiClient client;
-  const std::string url = nginx.httpUrl("/1k");
+  const std::string url = env.nginx.httpUrl("/1k");
 
   SECTION("squid's negotiate_kerberos_auth accepts the ticket") {
     Squid squid(negotiateSquidOptions(realm));
@@ -101,7 +97,7 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
     CHECK(lines[0].ends_with(" alice@H2GATE.TEST"));
     // No ticket: SSPI says so, nothing is sent.
     const CommandResult none = client.run({"negotiate", std::to_string(squid.httpPort()), url},
-                                          realm.kdc.env("FILE:" + work.file("none")));
+                                          realm.kdc.env("FILE:" + env.work.file("none")));
     CHECK(none.exit_code == 1);
     CHECK(none.out.find("SEC_E_NO_CREDENTIALS") != std::string::npos);
   }
@@ -109,10 +105,8 @@ TEST_CASE("SSPI under wine: Negotiate to squid with a Kerberos ticket; mutual au
     const std::string mutual = GENERATE("ok", "forged");
     AuthProxy::Options o;
     o.schemes = "negotiate";
-    o.keytab = realm.http_keytab;
-    o.krb5_conf = realm.kdc.krb5Conf();
     o.mutual = mutual;
-    AuthProxy proxy(o);
+    AuthProxy proxy(realm.negotiateProxyOptions(o));
     const CommandResult r =
         client.run({"negotiate", std::to_string(proxy.port()), url}, realm.kdc.env(realm.alice));
     INFO(proxy.logText());

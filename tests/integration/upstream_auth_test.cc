@@ -24,6 +24,7 @@
 #include "tests/support/h2gate.h"
 #include "tests/support/hostile_server.h"
 #include "tests/support/kerberos_proxy.h"
+#include "tests/support/listeners_env.h"
 #include "tests/support/net.h"
 #include "tests/support/origin.h"
 #include "tests/support/scrape.h"
@@ -67,6 +68,25 @@ size_t squidStatusCount(const Squid& squid, int status) {
   return n;
 }
 
+// h2gate (debug log) to the proxy at localhost:`port` with `auth` (lines of
+// its proxy_authentication), trusting `ca` (empty: plain HTTP).
+H2gate::Options authGateOptions(uint16_t port, const std::string& ca, const std::string& auth) {
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml = authConfigYaml("localhost", port, ca, auth);
+  o.args = {"--log-level", "debug"};
+  return o;
+}
+
+// Nothing `gate` logged (stderr and stdout) holds any of `secrets`.
+void checkNotLogged(H2gate& gate, const std::vector<std::string>& secrets) {
+  const std::string log = gate.stderrText() + gate.process().stdoutText();
+  for (const std::string& secret : secrets) {
+    INFO(secret);
+    CHECK(log.find(secret) == std::string::npos);
+  }
+}
+
 // The realm, nginx behind squid (https_port and http_port) with
 // negotiate_kerberos_auth, alice's ticket; h2gate started by the test.
 struct KerberosEnv : KerberosSquidEnv {
@@ -76,31 +96,22 @@ struct KerberosEnv : KerberosSquidEnv {
   // given credential cache (empty: none) and extra environment.
   H2gate& startGate(const std::string& auth, const std::string& ccache,
                     std::map<std::string, std::optional<std::string>> env = {}, uint16_t port = 0) {
-    H2gate::Options o;
-    o.binary = H2GATE_BINARY;
-    o.yaml = authConfigYaml("localhost", port ? port : squid->httpsPort(), ca.caCertPath(), auth);
-    o.args = {"--log-level", "debug"};
+    H2gate::Options o = authGateOptions(port ? port : squid->httpsPort(), ca.caCertPath(), auth);
     o.env = realm.kdc.env(ccache.empty() ? "FILE:" + work.file("no-such-cache") : ccache);
     for (auto& [k, v] : env) o.env[k] = v;
     gate = std::make_unique<H2gate>(std::move(o));
     return *gate;
   }
 
-  CommandResult curl(std::vector<std::string> args) {
-    std::vector<std::string> all{"-sS",        "-x", gate->proxyUrl(), "--cacert", ca.caCertPath(),
-                                 "--max-time", "30"};
-    all.insert(all.end(), args.begin(), args.end());
-    return runCurl(all, milliseconds(40000));
+  CommandResult curl(const std::vector<std::string>& args) {
+    return curlThrough(*gate, "", ca, args);
   }
 
   // Nothing h2gate logged may carry a credential: no Kerberos token (they
   // start "YII" in base64), no password, no Proxy-Authorization value.
+  // ("NTLMSSP" in base64: TlRMTVNTUA).
   void checkNoSecretsLogged() {
-    const std::string log = gate->stderrText() + gate->process().stdoutText();
-    CHECK(log.find("YII") == std::string::npos);
-    CHECK(log.find("Negotiate Y") == std::string::npos);
-    CHECK(log.find("alice-pw") == std::string::npos);
-    CHECK(log.find("TlRMTVNTUA") == std::string::npos);  // "NTLMSSP" in base64
+    checkNotLogged(*gate, {"YII", "Negotiate Y", "alice-pw", "TlRMTVNTUA"});
   }
 
   TempDir out{"out"};
@@ -314,24 +325,14 @@ struct ProxyEnv {
   explicit ProxyEnv(AuthProxy::Options o, bool kerberos = false) {
     if (kerberos) {
       realm = std::make_unique<KerberosRealm>();
-      o.keytab = realm->http_keytab;
-      o.krb5_conf = realm->kdc.krb5Conf();
+      o = realm->negotiateProxyOptions(std::move(o));
     }
     o.ntlm_users = {"CORP:alice:ntlm-pw"};
     proxy = std::make_unique<AuthProxy>(std::move(o));
   }
 
-  static Nginx::Options nginxOptions(TestCA& ca) {
-    Nginx::Options n;
-    n.ca = &ca;
-    return n;
-  }
-
   H2gate& startGate(const std::string& auth, const std::string& ca = "") {
-    H2gate::Options o;
-    o.binary = H2GATE_BINARY;
-    o.yaml = authConfigYaml("localhost", proxy->port(), ca, auth);
-    o.args = {"--log-level", "debug"};
+    H2gate::Options o = authGateOptions(proxy->port(), ca, auth);
     if (realm) o.env = realm->kdc.env(realm->alice);
     // An ASan build of h2gate that uses NTLM: gss-ntlmssp's own leak is
     // suppressed (tests/lsan.supp), which needs full stack unwinding.
@@ -343,19 +344,13 @@ struct ProxyEnv {
     return *gate;
   }
 
-  CommandResult curl(std::vector<std::string> args) {
-    std::vector<std::string> all{"-sS",        "-x", gate->proxyUrl(), "--cacert", ca.caCertPath(),
-                                 "--max-time", "30"};
-    all.insert(all.end(), args.begin(), args.end());
-    return runCurl(all, milliseconds(40000));
+  CommandResult curl(const std::vector<std::string>& args) {
+    return curlThrough(*gate, "", ca, args);
   }
 
-  void checkNoSecretsLogged() {
-    const std::string log = gate->stderrText() + gate->process().stdoutText();
-    CHECK(log.find("ntlm-pw") == std::string::npos);
-    CHECK(log.find("TlRMTVNTUA") == std::string::npos);  // any NTLM message, base64
-    CHECK(log.find("YII") == std::string::npos);
-  }
+  // No password, no NTLM message (TlRMTVNTUA: "NTLMSSP" in base64), no
+  // Kerberos token.
+  void checkNoSecretsLogged() { checkNotLogged(*gate, {"ntlm-pw", "TlRMTVNTUA", "YII"}); }
 
   // The proxy's log entries with this "scheme".
   std::vector<std::map<std::string, std::string>> entries(const std::string& scheme) const {
@@ -367,7 +362,7 @@ struct ProxyEnv {
 
   TempDir work{"auth-proxy"};
   TestCA ca{work.path().string()};
-  Nginx nginx{nginxOptions(ca)};
+  Nginx nginx{KerberosOriginEnv::nginxOptions(ca)};
   std::unique_ptr<KerberosRealm> realm;
   std::unique_ptr<AuthProxy> proxy;
   TempDir out{"out"};

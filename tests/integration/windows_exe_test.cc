@@ -204,18 +204,7 @@ TEST_CASE("h2gate.exe under wine: downloads, uploads, metrics, admin, quitquitqu
   CHECK(env.nghttpx.clients().size() == 1);
 
   // POST /quitquitquit during 10 transfers: all complete, exit code 0.
-  {
-    const BackgroundDownloads d = twentyMiB("q", 10);
-    auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
-    AdminReply r = adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
-    CHECK(r.status == 200);
-    CHECK(r.body == "draining 10 connection(s)\n");
-    checkDownloads(env, *transfers, d);
-    const auto exit = gate.process().wait(milliseconds(30000));
-    REQUIRE(exit);
-    CHECK(exit->exited);
-    CHECK(exit->code == 0);
-  }
+  quitDuringDownloads(env, gate, twentyMiB("q", 10), milliseconds(30000));
 }
 
 TEST_CASE("h2gate.exe under wine: a wrong CA gives 502 with the reason", "[windows-exe]") {

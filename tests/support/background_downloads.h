@@ -1,14 +1,16 @@
 // Parallel HTTPS downloads through h2gate that are still running when a
 // test stops h2gate: startDownloads() returns once h2gate counts them all
 // as active requests, so the stop lands mid-transfer; checkDownloads()
-// then asserts that every one completed, byte for byte. Used by the drain
-// tests (tests/integration/failover_test.cc, windows_exe_test.cc).
+// then asserts that every one completed, byte for byte; quitDuringDownloads()
+// is the drain test built of both. Used by the drain tests
+// (tests/integration/failover_test.cc, windows_exe_test.cc).
 // Header-only, like h2_env.h.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -68,6 +70,28 @@ inline void checkDownloads(H2Env& env, Process& transfers, const BackgroundDownl
   CHECK(st->exited);
   CHECK(st->code == 0);
   for (int i = 0; i < d.count; ++i) CHECK(sha256File(env.out.file(d.prefix + str(i))) == d.sha256);
+}
+
+// The drain: POST /quitquitquit (curl -X POST -H 'X-H2gate-Admin: 1'
+// http://127.0.0.1:ADMIN/quitquitquit) while `d` runs through `gate`. h2gate
+// answers that it drains all d.count of them; `while_draining` (if any) runs
+// next; then every download completes byte for byte and h2gate exits 0
+// within `exit_timeout`.
+inline void quitDuringDownloads(H2Env& env, H2gate& gate, const BackgroundDownloads& d,
+                                std::chrono::milliseconds exit_timeout,
+                                const std::function<void()>& while_draining = {}) {
+  auto transfers = startDownloads(env, gate.proxyUrl(), gate.adminPort(), d);
+  const AdminReply r =
+      adminRequest("POST", gate.adminPort(), "/quitquitquit", {"X-H2gate-Admin: 1"});
+  INFO(gate.process().logTail(20));
+  CHECK(r.status == 200);
+  CHECK(r.body == "draining " + str(d.count) + " connection(s)\n");
+  if (while_draining) while_draining();
+  checkDownloads(env, *transfers, d);
+  const auto exit = gate.process().wait(exit_timeout);
+  REQUIRE(exit);
+  CHECK(exit->exited);
+  CHECK(exit->code == 0);
 }
 
 }  // namespace h2gate::test

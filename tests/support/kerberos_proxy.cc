@@ -19,6 +19,12 @@ CommandResult KerberosRealm::curl(const std::string& ccache,
   return runCommand(argv, std::chrono::milliseconds(30000));
 }
 
+AuthProxy::Options KerberosRealm::negotiateProxyOptions(AuthProxy::Options o) const {
+  o.keytab = http_keytab;
+  o.krb5_conf = kdc.krb5Conf();
+  return o;
+}
+
 Squid::Options negotiateSquidOptions(const KerberosRealm& realm, TestCA* ca) {
   Squid::Options s;
   if (ca) {
@@ -32,9 +38,10 @@ Squid::Options negotiateSquidOptions(const KerberosRealm& realm, TestCA* ca) {
 }
 
 KerberosSquidEnv::KerberosSquidEnv(const std::string& work_name)
-    : work(work_name), squid(std::make_unique<Squid>(negotiateSquidOptions(realm, &ca))) {}
+    : KerberosOriginEnv(work_name),
+      squid(std::make_unique<Squid>(negotiateSquidOptions(realm, &ca))) {}
 
-Nginx::Options KerberosSquidEnv::nginxOptions(TestCA& ca) {
+Nginx::Options KerberosOriginEnv::nginxOptions(TestCA& ca) {
   Nginx::Options n;
   n.ca = &ca;
   return n;

@@ -1,8 +1,9 @@
 // Routing by a PAC file in integration tests: nginx serves the PAC files
 // from a work directory (and the test files, as the origin), h2gate runs
 // with listeners whose forward_proxy has one `pac:` route, curl goes
-// through it. Header-only: it uses H2GATE_BINARY, which only the
-// integration test binary defines. Used by tests/integration/pac_*_test.cc.
+// through it (tests/support/listeners_env.h). Header-only: it uses
+// H2GATE_BINARY, which only the integration test binary defines. Used by
+// tests/integration/pac_*_test.cc.
 //
 // Names: `hosts` lines go to h2gate alone (its own /etc/hosts in a mount
 // namespace, as in routing_test.cc), e.g. "127.0.0.1 web.internal.test";
@@ -20,12 +21,9 @@
 #include <vector>
 
 #include "tests/support/h2_env.h"
+#include "tests/support/listeners_env.h"
 
 namespace h2gate::test {
-
-inline bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, std::chrono::milliseconds(5000)).exit_code == 0;
-}
 
 struct PacEnv {
   // `tweak` may change nginx's options (e.g. a fixed port in a namespace).
@@ -78,14 +76,7 @@ struct PacEnv {
   // The whole config: admin on `admin_address`:0 and `listeners`.
   static std::string yaml(const std::string& listeners,
                           const std::string& admin_address = "127.0.0.1") {
-    return "admin:\n"
-           "  address:\n"
-           "    socket_address: {address: " +
-           admin_address +
-           ", port_value: 0}\n"
-           "static_resources:\n"
-           "  listeners:\n" +
-           listeners;
+    return gateYaml(listeners, admin_address);
   }
 
   // Starts h2gate (debug log) with `hosts` as its /etc/hosts; `tweak` may
@@ -93,35 +84,21 @@ struct PacEnv {
   H2gate& start(const std::string& listeners, const std::vector<std::string>& names,
                 const std::function<void(H2gate::Options&)>& tweak = {},
                 const std::string& hosts = "127.0.0.1 web.internal.test\n") {
-    H2gate::Options o;
-    o.binary = H2GATE_BINARY;
-    o.yaml = yaml(listeners);
-    o.args = {"--log-level", "debug"};
-    o.listeners = names;
-    o.hosts = hosts;
+    H2gate::Options o = listenersOptions(yaml(listeners), names, hosts);
     if (tweak) tweak(o);
     gate = std::make_unique<H2gate>(std::move(o));
     return *gate;
   }
 
-  CommandResult curl(const std::string& listener, std::vector<std::string> args) {
-    std::vector<std::string> all{
-        "-sS", "-x", gate->proxyUrl(listener), "--cacert", ca.caCertPath(), "--max-time", "30"};
-    all.insert(all.end(), args.begin(), args.end());
-    CommandResult r = runCurl(all, std::chrono::milliseconds(40000));
-    UNSCOPED_INFO("curl " << args.back() << ": exit " << r.exit_code << " out " << r.out << " err "
-                          << r.err);
-    return r;
+  CommandResult curl(const std::string& listener, const std::vector<std::string>& args) {
+    return curlThrough(*gate, listener, ca, args);
   }
   // A 1 MiB download: true when 200 and byte-identical.
   bool fetch(const std::string& listener, const std::string& url, const std::string& name) {
-    const CommandResult r = curl(listener, {"-o", out.file(name), "-w", "%{http_code}", url});
-    return r.exit_code == 0 && r.out == "200" &&
-           sha256File(out.file(name)) == testFile("1m").sha256;
+    return fetch1m(*gate, listener, ca, url, out.file(name));
   }
   std::string url(const std::string& host, bool tls, const std::string& path) const {
-    return tls ? "https://" + host + ":" + str(nginx.tlsPort()) + path
-               : "http://" + host + ":" + str(nginx.httpPort()) + path;
+    return nginxUrl(nginx, host, tls, path);
   }
 
   TempDir work{"pacroute"};

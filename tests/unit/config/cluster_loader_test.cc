@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "config/loader.h"
-#include "test_util.h"
+#include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
 
 using namespace h2gate::config;

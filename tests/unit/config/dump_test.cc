@@ -6,7 +6,7 @@
 
 #include "config/loader.h"
 #include "gateway/server/load_config.h"
-#include "test_util.h"
+#include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
 
 using namespace h2gate::config;

@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "filters/registry.h"
-#include "test_util.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate::config;
 using h2gate::testing::allProblems;
@@ -65,6 +65,383 @@ const char* const kMinimal = h2gate::testing::kMinimalConfig;
 
 LoadResult load(const std::string& yaml) {
   return h2gate::testing::loadYaml(yaml);
+}
+
+// A listener with a fixed send buffer and tcp_notsent_lowat, then a cluster
+// c (whose fields follow, indented 4).
+std::string sendBufferBase() {
+  return std::string(kMinimal) +
+         "    send_buffer: {mode: fixed, bytes: 65536}\n"
+         "    tcp_notsent_lowat: 16384\n"
+         "  clusters:\n"
+         "  - name: c\n"
+         "    load_assignment:\n"
+         "      endpoints: [{lb_endpoints: [{endpoint: {address: "
+         "{socket_address: {address: proxy.test, port_value: 443}}}}]}]\n";
+}
+
+// Configs that are wrong, and every problem h2gate reports for each: the
+// whole text a user sees (file:line:column: field: message), in the order
+// reported. One row a case; a failure names its row.
+struct BadConfig {
+  std::string name;
+  std::string yaml;
+  std::vector<std::string> problems;
+};
+
+std::vector<BadConfig> badConfigs() {
+  const std::string k = kMinimal;
+  const std::string nested =
+      ": YAML nested more than 64 levels deep (sequences and mappings inside each other): gave "
+      "up at this one, level 65 (an h2gate config needs about ten)";
+  const std::string h2 =
+      "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions.upstreams."
+      "http.v3.HttpProtocolOptions\"].auto_config.http2_protocol_options.";
+  const std::string common =
+      "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions."
+      "upstreams.http.v3.HttpProtocolOptions\"].common_http_protocol_options.";
+  const std::string options_key =
+      "    typed_extension_protocol_options:\n"
+      "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n";
+  const std::string tc = "static_resources.clusters[0].transport_socket.typed_config.";
+  const std::string l0 = "static_resources.listeners[0].";
+  const std::string send_buffer_base = sendBufferBase();
+  const std::string bad_duration = k +
+                                   "  clusters:\n"
+                                   "  - name: c\n"
+                                   "    connect_timeout: 5x\n" +
+                                   kEndpoint;
+  std::string flow_mappings = "a: 1\nb: ";
+  for (int i = 0; i < 100000; ++i) flow_mappings += "{k: ";
+  std::string block_mappings;
+  for (int i = 0; i < 100; ++i) {
+    block_mappings += std::string(static_cast<size_t>(i) * 2, ' ') + "k:\n";
+  }
+  std::string block_sequences;
+  for (int i = 0; i < 100; ++i) block_sequences += "- ";
+  block_sequences += "x\n";
+
+  return {
+      {"a bad duration, at the value (line 10, column 22: the \"5x\")",
+       bad_duration,
+       {"cfg.yaml:10:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+        "5s"}},
+      {"a bad duration two lines further down",
+       "\n\n" + bad_duration,
+       {"cfg.yaml:12:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+        "5s"}},
+      {"unknown keys, at the key",
+       k + "    per_connection_buffer_limit_bytes: 1024\n"
+           "nodes: {}\n",
+       {"cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
+        "unknown field (expected one of: name, address, additional_addresses, "
+        "filter_chains, max_request_headers_kb, max_request_headers_count, "
+        "direct_connect_timeout, tunnel_half_close_timeout, request_headers_timeout, "
+        "idle_timeout, tunnel_idle_timeout, connect_response_timeout, "
+        "stream_idle_timeout, max_connections, send_buffer, tcp_notsent_lowat, "
+        "deny_own_addresses)",
+        "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, static_resources, h2gate)"}},
+      {"wrong types, at the value",
+       R"(admin: [1, 2]
+h2gate: {concurrency: two}
+static_resources:
+  listeners:
+  - name: {a: 1}
+    address: {socket_address: {address: 127.0.0.1, port_value: "x"}}
+    filter_chains: {filters: []}
+)",
+       {"cfg.yaml:1:8: admin: expected a mapping",
+        "cfg.yaml:2:23: h2gate.concurrency: expected an integer in 1..1024",
+        "cfg.yaml:5:5: static_resources.listeners[0].filter_chains: a listener needs one filter "
+        "chain ending in h2gate.filters.forward_proxy",
+        "cfg.yaml:5:11: static_resources.listeners[0].name: expected a string",
+        "cfg.yaml:6:64: static_resources.listeners[0].address.socket_address.port_value: "
+        "expected an integer in 0..65535",
+        "cfg.yaml:7:20: static_resources.listeners[0].filter_chains: expected a list"}},
+      {"out-of-range values",
+       k + R"(  - name: l2
+    address: {socket_address: {address: 127.0.0.1, port_value: 65536}}
+    max_request_headers_kb: 0
+    max_request_headers_count: 1001
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    connect_timeout: 0s
+)" + kEndpoint +
+           R"(    circuit_breakers: {thresholds: [{max_connections: 0}]}
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        auto_config:
+          http2_protocol_options:
+            max_concurrent_streams: 0
+            initial_stream_window_size: 65534
+            initial_connection_window_size: 2147483648
+            connection_keepalive: {timeout: 0s}
+)",
+       {"cfg.yaml:9:64: static_resources.listeners[1].address.socket_address.port_value: must be "
+        "in 0..65535, got 65536",
+        "cfg.yaml:10:29: static_resources.listeners[1].max_request_headers_kb: must be in 1..1024, "
+        "got 0",
+        "cfg.yaml:11:32: static_resources.listeners[1].max_request_headers_count: must be in "
+        "1..1000, got 1001",
+        "cfg.yaml:15:22: static_resources.clusters[0].connect_timeout: must be greater than 0",
+        "cfg.yaml:20:55: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+        "max_connections: must be in 1..10000, got 0",
+        "cfg.yaml:25:37: " + h2 + "max_concurrent_streams: must be in 1..2147483647, got 0",
+        "cfg.yaml:26:41: " + h2 +
+            "initial_stream_window_size: must be in 65535..2147483647, got "
+            "65534",
+        "cfg.yaml:27:45: " + h2 +
+            "initial_connection_window_size: must be in 65535..2147483647, got 2147483648",
+        "cfg.yaml:28:45: " + h2 + "connection_keepalive.timeout: must be greater than 0"}},
+      {"an endpoint port 0",
+       withCluster("    load_assignment:\n"
+                   "      endpoints:\n"
+                   "      - lb_endpoints:\n"
+                   "        - endpoint: {address: {socket_address: {address: p.example, "
+                   "port_value: 0}}}\n"),
+       {"cfg.yaml:13:81: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]."
+        "endpoint.address.socket_address.port_value: must be in 1..65535, got 0"}},
+      {"a dangling cluster reference, at the cluster key",
+       k +
+           "        typed_config: {cluster: nope}\n"
+           "  clusters:\n"
+           "  - name: c\n" +
+           kEndpoint,
+       {"cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+        "cluster: unknown cluster 'nope' (known: c)"}},
+      {"a cluster reference with no clusters defined",
+       k + "        typed_config: {cluster: x}\n",
+       {"cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
+        "cluster: unknown cluster 'x' (no clusters are defined)"}},
+      {"duplicate listener and cluster names",
+       k + R"(  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3129}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+)" + kEndpoint +
+           "  - name: c\n" + kEndpoint,
+       {"cfg.yaml:8:5: static_resources.listeners[1].name: duplicate listener name 'l' (also "
+        "static_resources.listeners[0])",
+        "cfg.yaml:17:5: static_resources.clusters[1].name: duplicate cluster name 'c' (also "
+        "static_resources.clusters[0])"}},
+      {"two listeners on one address",
+       k + R"(  - name: l2
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+)",
+       {"cfg.yaml:8:5: static_resources.listeners[1].address: address 127.0.0.1:3128 is already "
+        "used by listener 'l'"}},
+      {"a listener on the admin interface's address",
+       "admin: {address: {socket_address: {address: 127.0.0.1, port_value: 3128}}}\n" + k,
+       {"cfg.yaml:4:5: static_resources.listeners[0].address: address 127.0.0.1:3128 is already "
+        "used by the admin interface"}},
+      {"every problem is reported, in file order",
+       R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: localhost, port_value: 3128}}
+    filter_chains:
+    - filters:
+      - name: h2gate.filters.nope
+      - name: h2gate.filters.forward_proxy
+        typed_config: {cluster: missing}
+    - filters: []
+  clusters:
+  - name: c
+    connect_timeout: soon
+    load_assignment: {endpoints: []}
+    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+        common_tls_context:
+          alpn_protocols: [h3]
+          tls_params: {tls_minimum_protocol_version: TLSv1_1}
+          validation_context:
+            trusted_ca: {filename: /nonexistent/ca.pem}
+            trust_chain_verification: MAYBE
+)",
+       {"cfg.yaml:4:41: static_resources.listeners[0].address.socket_address.address: expected "
+        "an IP address such as 127.0.0.1 or ::1 (listeners do not resolve host names), got "
+        "'localhost'",
+        "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: unknown "
+        "filter 'h2gate.filters.nope' (known: h2gate.filters.access_log, h2gate.filters.acl, "
+        "h2gate.filters.forward_proxy, h2gate.filters.proxy_auth, "
+        "h2gate.filters.upstream_headers)",
+        "cfg.yaml:9:33: static_resources.listeners[0].filter_chains[0].filters[1].typed_config."
+        "cluster: unknown cluster 'missing' (known: c)",
+        "cfg.yaml:10:7: static_resources.listeners[0].filter_chains[1]: only one filter chain is "
+        "supported",
+        "cfg.yaml:12:5: static_resources.clusters[0].load_assignment: a cluster needs at least "
+        "one endpoint",
+        "cfg.yaml:13:22: static_resources.clusters[0].connect_timeout: expected a duration like "
+        "5s",
+        "cfg.yaml:18:18: " + tc +
+            "@type: expected type.googleapis.com/envoy.extensions.transport_sockets.tls.v3."
+            "UpstreamTlsContext, got 'type.googleapis.com/envoy.extensions.transport_sockets.tls."
+            "v3.DownstreamTlsContext'",
+        "cfg.yaml:20:27: " + tc +
+            "common_tls_context.alpn_protocols: unsupported protocol 'h3' (expected h2, "
+            "http/1.1)",
+        "cfg.yaml:21:54: " + tc +
+            "common_tls_context.tls_params.tls_minimum_protocol_version: TLS versions below "
+            "TLSv1_2 are not supported",
+        "cfg.yaml:23:36: " + tc +
+            "common_tls_context.validation_context.trusted_ca.filename: cannot read "
+            "'/nonexistent/ca.pem': No such file or directory",
+        "cfg.yaml:24:39: " + tc +
+            "common_tls_context.validation_context.trust_chain_verification: expected one of "
+            "VERIFY_TRUST_CHAIN, ACCEPT_UNTRUSTED, got 'MAYBE'"}},
+      {"missing required fields, at the parent",
+       R"(static_resources:
+  listeners:
+  - address: {socket_address: {port_value: 3128}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    transport_socket: {typed_config: {}}
+    proxy_credentials: {username: u}
+)",
+       {"cfg.yaml:3:5: static_resources.listeners[0].name: missing required field",
+        "cfg.yaml:3:31: static_resources.listeners[0].address.socket_address.address: missing "
+        "required field",
+        "cfg.yaml:6:5: static_resources.clusters[0].load_assignment: a cluster needs at least one "
+        "endpoint",
+        "cfg.yaml:7:23: static_resources.clusters[0].transport_socket.name: missing required "
+        "field",
+        "cfg.yaml:8:24: static_resources.clusters[0].proxy_credentials.password: missing "
+        "required field"}},
+      {"a listener address that is not an IP literal, an endpoint that is no host name",
+       R"(static_resources:
+  listeners:
+  - name: l
+    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
+    additional_addresses: [{address: {socket_address: {address: "[::1]", port_value: 3129}}}]
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+  clusters:
+  - name: c
+    load_assignment:
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: "bad host", port_value: 443}}}
+)",
+       {"cfg.yaml:5:65: static_resources.listeners[0].additional_addresses[0].address."
+        "socket_address.address: expected an IP address such as 127.0.0.1 or ::1 (listeners do "
+        "not resolve host names), got '[::1]'",
+        "cfg.yaml:12:58: static_resources.clusters[0].load_assignment.endpoints[0]."
+        "lb_endpoints[0].endpoint.address.socket_address.address: expected a host name or IP "
+        "address, got 'bad host'"}},
+      {"TLS odds and ends",
+       withCluster(std::string(kEndpoint) + R"(    transport_socket:
+      name: envoy.transport_sockets.raw_buffer
+      typed_config:
+        common_tls_context:
+          alpn_protocols: []
+          tls_params: {tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_2}
+          tls_certificates:
+          - certificate_chain: {filename: /nonexistent/cert.pem}
+          - certificate_chain: {filename: /nonexistent/cert.pem}
+)"),
+       {"cfg.yaml:15:13: static_resources.clusters[0].transport_socket.name: expected one of "
+        "envoy.transport_sockets.tls, got 'envoy.transport_sockets.raw_buffer'",
+        "cfg.yaml:18:27: " + tc +
+            "common_tls_context.alpn_protocols: must list at least one of h2, http/1.1",
+        "cfg.yaml:19:93: " + tc +
+            "common_tls_context.tls_params.tls_maximum_protocol_version: is below "
+            "tls_minimum_protocol_version TLSv1_3",
+        "cfg.yaml:21:13: " + tc +
+            "common_tls_context.tls_certificates[0].private_key: missing required field",
+        "cfg.yaml:21:43: " + tc +
+            "common_tls_context.tls_certificates[0].certificate_chain.filename: cannot read "
+            "'/nonexistent/cert.pem': No such file or directory",
+        "cfg.yaml:22:13: " + tc +
+            "common_tls_context.tls_certificates[1]: only one client certificate is supported"}},
+      {"more than one YAML document",
+       k + "---\nadmin: {}\n",
+       {"cfg.yaml:8:1: expected one YAML document, found more ('---' starts another)"}},
+      {"\",\" (it hangs yaml-cpp's LoadAll)",
+       ",",
+       {"cfg.yaml:1:1: YAML syntax error: unexpected character"}},
+      {"an empty config",
+       "",
+       {"cfg.yaml: static_resources.listeners: at least one listener is required"}},
+      {"listener limits, each at its value",
+       k + "    request_headers_timeout: 0s\n"
+           "    idle_timeout: -1s\n"
+           "    tunnel_idle_timeout: soon\n"
+           "    connect_response_timeout: 0ms\n"
+           "    max_connections: 0\n"
+           "    stream_idle_timeout: 0s\n",
+       {"cfg.yaml:8:30: " + l0 + "request_headers_timeout: must be greater than 0s",
+        "cfg.yaml:9:19: " + l0 + "idle_timeout: expected a duration like 5s",
+        "cfg.yaml:10:26: " + l0 + "tunnel_idle_timeout: expected a duration like 5s",
+        "cfg.yaml:11:31: " + l0 + "connect_response_timeout: must be greater than 0s",
+        "cfg.yaml:12:22: " + l0 + "max_connections: must be in 1..1000000, got 0",
+        "cfg.yaml:13:26: " + l0 + "stream_idle_timeout: must be greater than 0s"}},
+      {"send_buffer mode fixed without bytes",
+       send_buffer_base + "    send_buffer: {mode: fixed}\n",
+       {"cfg.yaml:14:18: static_resources.clusters[0].send_buffer.bytes: missing required "
+        "field"}},
+      {"send_buffer bytes without mode fixed",
+       send_buffer_base + "    send_buffer: {bytes: 65536}\n",
+       {"cfg.yaml:14:26: static_resources.clusters[0].send_buffer.bytes: applies only to mode: "
+        "fixed"}},
+      {"send_buffer mode unknown",
+       send_buffer_base + "    send_buffer: {mode: huge}\n",
+       {"cfg.yaml:14:25: static_resources.clusters[0].send_buffer.mode: expected one of auto, "
+        "fixed, ideal_backlog, got 'huge'"}},
+      {"send_buffer bytes too few",
+       send_buffer_base + "    send_buffer: {mode: fixed, bytes: 100}\n",
+       {"cfg.yaml:14:39: static_resources.clusters[0].send_buffer.bytes: must be in "
+        "4096..16777216, got 100"}},
+      {"tcp_notsent_lowat too large",
+       send_buffer_base + "    tcp_notsent_lowat: 99999999\n",
+       {"cfg.yaml:14:24: static_resources.clusters[0].tcp_notsent_lowat: must be in "
+        "0..16777216, got 99999999"}},
+      {"network_change_timeout not a duration",
+       "h2gate:\n  network_change_timeout: soon\n" + k,
+       {"cfg.yaml:2:27: h2gate.network_change_timeout: expected a duration like 5s"}},
+      {"network_change_timeout misspelt",
+       "h2gate: {network_changed_timeout: 5s}\n" + k,
+       {"cfg.yaml:1:10: h2gate.network_changed_timeout: unknown field (expected one of: "
+        "concurrency, drain_timeout, network_change_timeout)"}},
+      {"cluster max_requests and idle_timeout, each at its value",
+       withCluster(std::string(kEndpoint) +
+                   "    circuit_breakers: {thresholds: [{max_requests: 0}]}\n" + options_key +
+                   "        common_http_protocol_options: {idle_timeout: -1s, max_headers_count: "
+                   "5}\n"),
+       {"cfg.yaml:14:52: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+        "max_requests: must be in 1..1000000, got 0",
+        "cfg.yaml:17:54: " + common + "idle_timeout: expected a duration like 5s",
+        "cfg.yaml:17:59: " + common +
+            "max_headers_count: unknown field (expected one of: idle_timeout)"}},
+      {"cluster max_requests above the range",
+       withCluster(std::string(kEndpoint) + "    circuit_breakers:\n"
+                                            "      thresholds:\n"
+                                            "      - max_requests: 1000001\n"),
+       {"cfg.yaml:16:23: static_resources.clusters[0].circuit_breakers.thresholds[0]."
+        "max_requests: must be in 1..1000000, got 1000001"}},
+      {"admin.allowed_hosts: each bad entry",
+       k + "admin:\n"
+           "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
+           "  allowed_hosts: [\"a b\", \"x:99999\", \"fd00::1\"]\n",
+       {"cfg.yaml:10:18: admin.allowed_hosts: entry 0: expected a host name, an IP address or "
+        "either with :PORT, got 'a b'",
+        "cfg.yaml:10:18: admin.allowed_hosts: entry 1: invalid port in 'x:99999' (expected "
+        "0-65535)",
+        "cfg.yaml:10:18: admin.allowed_hosts: entry 2: put IPv6 addresses in brackets, e.g. "
+        "[fd00::1]:9901 (got 'fd00::1')"}},
+      {"nesting: 100,000 '[' (yaml-cpp alone: 'bad file' at the end, after 1.9 GB for 8 MiB)",
+       std::string(100000, '['),
+       {"cfg.yaml:1:65" + nested}},
+      {"nesting: flow mappings on a later line",
+       flow_mappings,
+       {"cfg.yaml:2:" + std::to_string(4 + 64 * 4) + nested}},
+      {"nesting: block mappings, one level per line", block_mappings, {"cfg.yaml:65:129" + nested}},
+      {"nesting: block sequences on one line", block_sequences, {"cfg.yaml:1:129" + nested}},
+  };
 }
 
 }  // namespace
@@ -203,24 +580,6 @@ TEST_CASE("a cluster without TLS is plain TCP to the proxy", "[config][loader]")
   CHECK_FALSE(r.bootstrap.clusters.at(0).tls.has_value());
 }
 
-TEST_CASE("the loader reports a bad duration at the value", "[config][loader][errors]") {
-  // At the value itself: line 10 (connect_timeout), column 22 (the "5x").
-  const std::string yaml = std::string(kMinimal) +
-                           "  clusters:\n"
-                           "  - name: c\n"
-                           "    connect_timeout: 5x\n" +
-                           kEndpoint;
-  const LoadResult r = load(yaml);
-  INFO(allProblems(r.problems));
-  CHECK(allProblems(r.problems) ==
-        "cfg.yaml:10:22: static_resources.clusters[0].connect_timeout: expected a duration like "
-        "5s\n");
-  const LoadResult twelve = load("\n\n" + yaml);
-  CHECK(allProblems(twelve.problems) ==
-        "cfg.yaml:12:22: static_resources.clusters[0].connect_timeout: expected a duration like "
-        "5s\n");
-}
-
 TEST_CASE("YAML syntax errors name the position", "[config][loader][errors]") {
   const LoadResult r = load("static_resources:\n  listeners: [\n    {name: a\n  clusters: }\n");
   REQUIRE(r.problems.size() == 1);
@@ -232,170 +591,6 @@ TEST_CASE("YAML syntax errors name the position", "[config][loader][errors]") {
   const LoadResult tab = load("admin:\n\taddress: 1\n");
   REQUIRE(tab.problems.size() == 1);
   CHECK(tab.problems[0].str().rfind("cfg.yaml:2:", 0) == 0);
-}
-
-TEST_CASE("unknown keys are errors at the key", "[config][loader][errors]") {
-  const std::string yaml = std::string(kMinimal) +
-                           "    per_connection_buffer_limit_bytes: 1024\n"
-                           "nodes: {}\n";
-  const LoadResult r = load(yaml);
-  INFO(allProblems(r.problems));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:8:5: static_resources.listeners[0].per_connection_buffer_limit_bytes: "
-                   "unknown field (expected one of: name, address, additional_addresses, "
-                   "filter_chains, max_request_headers_kb, max_request_headers_count, "
-                   "direct_connect_timeout, tunnel_half_close_timeout, request_headers_timeout, "
-                   "idle_timeout, tunnel_idle_timeout, connect_response_timeout, "
-                   "stream_idle_timeout, max_connections, send_buffer, tcp_notsent_lowat, "
-                   "deny_own_addresses)"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:9:1: nodes: unknown field (expected one of: admin, "
-                   "static_resources, h2gate)"));
-  CHECK(r.problems.size() == 2);
-}
-
-TEST_CASE("wrong types are errors at the value", "[config][loader][errors]") {
-  const LoadResult r = load(R"(admin: [1, 2]
-h2gate: {concurrency: two}
-static_resources:
-  listeners:
-  - name: {a: 1}
-    address: {socket_address: {address: 127.0.0.1, port_value: "x"}}
-    filter_chains: {filters: []}
-)");
-  INFO(allProblems(r.problems));
-  CHECK(hasProblem(r.problems, "cfg.yaml:1:8: admin: expected a mapping"));
-  CHECK(
-      hasProblem(r.problems, "cfg.yaml:2:23: h2gate.concurrency: expected an integer in 1..1024"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:5:11: static_resources.listeners[0].name: expected a string"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:6:64: static_resources.listeners[0].address.socket_address."
-                   "port_value: expected an integer in 0..65535"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:7:20: static_resources.listeners[0].filter_chains: expected a list"));
-}
-
-TEST_CASE("out-of-range values are errors", "[config][loader][errors]") {
-  const std::string yaml = std::string(kMinimal) + R"(  - name: l2
-    address: {socket_address: {address: 127.0.0.1, port_value: 65536}}
-    max_request_headers_kb: 0
-    max_request_headers_count: 1001
-    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
-  clusters:
-  - name: c
-    connect_timeout: 0s
-)" + kEndpoint + R"(    circuit_breakers: {thresholds: [{max_connections: 0}]}
-    typed_extension_protocol_options:
-      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
-        auto_config:
-          http2_protocol_options:
-            max_concurrent_streams: 0
-            initial_stream_window_size: 65534
-            initial_connection_window_size: 2147483648
-            connection_keepalive: {timeout: 0s}
-)";
-  const LoadResult r = load(yaml);
-  const std::string all = allProblems(r.problems);
-  INFO(all);
-  const std::string h2 =
-      "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions.upstreams."
-      "http.v3.HttpProtocolOptions\"].auto_config.http2_protocol_options.";
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:9:64: static_resources.listeners[1].address.socket_address."
-                   "port_value: must be in 0..65535, got 65536"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:10:29: static_resources.listeners[1].max_request_headers_kb: must be "
-                   "in 1..1024, got 0"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:11:32: static_resources.listeners[1].max_request_headers_count: must "
-                   "be in 1..1000, got 1001"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:15:22: static_resources.clusters[0].connect_timeout: must be greater "
-                   "than 0"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:20:55: static_resources.clusters[0].circuit_breakers.thresholds[0]."
-                   "max_connections: must be in 1..10000, got 0"));
-  CHECK(hasProblem(r.problems, "cfg.yaml:25:37: " + h2 +
-                                   "max_concurrent_streams: must be in 1..2147483647, got 0"));
-  CHECK(hasProblem(r.problems, "cfg.yaml:26:41: " + h2 +
-                                   "initial_stream_window_size: must be in 65535..2147483647, got "
-                                   "65534"));
-  CHECK(hasProblem(r.problems, "cfg.yaml:27:45: " + h2 +
-                                   "initial_connection_window_size: must be in 65535..2147483647, "
-                                   "got 2147483648"));
-  CHECK(hasProblem(r.problems, "cfg.yaml:28:45: " + h2 +
-                                   "connection_keepalive.timeout: must be greater than 0"));
-  CHECK(r.problems.size() == 9);
-}
-
-TEST_CASE("an endpoint port must not be 0", "[config][loader][errors]") {
-  const LoadResult r = load(withCluster(
-      "    load_assignment:\n"
-      "      endpoints:\n"
-      "      - lb_endpoints:\n"
-      "        - endpoint: {address: {socket_address: {address: p.example, port_value: 0}}}\n"));
-  INFO(allProblems(r.problems));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:13:81: static_resources.clusters[0].load_assignment.endpoints[0]."
-                   "lb_endpoints[0].endpoint.address.socket_address.port_value: must be in "
-                   "1..65535, got 0"));
-}
-
-TEST_CASE("a dangling cluster reference is an error at the cluster key",
-          "[config][loader][errors]") {
-  const std::string yaml = std::string(kMinimal) +
-                           "        typed_config: {cluster: nope}\n"
-                           "  clusters:\n"
-                           "  - name: c\n" +
-                           kEndpoint;
-  const LoadResult r = load(yaml);
-  INFO(allProblems(r.problems));
-  CHECK(allProblems(r.problems) ==
-        "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
-        "cluster: unknown cluster 'nope' (known: c)\n");
-
-  const LoadResult none = load(std::string(kMinimal) + "        typed_config: {cluster: x}\n");
-  CHECK(allProblems(none.problems) ==
-        "cfg.yaml:8:33: static_resources.listeners[0].filter_chains[0].filters[0].typed_config."
-        "cluster: unknown cluster 'x' (no clusters are defined)\n");
-}
-
-TEST_CASE("duplicate listener and cluster names are errors", "[config][loader][errors]") {
-  const std::string yaml = std::string(kMinimal) + R"(  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3129}}
-    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
-  clusters:
-  - name: c
-)" + kEndpoint + "  - name: c\n" +
-                           kEndpoint;
-  const LoadResult r = load(yaml);
-  INFO(allProblems(r.problems));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:8:5: static_resources.listeners[1].name: duplicate listener name 'l' "
-                   "(also static_resources.listeners[0])"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:17:5: static_resources.clusters[1].name: duplicate cluster name 'c' "
-                   "(also static_resources.clusters[0])"));
-  CHECK(r.problems.size() == 2);
-}
-
-TEST_CASE("two listeners on one address are an error", "[config][loader][errors]") {
-  const std::string yaml = std::string(kMinimal) + R"(  - name: l2
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
-)";
-  const LoadResult r = load(yaml);
-  CHECK(allProblems(r.problems) ==
-        "cfg.yaml:8:5: static_resources.listeners[1].address: address 127.0.0.1:3128 is already "
-        "used by listener 'l'\n");
-  const LoadResult admin =
-      load(std::string("admin: {address: {socket_address: {address: 127.0.0.1, port_value: "
-                       "3128}}}\n") +
-           kMinimal);
-  CHECK(allProblems(admin.problems) ==
-        "cfg.yaml:4:5: static_resources.listeners[0].address: address 127.0.0.1:3128 is already "
-        "used by the admin interface\n");
 }
 
 TEST_CASE("unreadable files are errors naming the path", "[config][loader][errors]") {
@@ -421,73 +616,6 @@ TEST_CASE("loadFile reads a file and names it in problems", "[config][loader]") 
   CHECK(r.bootstrap.source == path);
 }
 
-TEST_CASE("every problem is reported, in file order", "[config][loader][errors]") {
-  const LoadResult r = load(R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: localhost, port_value: 3128}}
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.nope
-      - name: h2gate.filters.forward_proxy
-        typed_config: {cluster: missing}
-    - filters: []
-  clusters:
-  - name: c
-    connect_timeout: soon
-    load_assignment: {endpoints: []}
-    transport_socket:
-      name: envoy.transport_sockets.tls
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-        common_tls_context:
-          alpn_protocols: [h3]
-          tls_params: {tls_minimum_protocol_version: TLSv1_1}
-          validation_context:
-            trusted_ca: {filename: /nonexistent/ca.pem}
-            trust_chain_verification: MAYBE
-)");
-  const std::string all = allProblems(r.problems);
-  const std::string tc = "static_resources.clusters[0].transport_socket.typed_config.";
-  CHECK(
-      all ==
-      "cfg.yaml:4:41: static_resources.listeners[0].address.socket_address.address: expected an "
-      "IP address such as 127.0.0.1 or ::1 (listeners do not resolve host names), got "
-      "'localhost'\n"
-      "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: unknown "
-      "filter 'h2gate.filters.nope' (known: h2gate.filters.access_log, h2gate.filters.acl, "
-      "h2gate.filters.forward_proxy, h2gate.filters.proxy_auth, h2gate.filters.upstream_headers)\n"
-      "cfg.yaml:9:33: static_resources.listeners[0].filter_chains[0].filters[1].typed_config."
-      "cluster: unknown cluster 'missing' (known: c)\n"
-      "cfg.yaml:10:7: static_resources.listeners[0].filter_chains[1]: only one filter chain is "
-      "supported\n"
-      "cfg.yaml:12:5: static_resources.clusters[0].load_assignment: a cluster needs at least one "
-      "endpoint\n"
-      "cfg.yaml:13:22: static_resources.clusters[0].connect_timeout: expected a duration like "
-      "5s\n"
-      "cfg.yaml:18:18: " +
-          tc +
-          "@type: expected type.googleapis.com/envoy.extensions.transport_"
-          "sockets.tls.v3.UpstreamTlsContext, got 'type.googleapis.com/envoy.extensions.transport_"
-          "sockets.tls.v3.DownstreamTlsContext'\n"
-          "cfg.yaml:20:27: " +
-          tc +
-          "common_tls_context.alpn_protocols: unsupported protocol 'h3' "
-          "(expected h2, http/1.1)\n"
-          "cfg.yaml:21:54: " +
-          tc +
-          "common_tls_context.tls_params.tls_minimum_protocol_version: "
-          "TLS versions below TLSv1_2 are not supported\n"
-          "cfg.yaml:23:36: " +
-          tc +
-          "common_tls_context.validation_context.trusted_ca.filename: "
-          "cannot read '/nonexistent/ca.pem': No such file or directory\n"
-          "cfg.yaml:24:39: " +
-          tc +
-          "common_tls_context.validation_context.trust_chain_verification: "
-          "expected one of VERIFY_TRUST_CHAIN, ACCEPT_UNTRUSTED, got 'MAYBE'\n");
-}
-
 TEST_CASE("a listener needs a filter chain", "[config][loader][errors]") {
   // config's own check (config::validate): what the chain holds is the
   // filters' (tests/unit/filters/chain_test.cc).
@@ -500,34 +628,6 @@ TEST_CASE("a listener needs a filter chain", "[config][loader][errors]") {
   CHECK(allProblems(r.problems) ==
         "cfg.yaml:3:5: static_resources.listeners[0].filter_chains: a listener needs one filter "
         "chain ending in h2gate.filters.forward_proxy\n");
-}
-
-TEST_CASE("missing required fields are reported at the parent", "[config][loader][errors]") {
-  const LoadResult r = load(R"(static_resources:
-  listeners:
-  - address: {socket_address: {port_value: 3128}}
-    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
-  clusters:
-  - name: c
-    transport_socket: {typed_config: {}}
-    proxy_credentials: {username: u}
-)");
-  INFO(allProblems(r.problems));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:3:5: static_resources.listeners[0].name: missing required field"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:3:31: static_resources.listeners[0].address.socket_address.address: "
-                   "missing required field"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:6:5: static_resources.clusters[0].load_assignment: a cluster needs at "
-                   "least one endpoint"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:7:23: static_resources.clusters[0].transport_socket.name: missing "
-                   "required field"));
-  CHECK(hasProblem(r.problems,
-                   "cfg.yaml:8:24: static_resources.clusters[0].proxy_credentials.password: "
-                   "missing required field"));
-  CHECK(r.problems.size() == 5);
 }
 
 TEST_CASE("env expansion in config values", "[config][loader][env]") {
@@ -564,70 +664,6 @@ TEST_CASE("listener addresses must be IP literals, endpoints may be names", "[co
 )");
   INFO(allProblems(ok.problems));
   CHECK(ok.ok());
-  const LoadResult bad = load(R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    additional_addresses: [{address: {socket_address: {address: "[::1]", port_value: 3129}}}]
-    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
-  clusters:
-  - name: c
-    load_assignment:
-      endpoints:
-      - lb_endpoints:
-        - endpoint: {address: {socket_address: {address: "bad host", port_value: 443}}}
-)");
-  CHECK(allProblems(bad.problems) ==
-        "cfg.yaml:5:65: static_resources.listeners[0].additional_addresses[0].address."
-        "socket_address.address: expected an IP address such as 127.0.0.1 or ::1 (listeners do "
-        "not resolve host names), got '[::1]'\n"
-        "cfg.yaml:12:58: static_resources.clusters[0].load_assignment.endpoints[0].lb_endpoints[0]."
-        "endpoint.address.socket_address.address: expected a host name or IP address, got 'bad "
-        "host'\n");
-}
-
-TEST_CASE("TLS odds and ends", "[config][loader][errors]") {
-  const LoadResult r = load(withCluster(std::string(kEndpoint) + R"(    transport_socket:
-      name: envoy.transport_sockets.raw_buffer
-      typed_config:
-        common_tls_context:
-          alpn_protocols: []
-          tls_params: {tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_2}
-          tls_certificates:
-          - certificate_chain: {filename: /nonexistent/cert.pem}
-          - certificate_chain: {filename: /nonexistent/cert.pem}
-)"));
-  const std::string tc = "static_resources.clusters[0].transport_socket.typed_config.";
-  CHECK(allProblems(r.problems) ==
-        "cfg.yaml:15:13: static_resources.clusters[0].transport_socket.name: expected one of "
-        "envoy.transport_sockets.tls, got 'envoy.transport_sockets.raw_buffer'\n"
-        "cfg.yaml:18:27: " +
-            tc +
-            "common_tls_context.alpn_protocols: must list at least one of "
-            "h2, http/1.1\n"
-            "cfg.yaml:19:93: " +
-            tc +
-            "common_tls_context.tls_params.tls_maximum_protocol_version: is "
-            "below tls_minimum_protocol_version TLSv1_3\n"
-            "cfg.yaml:21:13: " +
-            tc +
-            "common_tls_context.tls_certificates[0].private_key: missing "
-            "required field\n"
-            "cfg.yaml:21:43: " +
-            tc +
-            "common_tls_context.tls_certificates[0].certificate_chain."
-            "filename: cannot read '/nonexistent/cert.pem': No such file or directory\n"
-            "cfg.yaml:22:13: " +
-            tc +
-            "common_tls_context.tls_certificates[1]: only one client "
-            "certificate is supported\n");
-}
-
-TEST_CASE("more than one YAML document is an error", "[config][loader][errors]") {
-  const LoadResult r = load(std::string(kMinimal) + "---\nadmin: {}\n");
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.problems[0].str() ==
-        "cfg.yaml:8:1: expected one YAML document, found more ('---' starts another)");
 }
 
 TEST_CASE("inputs that hang yaml-cpp's LoadAll are syntax errors", "[config][loader][errors]") {
@@ -637,14 +673,6 @@ TEST_CASE("inputs that hang yaml-cpp's LoadAll are syntax errors", "[config][loa
     const LoadResult r = load(yaml);
     CHECK_FALSE(r.ok());
   }
-  CHECK(allProblems(load(",").problems) ==
-        "cfg.yaml:1:1: YAML syntax error: unexpected character\n");
-}
-
-TEST_CASE("an empty config has no listener", "[config][loader][errors]") {
-  const LoadResult r = load("");
-  CHECK(allProblems(r.problems) ==
-        "cfg.yaml: static_resources.listeners: at least one listener is required\n");
 }
 
 TEST_CASE("defaultBootstrap is the documented default and valid", "[config][loader]") {
@@ -711,7 +739,7 @@ TEST_CASE("listener timeouts: durations, positive") {
         "greater than 0s");
 }
 
-TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
+TEST_CASE("listener limits: defaults, values", "[config][loader]") {
   SECTION("defaults") {
     const LoadResult r = load(kMinimal);
     REQUIRE(r.ok());
@@ -747,38 +775,10 @@ TEST_CASE("listener limits: defaults, values, errors", "[config][loader]") {
     CHECK(l.stream_idle_timeout == seconds(90));
     CHECK(l.max_connections == 5);
   }
-  SECTION("errors, all reported at their values") {
-    const LoadResult r = load(std::string(kMinimal) +
-                              "    request_headers_timeout: 0s\n"
-                              "    idle_timeout: -1s\n"
-                              "    tunnel_idle_timeout: soon\n"
-                              "    connect_response_timeout: 0ms\n"
-                              "    max_connections: 0\n"
-                              "    stream_idle_timeout: 0s\n");
-    INFO(allProblems(r.problems));
-    CHECK(r.problems.size() == 6);
-    auto at = [](int line, int col) {
-      return "cfg.yaml:" + std::to_string(line) + ":" + std::to_string(col) +
-             ": static_resources.listeners[0].";
-    };
-    CHECK(hasProblem(r.problems, at(8, 30) + "request_headers_timeout: must be greater than 0s"));
-    CHECK(hasProblem(r.problems, at(9, 19) + "idle_timeout: expected a duration like 5s"));
-    CHECK(hasProblem(r.problems, at(10, 26) + "tunnel_idle_timeout: expected a duration like 5s"));
-    CHECK(hasProblem(r.problems, at(11, 31) + "connect_response_timeout: must be greater than 0s"));
-    CHECK(hasProblem(r.problems, at(12, 22) + "max_connections: must be in 1..1000000, got 0"));
-    CHECK(hasProblem(r.problems, at(13, 26) + "stream_idle_timeout: must be greater than 0s"));
-  }
 }
 
 TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[config][loader]") {
-  const std::string base = std::string(kMinimal) +
-                           "    send_buffer: {mode: fixed, bytes: 65536}\n"
-                           "    tcp_notsent_lowat: 16384\n"
-                           "  clusters:\n"
-                           "  - name: c\n"
-                           "    load_assignment:\n"
-                           "      endpoints: [{lb_endpoints: [{endpoint: {address: "
-                           "{socket_address: {address: proxy.test, port_value: 443}}}}]}]\n";
+  const std::string base = sendBufferBase();
   SECTION("values") {
     const LoadResult r = load(base + "    send_buffer: {mode: ideal_backlog}\n");
     INFO(h2gate::testing::allProblems(r.problems));
@@ -800,24 +800,6 @@ TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[confi
     REQUIRE(m.ok());
     CHECK(m.bootstrap.listeners[0].send_buffer.mode == SendBuffer::Mode::Auto);
     CHECK(m.bootstrap.listeners[0].tcp_notsent_lowat == 0);
-  }
-  SECTION("errors at the field") {
-    auto one = [&](const std::string& extra) {
-      const LoadResult r = load(base + extra);
-      REQUIRE(r.problems.size() == 1);
-      return r.problems[0].str();
-    };
-    CHECK(one("    send_buffer: {mode: fixed}\n") ==
-          "cfg.yaml:14:18: static_resources.clusters[0].send_buffer.bytes: missing required "
-          "field");
-    CHECK(one("    send_buffer: {bytes: 65536}\n") ==
-          "cfg.yaml:14:26: static_resources.clusters[0].send_buffer.bytes: applies only to "
-          "mode: fixed");
-    CHECK(one("    send_buffer: {mode: huge}\n").find("send_buffer.mode: ") != std::string::npos);
-    CHECK(one("    send_buffer: {mode: fixed, bytes: 100}\n").find("send_buffer.bytes") !=
-          std::string::npos);
-    CHECK(one("    tcp_notsent_lowat: 99999999\n").find("clusters[0].tcp_notsent_lowat") !=
-          std::string::npos);
   }
 }
 
@@ -864,19 +846,9 @@ TEST_CASE("network_change_timeout: 5s by default, 0s turns the monitor off", "[c
       load("h2gate: {network_change_timeout: {seconds: 2}}\n" + std::string(kMinimal));
   REQUIRE(proto.ok());
   CHECK(proto.bootstrap.network_change_timeout == seconds(2));
-
-  const LoadResult bad = load("h2gate:\n  network_change_timeout: soon\n" + std::string(kMinimal));
-  REQUIRE(bad.problems.size() == 1);
-  CHECK(bad.problems[0].str().rfind(
-            "cfg.yaml:2:27: h2gate.network_change_timeout: expected a duration like 5s", 0) == 0);
-  const LoadResult typo = load("h2gate: {network_changed_timeout: 5s}\n" + std::string(kMinimal));
-  CHECK(allProblems(typo.problems) ==
-        "cfg.yaml:1:10: h2gate.network_changed_timeout: unknown field (expected one of: "
-        "concurrency, drain_timeout, network_change_timeout)\n");
 }
 
-TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values, errors",
-          "[config][loader]") {
+TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values", "[config][loader]") {
   const std::string options_key =
       "    typed_extension_protocol_options:\n"
       "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n";
@@ -914,39 +886,6 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values, err
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters.at(0).idle_timeout == seconds(0));
   }
-  SECTION("errors, all reported at their values") {
-    const LoadResult r = load(withCluster(std::string(kEndpoint) +
-                                          "    circuit_breakers: {thresholds: [{max_requests: "
-                                          "0}]}\n" +
-                                          options_key +
-                                          "        common_http_protocol_options: {idle_timeout: "
-                                          "-1s, max_headers_count: 5}\n"));
-    const std::string all = allProblems(r.problems);
-    INFO(all);
-    CHECK(r.problems.size() == 3);
-    CHECK(hasProblem(r.problems,
-                     "cfg.yaml:14:52: static_resources.clusters[0].circuit_breakers.thresholds[0]."
-                     "max_requests: must be in 1..1000000, got 0"));
-    const std::string common =
-        "static_resources.clusters[0].typed_extension_protocol_options[\"envoy.extensions."
-        "upstreams.http.v3.HttpProtocolOptions\"].common_http_protocol_options.";
-    CHECK(hasProblem(r.problems,
-                     "cfg.yaml:17:54: " + common + "idle_timeout: expected a duration like 5s"));
-    CHECK(hasProblem(r.problems,
-                     "cfg.yaml:17:59: " + common +
-                         "max_headers_count: unknown field (expected one of: idle_timeout)"));
-  }
-  SECTION("max_requests above the range") {
-    const LoadResult r =
-        load(withCluster(std::string(kEndpoint) + "    circuit_breakers:\n"
-                                                  "      thresholds:\n"
-                                                  "      - max_requests: 1000001\n"));
-    INFO(allProblems(r.problems));
-    REQUIRE(r.problems.size() == 1);
-    CHECK(r.problems[0].str() ==
-          "cfg.yaml:16:23: static_resources.clusters[0].circuit_breakers.thresholds[0]."
-          "max_requests: must be in 1..1000000, got 1000001");
-  }
 }
 
 TEST_CASE("a config file above the size limit is refused before it is parsed",
@@ -974,35 +913,8 @@ TEST_CASE("a config file above the size limit is refused before it is parsed",
                                          "KiB a config file may have"));
 }
 
-TEST_CASE("nesting deeper than 64 levels: the depth and where it gave up",
+TEST_CASE("nesting: 64 levels are no error, brackets in strings do not count",
           "[config][loader][errors]") {
-  const std::string message =
-      "YAML nested more than 64 levels deep (sequences and mappings inside each other): gave up "
-      "at this one, level 65 (an h2gate config needs about ten)";
-  SECTION("100,000 '[' (yaml-cpp alone: 'bad file' at the end, after 1.9 GB for 8 MiB)") {
-    const LoadResult r = load(std::string(100000, '['));
-    CHECK(allProblems(r.problems) == "cfg.yaml:1:65: " + message + "\n");
-  }
-  SECTION("flow mappings on a later line") {
-    std::string y = "a: 1\nb: ";
-    for (int i = 0; i < 100000; ++i) y += "{k: ";
-    const LoadResult r = load(y);
-    CHECK(allProblems(r.problems) ==
-          "cfg.yaml:2:" + std::to_string(4 + 64 * 4) + ": " + message + "\n");
-  }
-  SECTION("block mappings, one level per line") {
-    std::string y;
-    for (int i = 0; i < 100; ++i) y += std::string(static_cast<size_t>(i) * 2, ' ') + "k:\n";
-    const LoadResult r = load(y);
-    CHECK(allProblems(r.problems) == "cfg.yaml:65:129: " + message + "\n");
-  }
-  SECTION("block sequences on one line") {
-    std::string y;
-    for (int i = 0; i < 100; ++i) y += "- ";
-    y += "x\n";
-    const LoadResult r = load(y);
-    CHECK(allProblems(r.problems) == "cfg.yaml:1:129: " + message + "\n");
-  }
   SECTION("64 levels are fine (then the schema complains)") {
     const LoadResult r = load(std::string(64, '[') + std::string(64, ']'));
     CHECK(allProblems(r.problems).find("nested") == std::string::npos);
@@ -1046,17 +958,16 @@ TEST_CASE("admin.allowed_hosts and a listener's deny_own_addresses", "[config][l
                                                                     "[fd00::1]:80", "192.0.2.7"});
   CHECK_FALSE(r.bootstrap.listeners[0].deny_own_addresses);
   CHECK(load(kMinimal).bootstrap.listeners[0].deny_own_addresses);  // the default
+}
 
-  const LoadResult bad =
-      load(std::string(kMinimal) +
-           "admin:\n"
-           "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
-           "  allowed_hosts: [\"a b\", \"x:99999\", \"fd00::1\"]\n");
-  CHECK(allProblems(bad.problems) ==
-        "cfg.yaml:10:18: admin.allowed_hosts: entry 0: expected a host name, an IP address or "
-        "either with :PORT, got 'a b'\n"
-        "cfg.yaml:10:18: admin.allowed_hosts: entry 1: invalid port in 'x:99999' (expected "
-        "0-65535)\n"
-        "cfg.yaml:10:18: admin.allowed_hosts: entry 2: put IPv6 addresses in brackets, e.g. "
-        "[fd00::1]:9901 (got 'fd00::1')\n");
+TEST_CASE("a wrong config: every problem, at its line and column", "[config][loader][errors]") {
+  for (const BadConfig& bad : badConfigs()) {
+    SECTION(bad.name) {
+      std::string expected;
+      for (const std::string& problem : bad.problems) expected += problem + "\n";
+      const LoadResult r = load(bad.yaml);
+      CHECK_FALSE(r.ok());
+      CHECK(allProblems(r.problems) == expected);
+    }
+  }
 }

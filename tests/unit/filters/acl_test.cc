@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "filter_env.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::filters;

@@ -2,9 +2,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "config/loader.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using h2gate::config::Bootstrap;
 using h2gate::config::LoadResult;
@@ -54,15 +54,7 @@ TEST_CASE("filter chain shape is checked", "[filters][chain][errors]") {
           "'h2gate.filters.access_log'\n");
   }
   SECTION("forward_proxy must be last") {
-    LoadResult r = parse(R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-      - name: h2gate.filters.forward_proxy
-)");
+    LoadResult r = parse(std::string(kMinimal) + "      - name: h2gate.filters.forward_proxy\n");
     REQUIRE(r.ok());
     CHECK(allProblems(buildChains(r.bootstrap)) ==
           "cfg.yaml:7:15: static_resources.listeners[0].filter_chains[0].filters[0].name: "

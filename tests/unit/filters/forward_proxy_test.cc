@@ -2,10 +2,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "config/loader.h"
 #include "filter_env.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::filters;

@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::filters;

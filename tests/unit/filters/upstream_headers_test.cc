@@ -4,11 +4,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "config/dump.h"
 #include "filter_env.h"
 #include "filters/registry.h"
 #include "gateway/upstream/proxy_request.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::filters;

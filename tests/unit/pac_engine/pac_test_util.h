@@ -21,7 +21,7 @@
 #include "gateway/net/ip_address.h"
 #include "gateway/pac_engine/pac_context.h"
 #include "gateway/pac_engine/resolver.h"
-#include "tests/unit/config/test_util.h"
+#include "tests/support/config_util.h"
 
 namespace h2gate::pac::test {
 

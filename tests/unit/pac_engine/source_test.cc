@@ -7,10 +7,10 @@
 
 #include <catch2/catch.hpp>
 
+#include "tests/support/config_util.h"
 #include "tests/support/origin.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/util.h"
-#include "tests/unit/config/test_util.h"
 #include "tests/unit/pac_engine/pac_test_util.h"
 
 using namespace h2gate::pac;

@@ -7,9 +7,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "filters/forward_proxy.h"
 #include "filters/registry.h"
+#include "tests/support/config_util.h"
 
 using namespace h2gate;
 using namespace h2gate::cli;
@@ -355,14 +355,8 @@ TEST_CASE("--upstream keeps the forward_proxy filter's other settings", "[cli]")
   const std::string path = "/tmp/h2gate_cli_test_" + std::to_string(::getpid()) + ".yaml";
   {
     std::ofstream out(path);
-    out << R"(static_resources:
-  listeners:
-  - name: l
-    address: {socket_address: {address: 127.0.0.1, port_value: 3128}}
-    filter_chains:
-    - filters:
-      - name: h2gate.filters.forward_proxy
-        typed_config: {"@type": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config}
+    out << h2gate::testing::kMinimalConfig
+        << R"(        typed_config: {"@type": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config}
   clusters:
   - name: upstream
     load_assignment: {endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: a.example, port_value: 1}}}}]}]}

@@ -5,8 +5,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "../config/test_util.h"
 #include "filters/filter.h"
+#include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
 
 using namespace h2gate::config;

@@ -4,6 +4,7 @@
 #include "gateway/upstream/router.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -251,6 +252,45 @@ struct ReadyDecider : FixedDecider {
   }
 };
 
+// `decider` answers a proxy made on demand that refuses (nobody listens),
+// then DIRECT to a destination that accepts: DIRECT carries the request, and
+// the proxy has its pool. Then the same proxy alone: that pool again, not a
+// second one, and the app's 503 names the proxy. `opened` runs right after
+// open() returns, before anything is waited for.
+void proxyThenDirect(Fixture& f, const std::shared_ptr<FixedDecider>& decider,
+                     const std::function<void()>& opened) {
+  const uint16_t destination = f.listenOnce();
+  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
+  f.info.route_decider = decider;
+  f.open(f.connectTo(destination));
+  opened();
+  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
+  CHECK(f.app.status == 200);
+  CHECK(f.info.cluster.empty());  // the route that carries it
+  CHECK(f.info.protocol == "direct");
+  CHECK(f.router.proxyPools() == 1);
+  againToFirstRoute(f, decider);
+  CHECK(f.router.proxyPools() == 1);
+  REQUIRE(f.waitForFailure());
+  CHECK(f.app.status == 503);
+  CHECK(f.app.reason.find("PROXY 127.0.0.1:") != std::string::npos);
+  CHECK(f.router.proxyPools() == 1);
+}
+
+// `decider` has no routes: it refuses, and the app fails with its 451 and
+// `reason`, once; `posted`: after the io runs, else when open() returns.
+void refused(const std::shared_ptr<FixedDecider>& decider, bool posted, const std::string& reason) {
+  Fixture g;
+  decider->routes = {};
+  g.info.route_decider = decider;
+  g.open(g.connectTo(9));
+  if (posted) REQUIRE(g.waitForFailure());
+  CHECK(g.app.failures == 1);
+  CHECK(g.app.status == 451);
+  CHECK(g.app.result == Result::Rejected);
+  CHECK(g.app.reason == reason);
+}
+
 }  // namespace
 
 TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
@@ -272,39 +312,19 @@ TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
 TEST_CASE("router: a decided route waits for the decider, then fails over along its answer",
           "[upstream][router][pac_route]") {
   Fixture f;
-  const uint16_t destination = f.listenOnce();
   auto decider = std::make_shared<FixedDecider>();
-  // A proxy made on demand that refuses (nobody listens), then DIRECT.
-  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
-  f.info.route_decider = decider;
-  f.open(f.connectTo(destination));
-  CHECK(decider->asked == 1);
-  CHECK(f.app.status == 0);  // nothing before the answer
-  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
-  CHECK(f.app.status == 200);
-  CHECK(f.info.cluster.empty());
-  CHECK(f.info.protocol == "direct");
-  CHECK(f.router.proxyPools() == 1);
-  // The same proxy named again: the same pool, not a second one.
-  againToFirstRoute(f, decider);
-  REQUIRE(f.waitForFailure());
-  CHECK(f.app.status == 503);
-  CHECK(f.app.reason.find("PROXY 127.0.0.1:") != std::string::npos);
-  CHECK(f.router.proxyPools() == 1);
+  proxyThenDirect(f, decider, [&] {
+    CHECK(decider->asked == 1);
+    CHECK(f.app.status == 0);  // nothing before the answer
+  });
   f.router.shutdown();
   CHECK(f.router.proxyPools() == 0);
 }
 
 TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile opens nothing",
           "[upstream][router][pac_route]") {
-  Fixture f;
   auto decider = std::make_shared<FixedDecider>();
-  f.info.route_decider = decider;
-  f.open(f.connectTo(9));
-  REQUIRE(f.waitForFailure());
-  CHECK(f.app.status == 451);
-  CHECK(f.app.result == Result::Rejected);
-  CHECK(f.app.reason == "refused by the test");
+  refused(decider, true, "refused by the test");
 
   Fixture g;
   decider->routes = {""};
@@ -362,36 +382,19 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
 TEST_CASE("router: a decision at hand opens its route inside open(), decide() is not asked",
           "[upstream][router][pac_route]") {
   Fixture f;
-  const uint16_t destination = f.listenOnce();
   auto decider = std::make_shared<ReadyDecider>();
-  decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
-  f.info.route_decider = decider;
-  f.open(f.connectTo(destination));
-  // Routed before open() returned, nothing posted for it.
-  CHECK(decider->asked_now == 1);
-  CHECK(decider->asked == 0);
-  CHECK(f.info.cluster == decider->routes.front());
-  CHECK(f.info.fallbacks == std::vector<std::string>{""});
-  CHECK(f.router.proxyPools() == 1);
   // The refused proxy, then DIRECT, as with a posted answer.
-  REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
-  CHECK(f.app.status == 200);
-  CHECK(f.info.protocol == "direct");
-  // The same proxy again: its pool, found without a second one.
-  againToFirstRoute(f, decider);
-  CHECK(f.router.proxyPools() == 1);
-  REQUIRE(f.waitForFailure());
-  CHECK(f.app.status == 503);
+  proxyThenDirect(f, decider, [&] {
+    // Routed before open() returned, nothing posted for it.
+    CHECK(decider->asked_now == 1);
+    CHECK(decider->asked == 0);
+    CHECK(f.info.cluster == decider->routes.front());
+    CHECK(f.info.fallbacks == std::vector<std::string>{""});
+    CHECK(f.router.proxyPools() == 1);
+  });
   CHECK(decider->asked == 0);
 
   // A refusal at hand: the app has its status when open() returns.
-  Fixture g;
-  auto refusing = std::make_shared<ReadyDecider>();
-  g.info.route_decider = refusing;
-  g.open(g.connectTo(9));
-  CHECK(g.app.failures == 1);
-  CHECK(g.app.status == 451);
-  CHECK(g.app.result == Result::Rejected);
-  CHECK(g.app.reason == "refused at once by the test");
+  refused(std::make_shared<ReadyDecider>(), false, "refused at once by the test");
   f.router.shutdown();
 }

@@ -13,9 +13,9 @@
 #include <catch2/catch.hpp>
 
 #include "gateway/upstream/auth/mechanism.h"
+#include "tests/support/config_util.h"
 #include "tests/support/kerberos.h"
 #include "tests/support/upstream_proxies.h"
-#include "tests/unit/config/test_util.h"
 
 using namespace h2gate::upstream::auth;
 using h2gate::test::Kdc;

@@ -1,4 +1,5 @@
-// Helpers shared by the config and filter unit tests.
+// Helpers shared by the unit tests that load configs: problems as text,
+// scoped environment variables, small YAML configs, loadYaml.
 #pragma once
 
 #include <algorithm>
