@@ -75,7 +75,8 @@ class Squid {
   //   "<client ip>:<client port> <method> <url> <status> <reply bytes>[ <user>]"
   std::string accessLog() const;
   std::string cacheLog() const;
-  // Lines of the access log whose method is `method` ("" = all).
+  // Lines of the access log whose method is `method` ("" = every request:
+  // not the "-" lines of connections that sent none).
   std::vector<std::string> accessLines(const std::string& method = "") const;
   // Distinct client "ip:port" among those lines: one per TCP connection.
   std::set<std::string> clients(const std::string& method = "") const;
