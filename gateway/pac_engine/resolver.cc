@@ -136,20 +136,28 @@ struct SystemResolver::Pool {
 };
 
 // getaddrinfo() through asio's synchronous resolver (no flags, as a bare
-// getaddrinfo call: no AI_ADDRCONFIG), in the calling lookup thread.
+// getaddrinfo call: no AI_ADDRCONFIG), in the calling lookup thread. The
+// io_context exists only for the resolver's sake (nothing runs on it); making
+// one needs descriptors, so a process out of them gets a failed lookup, as
+// getaddrinfo itself would give, not an exception in the lookup thread.
 std::vector<net::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only) {
   std::vector<net::IpAddress> out;
-  asio::io_context io;  // only for the resolver's sake: nothing runs on it
-  asio::ip::tcp::resolver resolver(io);
-  asio::error_code ec;
-  const asio::ip::tcp::resolver::results_type results =
-      v4_only
-          ? resolver.resolve(asio::ip::tcp::v4(), host, "", asio::ip::resolver_base::flags(), ec)
-          : resolver.resolve(host, "", asio::ip::resolver_base::flags(), ec);
-  if (ec) return out;
-  for (const asio::ip::tcp::resolver::results_type::value_type& entry : results) {
-    const net::IpAddress ip = net::toIpAddress(entry.endpoint().address());
-    if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
+  try {
+    asio::io_context io;
+    asio::ip::tcp::resolver resolver(io);
+    asio::error_code ec;
+    const asio::ip::tcp::resolver::results_type results =
+        v4_only
+            ? resolver.resolve(asio::ip::tcp::v4(), host, "", asio::ip::resolver_base::flags(), ec)
+            : resolver.resolve(host, "", asio::ip::resolver_base::flags(), ec);
+    if (ec) return out;
+    for (const asio::ip::tcp::resolver::results_type::value_type& entry : results) {
+      const net::IpAddress ip = net::toIpAddress(entry.endpoint().address());
+      if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
+    }
+  } catch (const std::system_error& e) {
+    H2G_LOG(Warn, 0, 0, "pac: DNS lookup of '" << shown(host) << "' not made: " << e.what());
+    out.clear();
   }
   return out;
 }
