@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/host_name.h"
 
 namespace h2gate::http1 {
@@ -88,11 +89,7 @@ std::string unsupportedTransferCoding(const Headers& headers) {
     std::string_view v = h.value;
     while (!v.empty()) {
       const size_t comma = v.find(',');
-      std::string_view coding = v.substr(0, comma);
-      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
-        coding.remove_prefix(1);
-      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
-        coding.remove_suffix(1);
+      const std::string_view coding = trimOws(v.substr(0, comma));
       if (!coding.empty() && !iequals(coding, "chunked"))
         return "unsupported transfer coding '" + std::string(coding.substr(0, 64)) +
                "' (h2gate decodes only chunked request bodies)";
@@ -274,8 +271,8 @@ bool parsePort(std::string_view text, uint16_t* out) {
 bool validHost(std::string_view host, bool bracketed) {
   if (host.empty() || host.size() > 255) return false;
   for (char c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '.' || c == '_' || (bracketed && (c == ':' || c == '%'));
+    const bool ok = isAsciiAlnum(c) || c == '-' || c == '.' || c == '_' ||
+                    (bracketed && (c == ':' || c == '%'));
     if (!ok) return false;
   }
   return true;

@@ -1,17 +1,19 @@
 #include "gateway/upstream/auth/challenge.h"
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::upstream::auth {
 namespace {
 
 // RFC 9110 §5.6.2 tchar.
 bool isTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  if (isAsciiAlnum(c)) return true;
   return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 // RFC 9110 §11.2 token68 characters (without the trailing '=' padding).
 bool isToken68Char(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  if (isAsciiAlnum(c)) return true;
   return c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
 }
 
