@@ -9,10 +9,7 @@ namespace h2gate::filters {
 namespace {
 
 bool validName(const std::string& name) {
-  // RFC 9110 token characters.
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-    return isAsciiAlnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-  });
+  return !name.empty() && std::all_of(name.begin(), name.end(), isHttpTokenChar);
 }
 
 bool validValue(const std::string& value) {

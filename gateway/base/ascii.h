@@ -34,6 +34,15 @@ constexpr bool isAsciiAlnum(char c) {
 constexpr bool isAsciiSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
+// Space or tab: HTTP's white space inside a field (RFC 9110 section 5.6.3).
+constexpr bool isSpaceOrTab(char c) {
+  return c == ' ' || c == '\t';
+}
+// A character of an HTTP token (RFC 9110 section 5.6.2 tchar): a header
+// name, a method, an authentication scheme.
+constexpr bool isHttpTokenChar(char c) {
+  return isAsciiAlnum(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
 
 // `s` with A-Z lowered (upper-cased: a-z raised); other bytes as they are.
 std::string toLowerAscii(std::string_view s);

@@ -185,12 +185,7 @@ Event Parser::fail(int status, std::string reason) {
   return Event::Error;
 }
 
-Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
-  *consumed = 0;
-  if (dead_) return Event::Error;
-  // A head and its message completing in one step (a message without a
-  // body, or with Content-Length: 0) are reported one per call, the second
-  // without further input.
+std::optional<Event> Parser::takeCompletion() {
   if (head_done_) {
     head_done_ = false;
     return Event::HeadComplete;
@@ -199,6 +194,16 @@ Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* 
     message_done_ = false;
     return Event::MessageComplete;
   }
+  return std::nullopt;
+}
+
+Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
+  *consumed = 0;
+  if (dead_) return Event::Error;
+  // A head and its message completing in one step (a message without a
+  // body, or with Content-Length: 0) are reported one per call, the second
+  // without further input.
+  if (const std::optional<Event> e = takeCompletion()) return *e;
   if (len == 0) return Event::NeedMore;
   body_out_ = body;
   got_body_ = false;
@@ -233,14 +238,7 @@ Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* 
       return fail(431, "request head larger than " + std::to_string(limits_.max_head_bytes / 1024) +
                            " KiB");
   }
-  if (head_done_) {
-    head_done_ = false;
-    return Event::HeadComplete;
-  }
-  if (message_done_) {
-    message_done_ = false;
-    return Event::MessageComplete;
-  }
+  if (const std::optional<Event> e = takeCompletion()) return *e;
   return got_body_ ? Event::Body : Event::NeedMore;
 }
 

@@ -101,3 +101,14 @@ TEST_CASE("trim strips C-locale white space, trimOws only spaces and tabs", "[as
   const std::string_view text = "  x  ";
   CHECK(trim(text).data() == text.data() + 2);
 }
+
+TEST_CASE("isHttpTokenChar is RFC 9110's tchar; isSpaceOrTab is a field's white space", "[ascii]") {
+  std::string tokens;
+  for (int c = 0; c < 256; ++c)
+    if (isHttpTokenChar(static_cast<char>(c))) tokens += static_cast<char>(c);
+  CHECK(tokens == "!#$%&'*+-.0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ^_`abcdefghijklmnopqrstuvwxyz|~");
+  std::string blanks;
+  for (int c = 0; c < 256; ++c)
+    if (isSpaceOrTab(static_cast<char>(c))) blanks += static_cast<char>(c);
+  CHECK(blanks == "\t ");
+}
