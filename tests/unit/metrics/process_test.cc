@@ -61,10 +61,16 @@ TEST_CASE("process metrics: CPU time grows with work, open files with files",
           "[metrics][process]") {
   const double cpu_before = value("process_cpu_seconds_total");
   CHECK(cpu_before >= 0);
+  // Work until the figure moves (a tick is 10 ms of CPU; on a loaded
+  // machine the thread gets a share of each second), at most 10 s.
   volatile double x = 0;
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
-  while (std::chrono::steady_clock::now() < until) x = x + 1;
-  CHECK(value("process_cpu_seconds_total") > cpu_before);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  double cpu = cpu_before;
+  while (cpu <= cpu_before && std::chrono::steady_clock::now() < until) {
+    for (int i = 0; i < 1000000; ++i) x = x + 1;
+    cpu = value("process_cpu_seconds_total");
+  }
+  CHECK(cpu > cpu_before);
 
   test::TempDir dir("process-metrics");
   const double fds_before = value("process_open_fds");
