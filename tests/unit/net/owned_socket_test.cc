@@ -22,7 +22,6 @@ TEST_CASE("owned socket: a duplicate listens on the same port in another event l
           "[net][owned_socket]") {
   asio::io_context server_io;
   tcp::acceptor original(server_io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-  const tcp::endpoint where = original.local_endpoint();
   std::string error;
   net::OwnedSocket dup = net::duplicateListener(original, &error);
   INFO(error);
@@ -32,6 +31,7 @@ TEST_CASE("owned socket: a duplicate listens on the same port in another event l
   CHECK(net::listenerPerWorker());
   asio::io_context worker_io;
   tcp::acceptor worker(worker_io);
+  const tcp::endpoint where = original.local_endpoint();
   worker.assign(tcp::v4(), dup.release());
   CHECK_FALSE(dup);  // released: the acceptor owns it now
   // The server closes its own socket: the worker's duplicate still accepts.
