@@ -16,6 +16,10 @@
 
 #include "tests/support/temp_dir.h"
 
+#ifdef _WIN32
+#include <windows.h>
+#endif
+
 using namespace h2gate;
 
 namespace {
@@ -74,6 +78,14 @@ TEST_CASE("process metrics: CPU time grows with work, open files with files",
 
   test::TempDir dir("process-metrics");
   const double fds_before = value("process_open_fds");
+#ifdef _WIN32
+  // wine answers GetProcessHandleCount with no count: nothing to compare.
+  if (const HMODULE ntdll = ::GetModuleHandleW(L"ntdll.dll");
+      fds_before == 0 && ntdll && ::GetProcAddress(ntdll, "wine_get_version")) {
+    WARN("under wine: no handle count (process_open_fds 0)");
+    return;
+  }
+#endif
   std::vector<std::FILE*> files;
   for (int i = 0; i < 20; ++i)
     files.push_back(std::fopen((dir.path() / ("f" + std::to_string(i))).string().c_str(), "w"));
