@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstdint>
 
 #include "config/loader_internal.h"
+#include "gateway/base/ascii.h"
 
 namespace h2gate::config {
 namespace {
@@ -318,9 +318,7 @@ class Writer {
 }  // namespace
 
 bool isSecretKey(std::string_view key) {
-  std::string lower(key);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = toLowerAscii(key);
   static constexpr std::array<std::string_view, 4> kWords{"password", "secret", "token",
                                                           "authorization"};
   return std::any_of(kWords.begin(), kWords.end(),

@@ -22,6 +22,7 @@
 
 #include "config/loader_internal.h"
 #include "config/yaml_guard.h"
+#include "gateway/base/ascii.h"
 
 namespace h2gate::config {
 namespace {
@@ -366,8 +367,7 @@ std::optional<std::string> normalizeAllowedHost(std::string_view text, std::stri
       return std::nullopt;
     }
   }
-  std::transform(host.begin(), host.end(), host.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  lowerAsciiInPlace(host);
   std::string out = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   if (!port.empty()) out += ":" + std::string(port);
   return out;
@@ -377,10 +377,8 @@ bool isHostName(std::string_view text) {
   if (text.empty() || text.size() > 253 || text.front() == '.' || text.front() == '-') {
     return false;
   }
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.';
-  });
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return isAsciiAlnum(c) || c == '-' || c == '_' || c == '.'; });
 }
 
 LoadResult loadString(const std::string& yaml, const std::string& source_name) {

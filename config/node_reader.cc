@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::config {
 namespace {
 
@@ -27,8 +29,7 @@ std::string joinQuoted(std::initializer_list<const char*> items) {
 }
 
 bool isEnvNameChar(char c, bool first) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-         (!first && c >= '0' && c <= '9');
+  return isAsciiAlpha(c) || c == '_' || (!first && isAsciiDigit(c));
 }
 
 }  // namespace

@@ -5,18 +5,14 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::filters {
 namespace {
 
 // Longest Proxy-Authorization value looked at; longer ones are refused
 // without decoding (no user has a 6 KiB password).
 constexpr std::size_t kMaxCredentials = 8192;
-
-std::string_view trimmed(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 }  // namespace
 
@@ -32,12 +28,12 @@ ProxyAuthFilter::Digest ProxyAuthFilter::digest(std::string_view text) {
 }
 
 bool ProxyAuthFilter::accepts(std::string_view header) const {
-  header = trimmed(header);
+  header = trimOws(header);
   constexpr std::string_view kScheme = "basic ";
   if (header.size() <= kScheme.size() || header.size() > kMaxCredentials ||
-      !iequals(header.substr(0, kScheme.size()), kScheme))
+      !istartsWith(header, kScheme))
     return false;
-  const std::string_view encoded = trimmed(header.substr(kScheme.size()));
+  const std::string_view encoded = trimOws(header.substr(kScheme.size()));
   if (encoded.empty() || encoded.size() % 4 != 0) return false;
   unsigned char decoded[kMaxCredentials];
   const int n = EVP_DecodeBlock(decoded, reinterpret_cast<const unsigned char*>(encoded.data()),

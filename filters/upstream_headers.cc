@@ -3,16 +3,13 @@
 #include <algorithm>
 
 #include "filters/forward_proxy.h"
+#include "gateway/base/ascii.h"
 
 namespace h2gate::filters {
 namespace {
 
 bool validName(const std::string& name) {
-  // RFC 9110 token characters.
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](unsigned char c) {
-    return std::isalnum(c) ||
-           std::string_view("!#$%&'*+-.^_`|~").find(static_cast<char>(c)) != std::string_view::npos;
-  });
+  return !name.empty() && std::all_of(name.begin(), name.end(), isHttpTokenChar);
 }
 
 bool validValue(const std::string& value) {

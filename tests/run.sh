@@ -324,7 +324,7 @@ stage_windows() {
       return 1
       ;;
     *)
-      note windows "tests failed under wine: $(grep -Eo 'test cases:.*|assertions:.*' "$log" | tr '\n' ' ')"
+      note windows "tests failed under wine: $(grep -Eo '[A-Za-z_]+ \.+\*\*\*[A-Za-z]+( +[0-9.]+ sec)?|test cases:.*|assertions:.*|FAILED: h2gate.exe.*' "$log" | sed -E 's/ \.{2,}/ /' | tr '\n' ';')"
       return 1
       ;;
   esac

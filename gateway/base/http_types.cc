@@ -4,22 +4,6 @@
 #include <openssl/evp.h>
 
 namespace h2gate {
-namespace {
-
-// ASCII only: header names are tokens (RFC 9110), never locale-dependent.
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-}  // namespace
-
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (lower(a[i]) != lower(b[i])) return false;
-  }
-  return true;
-}
 
 const Header* findHeader(const Headers& headers, std::string_view name) {
   for (const Header& h : headers) {

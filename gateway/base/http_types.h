@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gateway/base/ascii.h"  // iequals, for comparing header names
+
 namespace h2gate::upstream {
 class RouteDecider;  // upstream/router.h
 }  // namespace h2gate::upstream
@@ -22,7 +24,6 @@ struct Header {
 };
 using Headers = std::vector<Header>;
 
-bool iequals(std::string_view a, std::string_view b);
 // First header with this name (case-insensitive), or nullptr.
 const Header* findHeader(const Headers& headers, std::string_view name);
 

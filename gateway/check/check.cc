@@ -5,8 +5,6 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include <strings.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -20,6 +18,7 @@
 #include "config/loader.h"
 #include "filters/filter.h"
 #include "filters/registry.h"
+#include "gateway/base/ascii.h"
 #include "gateway/check/check_auth.h"
 #include "gateway/check/check_report.h"
 #include "gateway/http1/codec.h"
@@ -107,8 +106,7 @@ struct Target {
 std::string parseUrl(const std::string& url, Target* t) {
   const size_t sep = url.find("://");
   if (sep == std::string::npos) return "not a URL (expected https://HOST[:PORT]/PATH)";
-  std::string scheme = url.substr(0, sep);
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string scheme = toLowerAscii(std::string_view(url).substr(0, sep));
   if (scheme != "https" && scheme != "http") return "only http:// and https:// URLs can be checked";
   t->tls = scheme == "https";
   std::string rest = url.substr(sep + 3);

@@ -1,10 +1,9 @@
 #include "gateway/check/check_auth.h"
 
-#include <strings.h>
-
 #include <optional>
 #include <utility>
 
+#include "gateway/base/ascii.h"
 #include "gateway/metrics/registry.h"
 #include "gateway/upstream/upstream_stats.h"
 
@@ -191,7 +190,7 @@ upstream::auth::Verdict AuthWalk::onResponse(const ResponseHead& head, bool can_
       break;
     case Kind::Deliver:
       if (head.status == 407 || sent.empty()) break;
-      if (strcasecmp(sent.c_str(), "Negotiate") == 0) {
+      if (iequals(sent, "Negotiate")) {
         const auto answer_challenges = upstream::auth::challengesOf(head.headers);
         const upstream::auth::Challenge* c =
             upstream::auth::findChallenge(answer_challenges, "Negotiate");
@@ -199,7 +198,7 @@ upstream::auth::Verdict AuthWalk::onResponse(const ResponseHead& head, bool can_
                                      (c && !c->token68.empty()
                                           ? "the proxy's mutual-authentication token verified"
                                           : "the proxy sent no mutual-authentication token"));
-      } else if (strcasecmp(sent.c_str(), "NTLM") == 0) {
+      } else if (iequals(sent, "NTLM")) {
         report_.ok("proxy-auth", "NTLM accepted (" + answer +
                                      "): the connection is "
                                      "authenticated");
@@ -228,7 +227,7 @@ bool AuthWalk::fail407(const ResponseHead& h, const std::string& step, bool has_
   if (!sent_.empty()) {
     report_.failLine(step, what);
     return report_.fail("proxy-auth", "the proxy rejected the " + sent_ + " credentials" + who(),
-                        strcasecmp(sent_.c_str(), "Negotiate") == 0
+                        iequals(sent_, "Negotiate")
                             ? "the ticket is not accepted: kinit as a user the proxy "
                               "knows, check the spn (klist after a try shows the "
                               "service ticket)"

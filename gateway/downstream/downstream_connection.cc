@@ -362,12 +362,11 @@ void DownstreamConnection::onAppEof() {
       if (parser_->inHead() || !socket_.buffered().empty())
         H2G_LOG(Debug, id_, 0, "app closed in the middle of a request head");
       return close(false);
-    case Phase::RequestBody:
-      return processBody();
-    case Phase::Tunnel:
+    case Phase::RequestBody:  // the body's reader and the tunnel's pump
+    case Phase::Tunnel:       // see the end of the input themselves
     case Phase::HalfClosed:
     case Phase::TunnelClosing:
-      return pumpTunnel();
+      return process();
     case Phase::Connecting:     // pumpTunnel() passes the FIN on once open
     case Phase::AwaitResponse:  // a half-close after the request is fine
     case Phase::Refused:

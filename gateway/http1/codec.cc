@@ -3,6 +3,8 @@
 #include <array>
 #include <cstdio>
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::http1 {
 namespace {
 
@@ -17,10 +19,7 @@ bool namedByConnection(std::string_view name, const Headers& headers) {
     std::string_view v = h.value;
     while (!v.empty()) {
       const size_t comma = v.find(',');
-      std::string_view tok = v.substr(0, comma);
-      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t')) tok.remove_prefix(1);
-      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t')) tok.remove_suffix(1);
-      if (iequals(tok, name)) return true;
+      if (iequals(trimOws(v.substr(0, comma)), name)) return true;
       if (comma == std::string_view::npos) break;
       v.remove_prefix(comma + 1);
     }

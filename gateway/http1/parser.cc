@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/host_name.h"
 
 namespace h2gate::http1 {
@@ -88,11 +89,7 @@ std::string unsupportedTransferCoding(const Headers& headers) {
     std::string_view v = h.value;
     while (!v.empty()) {
       const size_t comma = v.find(',');
-      std::string_view coding = v.substr(0, comma);
-      while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
-        coding.remove_prefix(1);
-      while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
-        coding.remove_suffix(1);
+      const std::string_view coding = trimOws(v.substr(0, comma));
       if (!coding.empty() && !iequals(coding, "chunked"))
         return "unsupported transfer coding '" + std::string(coding.substr(0, 64)) +
                "' (h2gate decodes only chunked request bodies)";
@@ -188,12 +185,7 @@ Event Parser::fail(int status, std::string reason) {
   return Event::Error;
 }
 
-Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
-  *consumed = 0;
-  if (dead_) return Event::Error;
-  // A head and its message completing in one step (a message without a
-  // body, or with Content-Length: 0) are reported one per call, the second
-  // without further input.
+std::optional<Event> Parser::takeCompletion() {
   if (head_done_) {
     head_done_ = false;
     return Event::HeadComplete;
@@ -202,6 +194,16 @@ Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* 
     message_done_ = false;
     return Event::MessageComplete;
   }
+  return std::nullopt;
+}
+
+Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* body) {
+  *consumed = 0;
+  if (dead_) return Event::Error;
+  // A head and its message completing in one step (a message without a
+  // body, or with Content-Length: 0) are reported one per call, the second
+  // without further input.
+  if (const std::optional<Event> e = takeCompletion()) return *e;
   if (len == 0) return Event::NeedMore;
   body_out_ = body;
   got_body_ = false;
@@ -236,14 +238,7 @@ Event Parser::feed(const char* data, size_t len, size_t* consumed, std::string* 
       return fail(431, "request head larger than " + std::to_string(limits_.max_head_bytes / 1024) +
                            " KiB");
   }
-  if (head_done_) {
-    head_done_ = false;
-    return Event::HeadComplete;
-  }
-  if (message_done_) {
-    message_done_ = false;
-    return Event::MessageComplete;
-  }
+  if (const std::optional<Event> e = takeCompletion()) return *e;
   return got_body_ ? Event::Body : Event::NeedMore;
 }
 
@@ -274,8 +269,8 @@ bool parsePort(std::string_view text, uint16_t* out) {
 bool validHost(std::string_view host, bool bracketed) {
   if (host.empty() || host.size() > 255) return false;
   for (char c : host) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '-' || c == '.' || c == '_' || (bracketed && (c == ':' || c == '%'));
+    const bool ok = isAsciiAlnum(c) || c == '-' || c == '.' || c == '_' ||
+                    (bracketed && (c == ':' || c == '%'));
     if (!ok) return false;
   }
   return true;

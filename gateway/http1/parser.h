@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -85,6 +86,9 @@ class Parser {
   // The header list of the message being parsed.
   Headers& headers() { return kind_ == Kind::Request ? request_.headers : response_.headers; }
   Event fail(int status, std::string reason);
+  // A head or message completion the callbacks noted and feed() has not
+  // reported yet (the head first), cleared as it is returned.
+  std::optional<Event> takeCompletion();
 
   llhttp_t parser_;
   llhttp_settings_t settings_;

@@ -2,12 +2,10 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::match {
 namespace {
-
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
 
 bool endsWithLabel(std::string_view host, std::string_view name) {
   return host.size() > name.size() && host.ends_with(name) &&
@@ -26,7 +24,7 @@ Destination::Destination(std::string_view host, uint16_t port, bool is_connect)
   if (!host.empty() && host.back() == '.' && host.find(':') == std::string_view::npos)
     host.remove_suffix(1);
   if (host.size() >= host_.size()) return;  // longer than any DNS name: matches no name
-  std::transform(host.begin(), host.end(), host_.begin(), lower);
+  std::transform(host.begin(), host.end(), host_.begin(), lowerAscii);
   length_ = host.size();
   ip_ = parseIp(this->host());
   if (ip_) ip_ = ip_->unmapped();

@@ -2,29 +2,21 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/host_name.h"
 
 namespace h2gate::match {
 namespace {
-
-bool isBlank(char c) {
-  return c == ' ' || c == '\t';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 // Splits on commas (and, for curl, blanks); empty entries are dropped.
 std::vector<std::string_view> entries(std::string_view list, bool blanks_separate) {
   std::vector<std::string_view> out;
   std::size_t start = 0;
   for (std::size_t i = 0; i <= list.size(); ++i) {
-    const bool end = i == list.size() || list[i] == ',' || (blanks_separate && isBlank(list[i]));
+    const bool end =
+        i == list.size() || list[i] == ',' || (blanks_separate && isSpaceOrTab(list[i]));
     if (!end) continue;
-    const std::string_view e = trim(list.substr(start, i - start));
+    const std::string_view e = trimOws(list.substr(start, i - start));
     if (!e.empty()) out.push_back(e);
     start = i + 1;
   }

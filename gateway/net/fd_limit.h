@@ -19,16 +19,21 @@ struct FdLimit {
 };
 
 // Raises the soft limit to the hard limit (where the hard limit is
-// "unlimited", to the highest value setrlimit accepts). Windows has no such
-// limit: returns zeros.
+// "unlimited", to the highest value setrlimit accepts; fd_limit_posix.cc).
+// Windows has no such limit: returns zeros (fd_limit_win.cc).
 FdLimit raiseFdLimit();
 
+// Descriptors kept apart from app connections: listeners, pools, the admin
+// endpoint and logs.
+inline constexpr uint64_t kReserveFds = 64;
+
 // Descriptors the listeners may need at their max_connections: two per app
-// connection plus a reserve for listeners, pools, the admin endpoint and logs.
+// connection plus kReserveFds (fd_limit.cc).
 uint64_t fdsNeeded(const config::Bootstrap& bootstrap);
 
 // raiseFdLimit(), then logs the soft limit at Info, and a Warn when it
-// stays below 4096 or below fdsNeeded(bootstrap). Call once at start.
+// stays below 4096 or below fdsNeeded(bootstrap). Call once at start. Does
+// nothing on Windows.
 void raiseFdLimitAndLog(const config::Bootstrap& bootstrap);
 
 }  // namespace h2gate::net

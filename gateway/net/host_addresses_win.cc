@@ -4,10 +4,10 @@
 #include <iphlpapi.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
 #include <memory>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/host_addresses.h"
 
 namespace h2gate::net {
@@ -32,7 +32,7 @@ std::optional<asio::ip::address_v4> parseIpv4AnyNotation(const std::string& text
     const size_t start = i;
     uint64_t v = 0;
     for (; i < text.size() && text[i] != '.'; ++i) {
-      const char c = static_cast<char>(std::tolower(static_cast<unsigned char>(text[i])));
+      const char c = lowerAscii(text[i]);
       unsigned d;
       if (c >= '0' && c <= '9')
         d = static_cast<unsigned>(c - '0');

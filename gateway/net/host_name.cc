@@ -4,16 +4,12 @@
 #include <array>
 #include <cstdint>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/idn.h"
 #include "gateway/net/ip_address.h"
 
 namespace h2gate::net {
 namespace {
-
-bool isAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
-}
 
 bool validChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.';
@@ -144,10 +140,7 @@ std::optional<std::string> normalizeHostName(std::string_view text, std::string*
   if (!text.empty() && text.back() == '.') text.remove_suffix(1);
   std::string out;
   if (isAscii(text)) {
-    out.assign(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-    });
+    out = toLowerAscii(text);
   } else {
     std::optional<std::string> ascii = idnToAscii(std::string(text), error);
     if (!ascii) return std::nullopt;

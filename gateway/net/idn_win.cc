@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/idn.h"
 
 namespace h2gate::net {
@@ -31,7 +32,7 @@ std::optional<std::string> idnToAscii(const std::string& utf8, std::string* erro
   for (int i = 0; i < n; ++i) {
     if (out[i] > 0x7f) return fail("not ASCII after conversion");
     const char c = static_cast<char>(out[i]);
-    ascii.push_back(c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+    ascii.push_back(lowerAscii(c));
   }
   return ascii;
 }

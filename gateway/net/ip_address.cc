@@ -1,22 +1,23 @@
 #include "gateway/net/ip_address.h"
 
-#ifdef _WIN32
-#include <ws2tcpip.h>
-#else
-#include <arpa/inet.h>
-#endif
-
 #include <algorithm>
 #include <cstring>
+
+#include <asio/ip/address.hpp>
 
 #include "config/ip_text.h"
 
 namespace h2gate::net {
 
 std::string IpAddress::str() const {
-  char buf[INET6_ADDRSTRLEN] = {};
-  inet_ntop(v6 ? AF_INET6 : AF_INET, bytes.data(), buf, sizeof buf);
-  return buf;
+  if (v6) {
+    asio::ip::address_v6::bytes_type b;
+    std::copy(bytes.begin(), bytes.end(), b.begin());
+    return asio::ip::address_v6(b).to_string();
+  }
+  asio::ip::address_v4::bytes_type b;
+  std::copy(bytes.begin(), bytes.begin() + 4, b.begin());
+  return asio::ip::address_v4(b).to_string();
 }
 
 IpAddress IpAddress::unmapped() const {
@@ -46,15 +47,22 @@ std::optional<IpAddress> parseIp(std::string_view text) {
     if (zone == 0 || zone + 1 == text.size()) return std::nullopt;
     text = text.substr(0, zone);
   }
-  char buf[INET6_ADDRSTRLEN + 1];
-  if (text.empty() || text.size() >= sizeof buf) return std::nullopt;
+  // The longest IPv6 text (INET6_ADDRSTRLEN without its NUL).
+  constexpr std::size_t kMaxText = 45;
+  if (text.empty() || text.size() > kMaxText) return std::nullopt;
   // The same forms on every platform (Windows' inet_pton takes more).
   if (!config::ipTextIsStrict(text)) return std::nullopt;
-  std::memcpy(buf, text.data(), text.size());
-  buf[text.size()] = '\0';
+  const std::string z(text);
+  asio::error_code ec;
   IpAddress ip;
-  if (inet_pton(AF_INET, buf, ip.bytes.data()) == 1) return ip;
-  if (inet_pton(AF_INET6, buf, ip.bytes.data()) == 1) {
+  if (const asio::ip::address_v4 v4 = asio::ip::make_address_v4(z, ec); !ec) {
+    const asio::ip::address_v4::bytes_type b = v4.to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
+    return ip;
+  }
+  if (const asio::ip::address_v6 v6 = asio::ip::make_address_v6(z, ec); !ec) {
+    const asio::ip::address_v6::bytes_type b = v6.to_bytes();
+    std::copy(b.begin(), b.end(), ip.bytes.begin());
     ip.v6 = true;
     return ip;
   }

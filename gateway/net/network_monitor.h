@@ -15,9 +15,11 @@
 //                    jump).
 //   NetworkMonitor   both, plus the OS's change notifications through a
 //                    NetworkWatcher made by the platform file:
-//                    network_monitor_linux.cc (rtnetlink) or
+//                    network_monitor_linux.cc (rtnetlink),
 //                    network_monitor_win.cc (iphlpapi, cross-built by
-//                    tests/windows/).
+//                    tests/windows/) or, on other POSIX systems,
+//                    network_monitor_posix.cc (neither notifications nor
+//                    suspend detection).
 //
 // Threads: everything runs on the io_context given at construction. Create,
 // start(), stop() and destroy a NetworkMonitor on that context's thread, or

@@ -3,31 +3,13 @@
 #include <algorithm>
 #include <charconv>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/ip_address.h"
 
 namespace h2gate::pac {
 namespace {
 
 constexpr std::size_t kMaxQuoted = 200;
-
-bool isSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v';
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && isSpace(s.front())) s.remove_prefix(1);
-  while (!s.empty() && isSpace(s.back())) s.remove_suffix(1);
-  return s;
-}
-
-char lower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool equalsNoCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return lower(x) == lower(y); });
-}
 
 // Printable ASCII for logs: anything else becomes '?'.
 std::string quoted(std::string_view s) {
@@ -39,8 +21,7 @@ std::string quoted(std::string_view s) {
 }
 
 bool nameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
+  return isAsciiAlnum(c) || c == '-' || c == '_' || c == '.';
 }
 
 // A DNS name or IPv4 literal: [A-Za-z0-9_-] labels between single dots, one
@@ -81,7 +62,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
     rest = colon == std::string_view::npos ? std::string_view() : addr.substr(colon);
     if (!validName(host)) return "'" + quoted(host) + "' is not a host name or address";
     e.host.assign(host);
-    std::transform(e.host.begin(), e.host.end(), e.host.begin(), lower);
+    lowerAsciiInPlace(e.host);
   }
   e.port = default_port;
   if (rest.empty()) return {};
@@ -112,28 +93,25 @@ constexpr Keyword kKeywords[] = {
 bool parseEntry(std::string_view text, ProxyEntry& e, SkippedEntry& skip) {
   skip.text = quoted(text);
   for (char c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 && !isSpace(c)) {
+    if (static_cast<unsigned char>(c) < 0x20 && !isAsciiSpace(c)) {
       skip.reason = "control character in the entry";
       return false;
     }
   }
   std::size_t end = 0;
-  while (end < text.size() && !isSpace(text[end])) ++end;
+  while (end < text.size() && !isAsciiSpace(text[end])) ++end;
   const std::string_view word = text.substr(0, end);
   const std::string_view addr = trim(text.substr(end));
   const Keyword* kw = nullptr;
   for (const Keyword& k : kKeywords)
-    if (equalsNoCase(word, k.name)) kw = &k;
+    if (iequals(word, k.name)) kw = &k;
   if (kw == nullptr) {
     skip.reason = "unknown keyword '" + quoted(word) +
                   "' (expected DIRECT, PROXY host:port or HTTPS host:port)";
     return false;
   }
   if (kw->what == Keyword::Unsupported) {
-    std::string upper(word);
-    std::transform(upper.begin(), upper.end(), upper.begin(),
-                   [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; });
-    skip.reason = upper + " proxies are not supported by h2gate";
+    skip.reason = toUpperAscii(word) + " proxies are not supported by h2gate";
     skip.unsupported = true;
     return false;
   }
@@ -149,7 +127,7 @@ bool parseEntry(std::string_view text, ProxyEntry& e, SkippedEntry& skip) {
     skip.reason = std::string(kw->what == Keyword::Https ? "HTTPS" : "PROXY") + " needs host:port";
     return false;
   }
-  if (std::any_of(addr.begin(), addr.end(), isSpace)) {
+  if (std::any_of(addr.begin(), addr.end(), isAsciiSpace)) {
     skip.reason = "more than one address in the entry";
     return false;
   }

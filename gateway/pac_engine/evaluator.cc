@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/node_reader.h"
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/pac_engine/answer_cache.h"
 #include "gateway/pac_engine/worker.h"
@@ -63,13 +64,6 @@ uint16_t defaultPort(std::string_view scheme) {
   return 80;
 }
 
-std::string lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 bool cacheableError(PacError::Kind k) {
   return k == PacError::Kind::Exception || k == PacError::Kind::Timeout ||
          k == PacError::Kind::Memory || k == PacError::Kind::BadReturn ||
@@ -90,8 +84,8 @@ std::shared_ptr<PacScript> makeScript(std::string text, std::string origin) {
 PacQuery PacQuery::forRequest(std::string_view scheme_in, std::string_view host_in, uint16_t port,
                               std::string_view path) {
   PacQuery q;
-  const std::string scheme = lowered(scheme_in);
-  q.host = lowered(host_in);
+  const std::string scheme = toLowerAscii(scheme_in);
+  q.host = toLowerAscii(host_in);
   if (q.host.size() >= 2 && q.host.front() == '[' && q.host.back() == ']')
     q.host = q.host.substr(1, q.host.size() - 2);
   const std::string in_url = q.host.find(':') != std::string::npos ? "[" + q.host + "]" : q.host;
@@ -106,7 +100,7 @@ std::string_view PacQuery::cacheKeyFor(std::string_view scheme, std::string_view
                                        uint16_t port, std::string_view path, std::string& out) {
   out.clear();
   auto append_lowered = [&out](std::string_view s) {
-    for (char c : s) out += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    for (char c : s) out += lowerAscii(c);
   };
   append_lowered(scheme);
   if (port == 0) port = defaultPort(out);

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "config/config.h"
+#include "gateway/base/ascii.h"
 #include "gateway/http1/parser.h"
 #include "gateway/net/ip_address.h"
 #include "gateway/net/tls_context.h"
@@ -10,10 +11,6 @@
 
 namespace h2gate::pac {
 namespace {
-
-bool startsWithNoCase(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && iequals(s.substr(0, prefix.size()), prefix);
-}
 
 std::string hostForHeader(const FetchUrl& u) {
   std::string h = u.host.find(':') != std::string::npos ? "[" + u.host + "]" : u.host;
@@ -179,12 +176,12 @@ class FetchImpl : public PacFetch, public std::enable_shared_from_this<FetchImpl
         return false;
       }
       std::string next = location->value;
-      if (!startsWithNoCase(next, "http://") && !startsWithNoCase(next, "https://")) {
+      if (!istartsWith(next, "http://") && !istartsWith(next, "https://")) {
         const std::string base =
             std::string(target_.https ? "https://" : "http://") + hostForHeader(target_);
         next = next.front() == '/' ? base + next : base + "/" + next;
       }
-      if (target_.https && startsWithNoCase(next, "http://")) {
+      if (target_.https && istartsWith(next, "http://")) {
         fail("refusing a redirect from https to http (" + next + ")");
         return false;
       }
@@ -264,9 +261,9 @@ class FetchImpl : public PacFetch, public std::enable_shared_from_this<FetchImpl
 std::string parseFetchUrl(std::string_view url, FetchUrl* out) {
   *out = FetchUrl{};
   std::string_view rest;
-  if (startsWithNoCase(url, "http://")) {
+  if (istartsWith(url, "http://")) {
     rest = url.substr(7);
-  } else if (startsWithNoCase(url, "https://")) {
+  } else if (istartsWith(url, "https://")) {
     out->https = true;
     rest = url.substr(8);
   } else {

@@ -166,32 +166,32 @@ duk_ret_t compileAndRun(duk_context* ctx, void* udata) {
 
 }  // namespace
 
-PacError JsHeap::popError(PacError::Kind kind) {
-  PacError err;
+bool JsHeap::limitStruck(PacError& err) const {
   if (timed_out_) {
     err.kind = PacError::Kind::Timeout;
     err.message = "ran past its time limit";
-  } else if (refused_) {
+    return true;
+  }
+  if (refused_) {
     err.kind = PacError::Kind::Memory;
     err.message = "reached its memory limit of " + std::to_string(max_bytes_ / 1024) + " KiB";
-  } else {
+    return true;
+  }
+  return false;
+}
+
+PacError JsHeap::popError(PacError::Kind kind) {
+  PacError err;
+  if (!limitStruck(err)) {
     err.kind = kind;
     std::string text;
     if (duk_safe_call(ctx_, describeError, &text, 1, 1) != DUK_EXEC_SUCCESS && text.empty())
       text = "(an error that could not be described)";
     err.message = clean(text);
     // The timeout or the memory limit may have struck while describing it.
-    if (timed_out_) {
-      err.kind = PacError::Kind::Timeout;
-      err.message = "ran past its time limit";
-    } else if (refused_) {
-      err.kind = PacError::Kind::Memory;
-      err.message = "reached its memory limit of " + std::to_string(max_bytes_ / 1024) + " KiB";
-    }
-    duk_pop(ctx_);  // describeError's result
-    return err;
+    limitStruck(err);
   }
-  duk_pop(ctx_);
+  duk_pop(ctx_);  // the error, or describeError's result in its place
   return err;
 }
 

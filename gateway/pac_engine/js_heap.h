@@ -74,6 +74,8 @@ class JsHeap {
   // as a PacError: Timeout or Memory when a limit cut the run short, else
   // `kind` with the error's text ("TypeError: ... (line 3)"). Pops it.
   PacError popError(PacError::Kind kind);
+  // Fills `err` when the time or memory limit struck the last call.
+  bool limitStruck(PacError& err) const;
 
   // The `owner` given to the constructor of the heap that runs `ctx`.
   static void* ownerOf(duk_context* ctx);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
 #include "gateway/pac_engine/js_heap.h"
 
 namespace h2gate::pac {
@@ -165,11 +166,6 @@ std::optional<std::string> stringArg(duk_context* ctx, duk_idx_t idx) {
   duk_size_t len = 0;
   const char* s = duk_get_lstring(ctx, idx, &len);
   return std::string(s, len);
-}
-
-bool isAscii(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return static_cast<unsigned char>(c) < 0x80; });
 }
 
 // Throws when the run's deadline passed during a DNS call.

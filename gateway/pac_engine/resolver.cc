@@ -1,23 +1,17 @@
 #include "gateway/pac_engine/resolver.h"
 
-#ifdef _WIN32
-#include <winsock2.h>
-#include <ws2tcpip.h>
-#else
-#include <netdb.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#endif
-
 #include <algorithm>
 #include <condition_variable>
-#include <cstring>
 #include <deque>
 #include <list>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
 
+#include <asio/io_context.hpp>
+#include <asio/ip/tcp.hpp>
+
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/net/host_addresses.h"
 
@@ -63,9 +57,7 @@ std::string shown(std::string_view s) {
 }
 
 std::string cacheKey(const std::string& host, bool v4_only) {
-  std::string key = v4_only ? "4 " : "* ";
-  for (char c : host) key += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
-  return key;
+  return (v4_only ? "4 " : "* ") + toLowerAscii(host);
 }
 
 }  // namespace
@@ -143,30 +135,30 @@ struct SystemResolver::Pool {
   }
 };
 
+// getaddrinfo() through asio's synchronous resolver (no flags, as a bare
+// getaddrinfo call: no AI_ADDRCONFIG), in the calling lookup thread. The
+// io_context exists only for the resolver's sake (nothing runs on it); making
+// one needs descriptors, so a process out of them gets a failed lookup, as
+// getaddrinfo itself would give, not an exception in the lookup thread.
 std::vector<net::IpAddress> getaddrinfoLookup(const std::string& host, bool v4_only) {
   std::vector<net::IpAddress> out;
-  addrinfo hints{};
-  hints.ai_family = v4_only ? AF_INET : AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return out;
-  for (const addrinfo* ai = res; ai != nullptr; ai = ai->ai_next) {
-    net::IpAddress ip;
-    if (ai->ai_family == AF_INET) {
-      const auto* sin = reinterpret_cast<const sockaddr_in*>(ai->ai_addr);
-      std::memcpy(ip.bytes.data(), &sin->sin_addr, 4);
-    } else if (ai->ai_family == AF_INET6 && !v4_only) {
-      const auto* sin6 = reinterpret_cast<const sockaddr_in6*>(ai->ai_addr);
-      ip.v6 = true;
-      std::memcpy(ip.bytes.data(), &sin6->sin6_addr, 16);
-    } else {
-      continue;
+  try {
+    asio::io_context io;
+    asio::ip::tcp::resolver resolver(io);
+    asio::error_code ec;
+    const asio::ip::tcp::resolver::results_type results =
+        v4_only
+            ? resolver.resolve(asio::ip::tcp::v4(), host, "", asio::ip::resolver_base::flags(), ec)
+            : resolver.resolve(host, "", asio::ip::resolver_base::flags(), ec);
+    if (ec) return out;
+    for (const asio::ip::tcp::resolver::results_type::value_type& entry : results) {
+      const net::IpAddress ip = net::toIpAddress(entry.endpoint().address());
+      if (std::find(out.begin(), out.end(), ip) == out.end()) out.push_back(ip);
     }
-    bool seen = false;
-    for (const net::IpAddress& o : out) seen = seen || o == ip;
-    if (!seen) out.push_back(ip);
+  } catch (const std::system_error& e) {
+    H2G_LOG(Warn, 0, 0, "pac: DNS lookup of '" << shown(host) << "' not made: " << e.what());
+    out.clear();
   }
-  freeaddrinfo(res);
   return out;
 }
 

@@ -3,28 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/ip_address.h"
 #include "gateway/pac_engine/answer.h"
 
 namespace h2gate::pac {
 namespace {
-
-std::string lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() &&
-         (s.front() == ' ' || s.front() == '\t' || s.front() == '\r' || s.front() == '\n'))
-    s.remove_prefix(1);
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r' || s.back() == '\n'))
-    s.remove_suffix(1);
-  return s;
-}
 
 // What js() writes as itself (or escaped); anything else becomes '?'.
 bool printableAscii(char c) {
@@ -50,7 +34,7 @@ std::string js(std::string_view s) {
 
 // One ignore-hosts (GNOME) or ProxyOverride (Windows) entry.
 void addHostPattern(std::vector<BypassRule>& out, std::string_view entry) {
-  std::string e = lowered(trim(entry));
+  std::string e = toLowerAscii(trim(entry));
   if (e.empty()) return;
   if (e == "<local>") return addBypass(out, {BypassRule::Kind::PlainNames, ""});
   if (e == "*") return addBypass(out, {BypassRule::Kind::Any, ""});
@@ -126,7 +110,7 @@ std::string proxyEntryFromUrl(std::string_view url_in, std::vector<std::string>&
   if (url.empty()) return {};
   std::string scheme = "http";
   if (const std::size_t sep = url.find("://"); sep != std::string_view::npos) {
-    scheme = lowered(url.substr(0, sep));
+    scheme = toLowerAscii(url.substr(0, sep));
     url.remove_prefix(sep + 3);
   }
   if (scheme != "http" && scheme != "https") {
@@ -305,7 +289,7 @@ SystemProxySettings settingsFromWindows(bool auto_detect, std::string_view auto_
       servers = semi == std::string_view::npos ? std::string_view() : servers.substr(semi + 1);
       const std::size_t eq = item.find('=');
       if (item.empty() || eq == std::string_view::npos) continue;
-      const std::string scheme = lowered(trim(item.substr(0, eq)));
+      const std::string scheme = toLowerAscii(trim(item.substr(0, eq)));
       const std::string_view where = trim(item.substr(eq + 1));
       if (scheme == "socks") {
         s.notes.push_back("ProxyServer: SOCKS proxies are not supported");

@@ -66,6 +66,10 @@ struct SystemProxySettings {
 SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::string>& env);
 // The process's own environment.
 SystemProxySettings settingsFromProcessEnvironment();
+// The process's environment as the C runtime holds it: "NAME=value" strings
+// up to a null pointer (POSIX environ: system_proxy_posix.cc; the C
+// runtime's _environ on Windows: system_proxy_win.cc).
+char** processEnvironment();
 
 // From the output of `gsettings list-recursively org.gnome.system.proxy`;
 // nullopt when it holds no org.gnome.system.proxy mode line.

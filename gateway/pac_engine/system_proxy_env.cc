@@ -3,24 +3,11 @@
 // (gateway/match/no_proxy.h).
 #include <cstdlib>
 
+#include "gateway/base/ascii.h"
 #include "gateway/match/no_proxy.h"
 #include "gateway/pac_engine/system_proxy.h"
 
-#ifndef _WIN32
-extern char** environ;
-#endif
-
 namespace h2gate::pac {
-namespace {
-
-std::string lowered(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-}  // namespace
 
 SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::string>& env) {
   SystemProxySettings s;
@@ -65,12 +52,12 @@ SystemProxySettings settingsFromEnvironment(const std::map<std::string, std::str
 
 SystemProxySettings settingsFromProcessEnvironment() {
   std::map<std::string, std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+  for (char** e = processEnvironment(); e != nullptr && *e != nullptr; ++e) {
     std::string_view kv(*e);
     const std::size_t eq = kv.find('=');
     if (eq == std::string_view::npos) continue;
     const std::string name(kv.substr(0, eq));
-    const std::string low = lowered(name);
+    const std::string low = toLowerAscii(name);
     if (low == "http_proxy" || low == "https_proxy" || low == "all_proxy" || low == "no_proxy")
       env[name] = std::string(kv.substr(eq + 1));
   }

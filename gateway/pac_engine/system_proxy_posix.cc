@@ -91,4 +91,8 @@ std::optional<SystemProxySettings> readDesktopProxySettings() {
   return s;
 }
 
+char** processEnvironment() {
+  return environ;
+}
+
 }  // namespace h2gate::pac

@@ -9,6 +9,7 @@
 // the DWORD at offset 8) of Connections\DefaultConnectionSettings.
 #include <windows.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,10 @@ std::optional<SystemProxySettings> readDesktopProxySettings() {
   SystemProxySettings s = settingsFromWindows(autoDetect(), auto_url, server, bypass);
   if (s.mode == SystemProxySettings::Mode::Direct) return std::nullopt;
   return s;
+}
+
+char** processEnvironment() {
+  return _environ;
 }
 
 }  // namespace h2gate::pac

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "gateway/base/ascii.h"
 #include "gateway/pac_engine/worker_protocol.h"
 
 namespace h2gate::pac {
@@ -113,8 +114,8 @@ class KillTimer {
 std::string commandLineLabel(std::string_view label) {
   std::string out;
   for (char c : label.substr(0, 120)) {
-    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                       std::string_view("/_-.[]:").find(c) != std::string_view::npos;
+    const bool plain =
+        isAsciiAlnum(c) || std::string_view("/_-.[]:").find(c) != std::string_view::npos;
     out += plain ? c : '_';
   }
   return out.empty() ? std::string("pac") : out;

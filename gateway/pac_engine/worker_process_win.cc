@@ -149,7 +149,8 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& label, st
   if (!CreatePipe(&out_read, &out_write, &inherit, 0)) return fail("CreatePipe");
   SetHandleInformation(in_write, HANDLE_FLAG_INHERIT, 0);
   SetHandleInformation(out_read, HANDLE_FLAG_INHERIT, 0);
-  // Its stderr: ours (a console, a log pipe), else NUL.
+  // Its stderr: a copy of ours (the worker writes nothing there itself; a C
+  // runtime message may), else NUL.
   const HANDLE err = GetStdHandle(STD_ERROR_HANDLE);
   if (err == nullptr || err == INVALID_HANDLE_VALUE ||
       !DuplicateHandle(GetCurrentProcess(), err, GetCurrentProcess(), &err_copy, 0, TRUE,
@@ -188,11 +189,15 @@ std::unique_ptr<WorkerProcess> WorkerProcess::start(const std::string& label, st
   for (char c : label) command += static_cast<wchar_t>(c);
   std::wstring environment = workerEnvironment();
   PROCESS_INFORMATION pi{};
-  // Suspended until it is in the job; no console of its own, and none of
-  // h2gate's: Ctrl+C in h2gate's console is h2gate's to handle.
+  // Suspended until it is in the job. No console at all (DETACHED_PROCESS):
+  // not h2gate's, so Ctrl+C in h2gate's console is h2gate's to handle, and
+  // not one of its own, which CREATE_NO_WINDOW would give it: a hidden
+  // conhost.exe per worker, and under wine 8 one that may outlive a worker
+  // killed early, keeping the wine session and the pipes of whoever started
+  // h2gate.exe open (tests/unit/pac_engine/worker_process_win_test.cc).
   const BOOL created = CreateProcessW(exe.c_str(), command.data(), nullptr, nullptr, TRUE,
                                       EXTENDED_STARTUPINFO_PRESENT | CREATE_SUSPENDED |
-                                          CREATE_NO_WINDOW | CREATE_UNICODE_ENVIRONMENT,
+                                          DETACHED_PROCESS | CREATE_UNICODE_ENVIRONMENT,
                                       environment.data(), nullptr, &si.StartupInfo, &pi);
   const DWORD create_error = GetLastError();
   DeleteProcThreadAttributeList(attributes);

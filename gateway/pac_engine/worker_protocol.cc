@@ -1,7 +1,9 @@
 #include "gateway/pac_engine/worker_protocol.h"
 
 #include <algorithm>
+#include <concepts>
 #include <cstring>
+#include <type_traits>
 
 namespace h2gate::pac::wire {
 namespace {
@@ -9,29 +11,47 @@ namespace {
 // Error messages and names a worker sends are cut to this.
 constexpr std::size_t kMaxMessage = 4096;
 constexpr std::size_t kMaxAddresses = 256;
+// A DNS name the script asks about.
+constexpr std::size_t kMaxHost = 1024;
 
+// A string field's bound: the reader refuses a longer one; the writer sends
+// it as it is (Refuse), or cut to the bound (Cut).
+struct Refuse {
+  std::size_t max;
+};
+struct Cut {
+  std::size_t max;
+};
+
+// Writes the fields of one frame; see fields() below.
 class Writer {
  public:
   explicit Writer(Type type) {
     buf_.resize(4);
     u8(static_cast<uint8_t>(type));
   }
-  void u8(uint8_t v) { buf_ += static_cast<char>(v); }
-  void u32(uint32_t v) {
-    for (int i = 0; i < 4; ++i) buf_ += static_cast<char>((v >> (8 * i)) & 0xff);
-  }
-  void u64(uint64_t v) {
-    for (int i = 0; i < 8; ++i) buf_ += static_cast<char>((v >> (8 * i)) & 0xff);
-  }
-  void i64(int64_t v) { u64(static_cast<uint64_t>(v)); }
-  void f64(double v) {
+  void operator()(uint32_t v) { le(v, 4); }
+  void operator()(uint64_t v) { le(v, 8); }
+  void operator()(int64_t v) { le(static_cast<uint64_t>(v), 8); }
+  void operator()(bool v) { u8(v ? 1 : 0); }
+  void operator()(double v) {
     uint64_t bits = 0;
     std::memcpy(&bits, &v, sizeof bits);
-    u64(bits);
+    le(bits, 8);
   }
-  void str(std::string_view s) {
-    u32(static_cast<uint32_t>(s.size()));
-    buf_.append(s);
+  void operator()(const std::string& s, Refuse) { str(s); }
+  void operator()(const std::string& s, Cut c) { str(std::string_view(s).substr(0, c.max)); }
+  void operator()(const PacError& e) {
+    u8(static_cast<uint8_t>(e.kind));
+    str(std::string_view(e.message).substr(0, kMaxMessage));
+  }
+  void operator()(const std::vector<net::IpAddress>& addresses) {
+    const std::size_t n = std::min(addresses.size(), kMaxAddresses);
+    le(n, 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      u8(addresses[i].v6 ? 1 : 0);
+      for (uint8_t b : addresses[i].bytes) u8(b);
+    }
   }
   std::string frame() && {
     const auto len = static_cast<uint32_t>(buf_.size() - 4);
@@ -40,57 +60,52 @@ class Writer {
   }
 
  private:
+  void u8(uint8_t v) { buf_ += static_cast<char>(v); }
+  void le(uint64_t v, int bytes) {
+    for (int i = 0; i < bytes; ++i) buf_ += static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  void str(std::string_view s) {
+    le(s.size(), 4);
+    buf_.append(s);
+  }
+
   std::string buf_;
 };
 
+// Reads the fields of one payload, trusting nothing; see fields() below.
 class Reader {
  public:
   explicit Reader(std::string_view p) : p_(p) {}
-  uint8_t u8() {
-    if (!need(1)) return 0;
-    return static_cast<uint8_t>(p_[pos_++]);
+  void operator()(uint32_t& v) { v = static_cast<uint32_t>(le(4)); }
+  void operator()(uint64_t& v) { v = le(8); }
+  void operator()(int64_t& v) { v = static_cast<int64_t>(le(8)); }
+  void operator()(bool& v) {
+    const uint8_t b = u8();
+    if (b > 1) ok_ = false;
+    v = b == 1;
   }
-  uint32_t u32() {
-    if (!need(4)) return 0;
-    uint32_t v = 0;
-    for (int i = 0; i < 4; ++i) v |= uint32_t(static_cast<uint8_t>(p_[pos_++])) << (8 * i);
-    return v;
-  }
-  uint64_t u64() {
-    if (!need(8)) return 0;
-    uint64_t v = 0;
-    for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<uint8_t>(p_[pos_++])) << (8 * i);
-    return v;
-  }
-  int64_t i64() { return static_cast<int64_t>(u64()); }
-  double f64() {
-    const uint64_t bits = u64();
-    double v = 0;
+  void operator()(double& v) {
+    const uint64_t bits = le(8);
     std::memcpy(&v, &bits, sizeof v);
-    return v;
   }
-  std::string str(std::size_t max) {
-    const uint32_t n = u32();
-    if (!ok_ || n > max || !need(n)) {
-      ok_ = false;
-      return {};
-    }
-    std::string s(p_.substr(pos_, n));
-    pos_ += n;
-    return s;
-  }
-  bool boolean() {
-    const uint8_t v = u8();
-    if (v > 1) ok_ = false;
-    return v == 1;
-  }
-  PacError error() {
-    PacError e;
+  void operator()(std::string& s, Refuse r) { s = str(r.max); }
+  void operator()(std::string& s, Cut c) { s = str(c.max); }
+  void operator()(PacError& e) {
     const uint8_t kind = u8();
     if (kind > static_cast<uint8_t>(PacError::Kind::Shutdown)) ok_ = false;
     e.kind = static_cast<PacError::Kind>(kind);
     e.message = str(kMaxMessage);
-    return e;
+  }
+  void operator()(std::vector<net::IpAddress>& addresses) {
+    const uint64_t n = le(4);
+    addresses.clear();
+    if (n > kMaxAddresses) ok_ = false;
+    for (uint64_t i = 0; ok_ && i < n; ++i) {
+      net::IpAddress ip;
+      (*this)(ip.v6);
+      for (uint8_t& b : ip.bytes) b = u8();
+      addresses.push_back(ip);
+    }
   }
   // Everything read, nothing left over.
   bool done() const { return ok_ && pos_ == p_.size(); }
@@ -103,171 +118,116 @@ class Reader {
     }
     return true;
   }
+  uint8_t u8() {
+    if (!need(1)) return 0;
+    return static_cast<uint8_t>(p_[pos_++]);
+  }
+  uint64_t le(int bytes) {
+    if (!need(static_cast<std::size_t>(bytes))) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; ++i) v |= uint64_t(static_cast<uint8_t>(p_[pos_++])) << (8 * i);
+    return v;
+  }
+  std::string str(std::size_t max) {
+    const uint64_t n = le(4);
+    if (!ok_ || n > max || !need(n)) {
+      ok_ = false;
+      return {};
+    }
+    std::string s(p_.substr(pos_, n));
+    pos_ += n;
+    return s;
+  }
+
   std::string_view p_;
   std::size_t pos_ = 0;
   bool ok_ = true;
 };
 
-void putError(Writer& w, const PacError& e) {
-  w.u8(static_cast<uint8_t>(e.kind));
-  w.str(std::string_view(e.message).substr(0, kMaxMessage));
+// Each message's fields in wire order, listed once for both directions: `io`
+// is a Writer (M const) or a Reader.
+template <class M, class T>
+concept Is = std::same_as<std::remove_const_t<M>, T>;
+
+template <class Io, Is<Hello> M>
+void fields(Io& io, M& m) {
+  io(m.version);
+}
+template <class Io, Is<Setup> M>
+void fields(Io& io, M& m) {
+  io(m.heap_limit);
+  io(m.dns_timeout_us);
+  io(m.own_clock);
+}
+template <class Io, Is<Load> M>
+void fields(Io& io, M& m) {
+  io(m.timeout_us);
+  io(m.name, Refuse{kMaxMessage});
+  io(m.text, Refuse{kMaxToWorker});
+}
+template <class Io, Is<Loaded> M>
+void fields(Io& io, M& m) {
+  io(m.error);
+  io(m.lookups_refused);
+}
+template <class Io, Is<Eval> M>
+void fields(Io& io, M& m) {
+  io(m.timeout_us);
+  io(m.url, Refuse{kMaxToWorker});
+  io(m.host, Refuse{kMaxToWorker});
+}
+template <class Io, Is<Answer> M>
+void fields(Io& io, M& m) {
+  io(m.answer.error);
+  io(m.answer.text, Refuse{kMaxAnswer});
+  io(m.answer.lookups_refused);
+}
+template <class Io, Is<Resolve> M>
+void fields(Io& io, M& m) {
+  io(m.v4_only);
+  io(m.timeout_us);
+  io(m.host, Refuse{kMaxHost});
+}
+template <class Io, Is<Local> M>
+void fields(Io& io, M& m) {
+  io(m.timeout_us);
+}
+template <class Io, Is<Addresses> M>
+void fields(Io& io, M& m) {
+  io(m.addresses);
+}
+template <class Io, Is<Alert> M>
+void fields(Io& io, M& m) {
+  io(m.text, Cut{kMaxAlert});
+}
+template <class Io, Is<Now> M>
+void fields(Io&, M&) {}
+template <class Io, Is<Time> M>
+void fields(Io& io, M& m) {
+  io(m.ms);
 }
 
 }  // namespace
 
-std::string encode(const Hello& m) {
-  Writer w(Type::Hello);
-  w.u32(m.version);
-  return std::move(w).frame();
-}
-std::string encode(const Setup& m) {
-  Writer w(Type::Setup);
-  w.u64(m.heap_limit);
-  w.i64(m.dns_timeout_us);
-  w.u8(m.own_clock ? 1 : 0);
-  return std::move(w).frame();
-}
-std::string encode(const Load& m) {
-  Writer w(Type::Load);
-  w.i64(m.timeout_us);
-  w.str(m.name);
-  w.str(m.text);
-  return std::move(w).frame();
-}
-std::string encode(const Loaded& m) {
-  Writer w(Type::Loaded);
-  putError(w, m.error);
-  w.u32(m.lookups_refused);
-  return std::move(w).frame();
-}
-std::string encode(const Eval& m) {
-  Writer w(Type::Eval);
-  w.i64(m.timeout_us);
-  w.str(m.url);
-  w.str(m.host);
-  return std::move(w).frame();
-}
-std::string encode(const Answer& m) {
-  Writer w(Type::Answer);
-  putError(w, m.answer.error);
-  w.str(m.answer.text);
-  w.u32(m.answer.lookups_refused);
-  return std::move(w).frame();
-}
-std::string encode(const Resolve& m) {
-  Writer w(Type::Resolve);
-  w.u8(m.v4_only ? 1 : 0);
-  w.i64(m.timeout_us);
-  w.str(m.host);
-  return std::move(w).frame();
-}
-std::string encode(const Local& m) {
-  Writer w(Type::Local);
-  w.i64(m.timeout_us);
-  return std::move(w).frame();
-}
-std::string encode(const Addresses& m) {
-  Writer w(Type::Addresses);
-  const std::size_t n = std::min(m.addresses.size(), kMaxAddresses);
-  w.u32(static_cast<uint32_t>(n));
-  for (std::size_t i = 0; i < n; ++i) {
-    const net::IpAddress& ip = m.addresses[i];
-    w.u8(ip.v6 ? 1 : 0);
-    for (uint8_t b : ip.bytes) w.u8(b);
-  }
-  return std::move(w).frame();
-}
-std::string encode(const Alert& m) {
-  Writer w(Type::Alert);
-  w.str(std::string_view(m.text).substr(0, kMaxAlert));
-  return std::move(w).frame();
-}
-std::string encode(const Now&) {
-  return Writer(Type::Now).frame();
-}
-std::string encode(const Time& m) {
-  Writer w(Type::Time);
-  w.f64(m.ms);
+template <class M>
+std::string encode(const M& m) {
+  Writer w(M::kType);
+  fields(w, m);
   return std::move(w).frame();
 }
 
-bool decode(std::string_view payload, Hello& m) {
+template <class M>
+bool decode(std::string_view payload, M& m) {
   Reader r(payload);
-  m.version = r.u32();
+  fields(r, m);
   return r.done();
 }
-bool decode(std::string_view payload, Setup& m) {
-  Reader r(payload);
-  m.heap_limit = r.u64();
-  m.dns_timeout_us = r.i64();
-  m.own_clock = r.boolean();
-  return r.done();
-}
-bool decode(std::string_view payload, Load& m) {
-  Reader r(payload);
-  m.timeout_us = r.i64();
-  m.name = r.str(kMaxMessage);
-  m.text = r.str(kMaxToWorker);
-  return r.done();
-}
-bool decode(std::string_view payload, Loaded& m) {
-  Reader r(payload);
-  m.error = r.error();
-  m.lookups_refused = r.u32();
-  return r.done();
-}
-bool decode(std::string_view payload, Eval& m) {
-  Reader r(payload);
-  m.timeout_us = r.i64();
-  m.url = r.str(kMaxToWorker);
-  m.host = r.str(kMaxToWorker);
-  return r.done();
-}
-bool decode(std::string_view payload, Answer& m) {
-  Reader r(payload);
-  m.answer.error = r.error();
-  m.answer.text = r.str(kMaxAnswer);
-  m.answer.lookups_refused = r.u32();
-  return r.done();
-}
-bool decode(std::string_view payload, Resolve& m) {
-  Reader r(payload);
-  m.v4_only = r.boolean();
-  m.timeout_us = r.i64();
-  m.host = r.str(1024);
-  return r.done();
-}
-bool decode(std::string_view payload, Local& m) {
-  Reader r(payload);
-  m.timeout_us = r.i64();
-  return r.done();
-}
-bool decode(std::string_view payload, Addresses& m) {
-  Reader r(payload);
-  const uint32_t n = r.u32();
-  if (n > kMaxAddresses) return false;
-  m.addresses.clear();
-  for (uint32_t i = 0; i < n; ++i) {
-    net::IpAddress ip;
-    ip.v6 = r.boolean();
-    for (uint8_t& b : ip.bytes) b = r.u8();
-    m.addresses.push_back(ip);
-  }
-  return r.done();
-}
-bool decode(std::string_view payload, Alert& m) {
-  Reader r(payload);
-  m.text = r.str(kMaxAlert);
-  return r.done();
-}
-bool decode(std::string_view payload, Now&) {
-  return payload.empty();
-}
-bool decode(std::string_view payload, Time& m) {
-  Reader r(payload);
-  m.ms = r.f64();
-  return r.done();
-}
+
+#define H2GATE_PAC_WIRE_INSTANTIATE(M)   \
+  template std::string encode(const M&); \
+  template bool decode(std::string_view, M&);
+H2GATE_PAC_WIRE_MESSAGES(H2GATE_PAC_WIRE_INSTANTIATE)
+#undef H2GATE_PAC_WIRE_INSTANTIATE
 
 void FrameReader::reserve(std::size_t more) {
   if (start_ > 0 && (start_ == end_ || capacity_ - end_ < more)) {

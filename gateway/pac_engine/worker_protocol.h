@@ -64,77 +64,76 @@ enum class Type : uint8_t {
 };
 
 struct Hello {
+  static constexpr Type kType = Type::Hello;
   uint32_t version = kProtocolVersion;
 };
 struct Setup {
+  static constexpr Type kType = Type::Setup;
   uint64_t heap_limit = 0;
   int64_t dns_timeout_us = 0;
   bool own_clock = false;  // true: ask for the time (Now) instead of reading the system clock
 };
 struct Load {
+  static constexpr Type kType = Type::Load;
   int64_t timeout_us = 0;
   std::string name;
   std::string text;
 };
 struct Loaded {
+  static constexpr Type kType = Type::Loaded;
   PacError error;
   uint32_t lookups_refused = 0;
 };
 struct Eval {
+  static constexpr Type kType = Type::Eval;
   int64_t timeout_us = 0;
   std::string url;
   std::string host;
 };
 struct Answer {
+  static constexpr Type kType = Type::Answer;
   RawAnswer answer;
 };
 struct Resolve {
+  static constexpr Type kType = Type::Resolve;
   bool v4_only = false;
   int64_t timeout_us = 0;
   std::string host;
 };
 struct Local {
+  static constexpr Type kType = Type::Local;
   int64_t timeout_us = 0;
 };
 struct Addresses {
+  static constexpr Type kType = Type::Addresses;
   std::vector<net::IpAddress> addresses;
 };
 struct Alert {
+  static constexpr Type kType = Type::Alert;
   std::string text;
 };
-struct Now {};
+struct Now {
+  static constexpr Type kType = Type::Now;
+};
 struct Time {
+  static constexpr Type kType = Type::Time;
   double ms = 0;
 };
 
-// Whole frames, header included.
-std::string encode(const Hello& m);
-std::string encode(const Setup& m);
-std::string encode(const Load& m);
-std::string encode(const Loaded& m);
-std::string encode(const Eval& m);
-std::string encode(const Answer& m);
-std::string encode(const Resolve& m);
-std::string encode(const Local& m);
-std::string encode(const Addresses& m);
-std::string encode(const Alert& m);
-std::string encode(const Now& m);
-std::string encode(const Time& m);
+// The messages, for encode() and decode().
+// clang-format off
+#define H2GATE_PAC_WIRE_MESSAGES(X) \
+  X(Hello) X(Setup) X(Load) X(Loaded) X(Eval) X(Answer) \
+  X(Resolve) X(Local) X(Addresses) X(Alert) X(Now) X(Time)
+// clang-format on
 
+// A whole frame, header included; M is one of the messages above.
+template <class M>
+std::string encode(const M& m);
 // A payload (without the header) into its message: false when it is not
 // exactly one well-formed message of that type.
-bool decode(std::string_view payload, Hello& m);
-bool decode(std::string_view payload, Setup& m);
-bool decode(std::string_view payload, Load& m);
-bool decode(std::string_view payload, Loaded& m);
-bool decode(std::string_view payload, Eval& m);
-bool decode(std::string_view payload, Answer& m);
-bool decode(std::string_view payload, Resolve& m);
-bool decode(std::string_view payload, Local& m);
-bool decode(std::string_view payload, Addresses& m);
-bool decode(std::string_view payload, Alert& m);
-bool decode(std::string_view payload, Now& m);
-bool decode(std::string_view payload, Time& m);
+template <class M>
+bool decode(std::string_view payload, M& m);
 
 // Cuts a byte stream into frames.
 class FrameReader {

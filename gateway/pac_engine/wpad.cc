@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <sstream>
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::pac {
 namespace {
 
 std::string normalized(std::string_view d) {
-  std::string out(d);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  std::string out = toLowerAscii(d);
   while (!out.empty() && out.back() == '.') out.pop_back();
   while (!out.empty() && out.front() == '.') out.erase(out.begin());
   return out;

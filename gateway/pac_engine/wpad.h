@@ -39,13 +39,4 @@ std::vector<std::string> wpadCandidates(std::string* why);
 // one. Lower case, no trailing dot, no duplicates.
 std::vector<std::string> searchDomains(std::string_view resolv_conf, std::string_view hostname);
 
-#ifndef _WIN32
-// The candidate URLs for `domains`, in the order to try them (the public
-// suffix list from libpsl; wpad_posix.cc).
-std::vector<std::string> wpadUrls(const std::vector<std::string>& domains);
-
-// This machine's: /etc/resolv.conf and gethostname() (blocking file read).
-std::vector<std::string> systemSearchDomains();
-#endif
-
 }  // namespace h2gate::pac

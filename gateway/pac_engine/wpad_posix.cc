@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "gateway/pac_engine/wpad.h"
+#include "gateway/pac_engine/wpad_posix.h"
 
 namespace h2gate::pac {
 

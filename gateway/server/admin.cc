@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 
 #include "config/loader.h"
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
 #include "gateway/http1/parser.h"
@@ -12,19 +12,6 @@
 
 namespace h2gate {
 namespace {
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // "name:port" → "name", "[v6]:port" → "v6" (normal form in, as
 // config::normalizeAllowedHost makes it).
@@ -186,23 +173,24 @@ std::string Admin::check(const RequestHead& head, const asio::ip::tcp::endpoint&
     host = &h;
   }
   if (host) {
-    if (std::string why = hostRefusal(trim(host->value), local, options); !why.empty()) return why;
+    if (std::string why = hostRefusal(trimOws(host->value), local, options); !why.empty())
+      return why;
   }
   if (const Header* origin = findHeader(head.headers, "origin")) {
-    const std::string o = lower(trim(origin->value));
-    const std::string own = host ? "http://" + lower(trim(host->value)) : std::string();
+    const std::string o = toLowerAscii(trimOws(origin->value));
+    const std::string own = host ? "http://" + toLowerAscii(trimOws(host->value)) : std::string();
     if (o != own && o + ":80" != own && o != own + ":80")
-      return "Origin '" + std::string(trim(origin->value)) +
+      return "Origin '" + std::string(trimOws(origin->value)) +
              "': the admin endpoint does not answer web pages from other origins\n";
   }
   if (const Header* site = findHeader(head.headers, "sec-fetch-site")) {
-    const std::string s = lower(trim(site->value));
+    const std::string s = toLowerAscii(trimOws(site->value));
     if (s != "same-origin" && s != "none")
       return "Sec-Fetch-Site: " + s + ": the admin endpoint does not answer web pages\n";
   }
   if (head.method == "POST") {
     const Header* marker = findHeader(head.headers, kStateChangingHeader);
-    if (!marker || trim(marker->value).empty())
+    if (!marker || trimOws(marker->value).empty())
       return "POST needs the header " + std::string(kStateChangingHeader) +
              ": 1 (a web page cannot send it), e.g. curl -X POST -H '" +
              std::string(kStateChangingHeader) + ": 1' http://" + net::endpointText(local) +

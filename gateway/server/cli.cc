@@ -1,13 +1,13 @@
 #include "gateway/server/cli.h"
 
 #include <algorithm>
-#include <cctype>
 #include <optional>
 #include <string_view>
 
 #include "config/node_reader.h"
 #include "filters/access_log.h"
 #include "filters/registry.h"
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/server/load_config.h"
 
@@ -74,9 +74,7 @@ std::optional<uint64_t> parseSize(std::string_view text) {
   while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   if (digits == 0 || digits > 10) return std::nullopt;
   uint64_t value = std::stoull(std::string(text.substr(0, digits)));
-  std::string unit(text.substr(digits));
-  std::transform(unit.begin(), unit.end(), unit.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string unit = toLowerAscii(text.substr(digits));
   if (unit.ends_with("ib"))
     unit.resize(unit.size() - 2);
   else if (unit.size() == 2 && unit.back() == 'b')
@@ -136,13 +134,11 @@ std::string parseUpstreamUrl(const std::string& url, config::Cluster* out) {
   const std::string shape = " (expected https://[user:pass@]HOST[:PORT])";
   const std::size_t sep = url.find("://");
   if (sep == std::string::npos) return "not a URL" + shape;
-  std::string scheme = url.substr(0, sep);
-  std::transform(scheme.begin(), scheme.end(), scheme.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string scheme = toLowerAscii(std::string_view(url).substr(0, sep));
   const bool tls = scheme == "https";
   if (!tls && scheme != "http") {
-    const bool printable = std::all_of(scheme.begin(), scheme.end(), [](unsigned char c) {
-      return std::isalnum(c) || c == '+' || c == '-' || c == '.';
+    const bool printable = std::all_of(scheme.begin(), scheme.end(), [](char c) {
+      return isAsciiAlnum(c) || c == '+' || c == '-' || c == '.';
     });
     return (printable ? "unsupported scheme '" + scheme + "'" : std::string("unsupported scheme")) +
            shape;

@@ -1,8 +1,8 @@
 #include "gateway/server/own_addresses.h"
 
 #include <algorithm>
-#include <cctype>
 
+#include "gateway/base/ascii.h"
 #include "gateway/net/address.h"
 #include "gateway/net/host_addresses.h"
 
@@ -33,9 +33,7 @@ asio::ip::address connectTarget(const asio::ip::address& a) {
 }  // namespace
 
 std::vector<asio::ip::address> OwnAddresses::destinationAddresses(std::string_view host) {
-  std::string h(host);
-  std::transform(h.begin(), h.end(), h.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string h = toLowerAscii(host);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
   if (h.size() > 1 && h.back() == '.') h.pop_back();
   if (h.empty()) return {};

@@ -16,9 +16,7 @@ void Server::startNetworkMonitor() {
       [this](const std::string& reason) { onNetworkChange(reason); });
   if (std::string err = network_monitor_->start(); !err.empty())
     H2G_LOG(Warn, 0, 0,
-            "network monitor: " << err
-                                << "; address and route changes may go unnoticed (suspend "
-                                   "is still detected)");
+            "network monitor: " << err << "; address and route changes may go unnoticed");
   else
     H2G_LOG(Debug, 0, 0,
             "network monitor on: upstream connections are confirmed within "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
 #include "gateway/http1/codec.h"
 #include "gateway/net/address.h"
@@ -14,9 +15,7 @@ namespace h2gate::upstream {
 bool isLocalhostName(std::string_view host) {
   if (!host.empty() && host.back() == '.') host.remove_suffix(1);
   constexpr std::string_view kSuffix = ".localhost";
-  return iequals(host, "localhost") ||
-         (host.size() > kSuffix.size() &&
-          iequals(host.substr(host.size() - kSuffix.size()), kSuffix));
+  return iequals(host, "localhost") || (host.size() > kSuffix.size() && iendsWith(host, kSuffix));
 }
 
 DirectTunnel::DirectTunnel(asio::io_context& io, config::Duration connect_timeout, uint64_t conn_id,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "gateway/base/ascii.h"
 #include "gateway/http1/codec.h"
 
 namespace h2gate::upstream {
@@ -31,9 +32,7 @@ Headers forwardedHeaders(const RequestHead& head, const StreamInfo& info,
                          const std::string& cluster_authorization) {
   const Headers* added = listenerHeaders(info, cluster);
   auto named = [lowercase](Header h) {
-    if (lowercase)
-      std::transform(h.name.begin(), h.name.end(), h.name.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lowercase) lowerAsciiInPlace(h.name);
     return h;
   };
   Headers out;

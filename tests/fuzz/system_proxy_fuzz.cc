@@ -14,6 +14,7 @@
 #include "gateway/pac_engine/pac_context.h"
 #include "gateway/pac_engine/system_proxy.h"
 #include "gateway/pac_engine/wpad.h"
+#include "gateway/pac_engine/wpad_posix.h"
 
 namespace {
 

@@ -35,6 +35,12 @@ double reloads(uint16_t admin, const std::string& result) {
   return scrapeMetrics(admin).sum("h2gate_config_reloads_total", {{"result", result}});
 }
 
+// The status curl (a real client) gets for `url` through h2gate's proxy
+// listener, as text ("200").
+std::string statusThrough(const H2gate& gate, const std::string& url) {
+  return runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w", "%{http_code}", url}).out;
+}
+
 H2gate::Options options(const std::string& listener_fields = "",
                         const std::string& admin_fields = "") {
   H2gate::Options o;
@@ -131,9 +137,7 @@ TEST_CASE("the proxy does not carry apps to h2gate's own admin endpoint or liste
   const std::string a = str(admin);
 
   // curl through the proxy (a real client), to an origin: fine.
-  CommandResult ok = runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w", "%{http_code}",
-                              nginx.httpUrl("/1k")});
-  CHECK(ok.out == "200");
+  CHECK(statusThrough(gate, nginx.httpUrl("/1k")) == "200");
   // To the admin endpoint: 403, and why.
   CommandResult c = runCurl(
       {"-sS", "-x", gate.proxyUrl(), "-w", "\n%{http_code}", "http://127.0.0.1:" + a + "/healthz"});
@@ -272,14 +276,11 @@ TEST_CASE("out of file descriptors, no listener spins: accept backs off, warns o
   const uint16_t admin = gate.adminPort();
   REQUIRE(adminGet(admin, "/healthz").status == 200);
   Nginx nginx;
-  REQUIRE(runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w", "%{http_code}",
-                   nginx.httpUrl("/1k")})
-              .out == "200");
+  REQUIRE(statusThrough(gate, nginx.httpUrl("/1k")) == "200");
   {
     RefusingPort refused;
-    REQUIRE(runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w", "%{http_code}",
-                     "http://127.0.0.1:" + std::to_string(refused.port()) + "/"})
-                .out == "502");
+    REQUIRE(statusThrough(gate, "http://127.0.0.1:" + std::to_string(refused.port()) + "/") ==
+            "502");
   }
   {
     RawConnection warm(gate.port());
@@ -335,7 +336,5 @@ TEST_CASE("out of file descriptors, no listener spins: accept backs off, warns o
   REQUIRE(prlimit(pid, RLIMIT_NOFILE, &old, nullptr) == 0);
   idle.clear();
   CHECK(adminGet(admin, "/healthz").status == 200);
-  CHECK(runCurl({"-sS", "-x", gate.proxyUrl(), "-o", "/dev/null", "-w", "%{http_code}",
-                 nginx.httpUrl("/1k")})
-            .out == "200");
+  CHECK(statusThrough(gate, nginx.httpUrl("/1k")) == "200");
 }

@@ -157,6 +157,7 @@ TEST_CASE("failover: a killed proxy breaks its transfers cleanly; restarted, it 
   INFO(dl->logTail());
   REQUIRE(dl->running());
   env.a.process().kill(SIGKILL);
+  const auto killed = Clock::now();
   // The app sees a closed connection, and curl does not call the partial file complete.
   CHECK(exitCode(*dl, milliseconds(5000)) > 0);
   CHECK(gate.process().running());
@@ -164,7 +165,12 @@ TEST_CASE("failover: a killed proxy breaks its transfers cleanly; restarted, it 
   CHECK(env.endpointState(env.a, "down", milliseconds(5000)));
 
   env.a.restart();
-  CHECK(env.endpointState(env.a, "up", milliseconds(20000)));
+  // A down proxy is retried after a back-off that doubles from 0.5 s up to
+  // 30 s (config/README.md): the longer A was away (seconds on a loaded
+  // machine), the later the first attempt after its return, at most 30 s
+  // plus the connect timeout (2 s).
+  INFO("proxy A was away for " << secondsSince(killed) << " s");
+  CHECK(env.endpointState(env.a, "up", milliseconds(36000)));
   // Both idle: the earlier endpoint (A) takes the next tunnel.
   const size_t a_before = env.a.accessLines("CONNECT").size();
   CHECK(env.fetch("back-on-a"));

@@ -281,7 +281,9 @@ TEST_CASE("Negotiate failures: the app gets squid's 407, the reason is logged on
       ++warned;
   CHECK(warned == 1);
   CHECK(countOccurrences(log, logged) == 6);
-  // No retry storm: one request each, squid answered 407 to each.
+  // No retry storm: one request each, squid answered 407 to each (squid logs
+  // a request after its answer is out: wait for the six lines).
+  env.squid->waitForAccessLines(6, "", milliseconds(10000));
   CHECK(squidStatusCount(*env.squid, 407) == 6);
   const Scrape m = scrapeMetrics(gate.adminPort());
   CHECK(m.sum("h2gate_upstream_auth_total", {{"scheme", "negotiate"}, {"result", "failed"}}) == 6);

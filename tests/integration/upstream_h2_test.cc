@@ -126,6 +126,54 @@ TEST_CASE("h2: 10 parallel 32 MiB uploads arrive intact (CONNECT and absolute-fo
   CHECK(env.nghttpx.clients().size() == 1);
 }
 
+// squid 5.7 once ended uploads whose body filled its request buffer faster
+// than the origin read it: no response, so nghttpx answered the app with its
+// own 502 (the Squid fixture's client_request_buffer_max_size,
+// tests/support/upstream_proxies.cc, says why). An origin slower than its
+// clients ("/slow/" in tests/support/upload_sink.py) makes the buffer fill on
+// every upload; curl straight to squid first, then the apps' path.
+TEST_CASE("h2: absolute-form uploads to an origin slower than the app arrive intact",
+          "[upstream][h2][upload]") {
+  H2Env env;
+  env.startGate();
+  const SizedFile& f = sizedTestFile("16m", 16 << 20);
+  const std::string want = f.sha256 + " " + str(f.size) + "\n";
+  constexpr int kUploads = 6;
+
+  for (const std::string via : {"squid", "h2gate"}) {
+    INFO(via);
+    std::vector<std::string> args{"--parallel", "--parallel-max", str(kUploads),
+                                  "--parallel-immediate", "--http1.1"};
+    for (int i = 0; i < kUploads; ++i)
+      args.insert(args.end(), {"-T", f.path, "-X", "POST", "-o", env.out.file(via + str(i)),
+                               env.nginx.httpUrl("/upload/slow/" + via + str(i))});
+    CommandResult r;
+    if (via == "squid") {
+      // No Expect: squid reads the body at once, as it does from nghttpx.
+      std::vector<std::string> direct{"-sS",
+                                      "--max-time",
+                                      "60",
+                                      "-H",
+                                      "Expect:",
+                                      "-x",
+                                      "http://127.0.0.1:" + str(env.squid.httpPort())};
+      direct.insert(direct.end(), args.begin(), args.end());
+      r = runCurl(direct, milliseconds(65000));
+    } else {
+      r = env.curl(args, milliseconds(60000));
+    }
+    INFO("curl stderr: " << r.err << "\nsquid access.log:\n" << env.squid.accessLog());
+    CHECK(r.exit_code == 0);
+    for (int i = 0; i < kUploads; ++i) {
+      INFO("upload " << i);
+      CHECK(readFile(env.out.file(via + str(i))) == want);
+    }
+  }
+  CHECK(env.squid.waitForAccessLines(2 * kUploads, "POST", milliseconds(5000)).size() ==
+        2 * kUploads);
+  CHECK(env.squid.accessLog().find("ABORTED") == std::string::npos);
+}
+
 TEST_CASE("h2: a slow reader slows only its own tunnel, and memory stays bounded",
           "[upstream][h2][slow]") {
   H2Env env;

@@ -11,7 +11,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 #include <stdexcept>
 
@@ -84,33 +86,50 @@ std::string trim(const std::string& s) {
 
 namespace {
 
-// A port the kernel gave for bind(0), then released.
-uint16_t kernelPort() {
+// A port bound on 127.0.0.1 (`port` 0: the kernel's choice), then released;
+// 0 when it could not be bound.
+uint16_t boundPort(uint16_t port) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) throw std::runtime_error("socket failed");
-  sockaddr_in sa = loopback(0);
+  sockaddr_in sa = loopback(port);
   socklen_t len = sizeof sa;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("bind 127.0.0.1:0 failed");
-  }
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0;
   ::close(fd);
-  return ntohs(sa.sin_port);
+  return bound ? ntohs(sa.sin_port) : 0;
 }
 
 }  // namespace
 
 uint16_t freePort() {
-  // The kernel may hand the same released port to two calls in a row (seen:
-  // nginx given one port for its TLS and its plain server). Never return a
-  // port this process was already given.
+  // A random free port below the kernel's ephemeral range, never one this
+  // process was given before. Not bind(0): that hands out ports of the
+  // ephemeral range, which outgoing connections take as their own (a server
+  // then fails to bind the port it was given: squid "commBind ... Address
+  // already in use"), and with tens of thousands of short connections in
+  // TIME_WAIT (two test suites at once) it kept returning the few ports left,
+  // all given before (seen: 100 in a row). Ports below the range are taken only
+  // by listeners. bind(0) stays the last resort.
   static std::mutex mutex;
   static std::set<uint16_t> given;
+  static std::mt19937 random{std::random_device{}()};
+  static const int ephemeral_low = [] {
+    int low = 32768, high = 60999;  // Linux's default
+    std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> low >> high;
+    return low;
+  }();
+  constexpr int kLowest = 20000;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (ephemeral_low > kLowest + 1000) {
+    std::uniform_int_distribution<int> pick(kLowest, ephemeral_low - 1);
+    for (int attempt = 0; attempt < 1000; ++attempt) {
+      const uint16_t port = boundPort(static_cast<uint16_t>(pick(random)));
+      if (port != 0 && given.insert(port).second) return port;
+    }
+  }
   for (int attempt = 0; attempt < 100; ++attempt) {
-    const uint16_t port = kernelPort();
-    std::lock_guard<std::mutex> lock(mutex);
-    if (given.insert(port).second) return port;
+    const uint16_t port = boundPort(0);
+    if (port != 0 && given.insert(port).second) return port;
   }
   throw std::runtime_error("no port this test process has not used yet");
 }

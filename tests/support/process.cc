@@ -232,10 +232,29 @@ ExitStatus Process::stop(milliseconds grace) {
 
 namespace {
 
+// A file of /proc/<pid>/, "" when it cannot be read: the process may end
+// between the open and the read (then read() fails with ESRCH, which an
+// ifstream turns into an exception).
+std::string readProcFile(pid_t pid, const char* name) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) out.clear();
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
 // Fields of /proc/<pid>/stat after the command name: f[0] is field 3.
 std::vector<std::string> statFields(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string stat = readProcFile(pid, "stat");
   const size_t close = stat.rfind(')');
   std::vector<std::string> f;
   if (close == std::string::npos || close + 2 > stat.size()) return f;
@@ -282,8 +301,7 @@ double treeCpuSeconds(pid_t pid) {
 }
 
 std::string commandLine(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s = readProcFile(pid, "cmdline");
   for (char& c : s)
     if (c == '\0') c = ' ';
   while (!s.empty() && s.back() == ' ') s.pop_back();

@@ -3,7 +3,10 @@
 
   POST/PUT <any path>  reads the body (Content-Length or chunked) and answers
                        200 "<sha256hex> <length>\n", with X-Sink-Framing set to
-                       "chunked", "content-length" or "none".
+                       "chunked", "content-length" or "none". A path with a
+                       "/slow/" segment makes it an origin slower than its
+                       clients: it waits 1 s before reading the body, then
+                       reads 16 KiB every 2 ms (at most ~8 MB/s).
   GET /chunked/N       N bytes of pattern data with Transfer-Encoding: chunked
                        (chunks of up to 64 KiB)
   GET /close/N         N bytes of pattern data with neither Content-Length nor
@@ -20,6 +23,7 @@ import argparse
 import hashlib
 import http.server
 import sys
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -40,6 +44,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def _read_body(self, digest):
+        slow = "/slow/" in self.path
+        if slow:
+            time.sleep(1)
+        piece = 16384 if slow else 1 << 20
         te = self.headers.get("Transfer-Encoding", "")
         if "chunked" in te.lower():
             total = 0
@@ -54,11 +62,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     return total, "chunked"
                 left = size
                 while left:
-                    chunk = self.rfile.read(min(left, 1 << 20))
+                    chunk = self.rfile.read(min(left, piece))
                     if not chunk:
                         raise ConnectionError("EOF in chunk")
                     digest.update(chunk)
                     left -= len(chunk)
+                    if slow:
+                        time.sleep(0.002)
                 total += size
                 self.rfile.readline(3)  # CRLF after the chunk
         length = self.headers.get("Content-Length")
@@ -66,11 +76,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return 0, "none"
         left = int(length)
         while left:
-            chunk = self.rfile.read(min(left, 1 << 20))
+            chunk = self.rfile.read(min(left, piece))
             if not chunk:
                 raise ConnectionError("EOF in body")
             digest.update(chunk)
             left -= len(chunk)
+            if slow:
+                time.sleep(0.002)
         return int(length), "content-length"
 
     def do_POST(self):

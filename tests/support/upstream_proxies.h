@@ -73,10 +73,14 @@ class Squid {
   Process& process() { return *process_; }
 
   // access.log, one line per request (a CONNECT when its tunnel ends):
-  //   "<client ip>:<client port> <method> <url> <status> <reply bytes>[ <user>]"
+  //   "<client ip>:<client port> <method> <url> <status> <reply bytes>
+  //    <squid result code> <error>/<error detail>[ <user>]"
+  // e.g. "... 200 383 TCP_MISS -/-", or "... 0 0 TCP_MISS_ABORTED
+  // ERR_CLIENT_GONE/WITH_CLIENT" for a request squid ended without a reply.
   std::string accessLog() const;
   std::string cacheLog() const;
-  // Lines of the access log whose method is `method` ("" = all).
+  // Lines of the access log whose method is `method` ("" = every request:
+  // not the "-" lines of connections that sent none).
   std::vector<std::string> accessLines(const std::string& method = "") const;
   // Distinct client "ip:port" among those lines: one per TCP connection.
   std::set<std::string> clients(const std::string& method = "") const;
@@ -91,6 +95,7 @@ class Squid {
   Options options_;
   TempDir dir_;
   PeerLog cache_log_{"squid cache.log", dir_.file("cache.log")};
+  PeerLog access_log_{"squid access.log", dir_.file("access.log")};
   std::string name_;  // squid -n service name, unique per instance
   std::unique_ptr<Process> process_;
   uint16_t http_port_ = 0;

@@ -1,22 +1,14 @@
 #include "gateway/upstream/auth/challenge.h"
 
+#include "gateway/base/ascii.h"
+
 namespace h2gate::upstream::auth {
 namespace {
 
-// RFC 9110 §5.6.2 tchar.
-bool isTchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
-  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
-}
-
 // RFC 9110 §11.2 token68 characters (without the trailing '=' padding).
 bool isToken68Char(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  if (isAsciiAlnum(c)) return true;
   return c == '-' || c == '.' || c == '_' || c == '~' || c == '+' || c == '/';
-}
-
-bool isWs(char c) {
-  return c == ' ' || c == '\t';
 }
 
 class Cursor {
@@ -27,15 +19,15 @@ class Cursor {
   size_t pos() const { return i_; }
   void seek(size_t i) { i_ = i; }
   void skipWs() {
-    while (!done() && isWs(s_[i_])) ++i_;
+    while (!done() && isSpaceOrTab(s_[i_])) ++i_;
   }
   // OWS and empty list elements (RFC 9110 §5.6.1: recipients accept them).
   void skipWsAndCommas() {
-    while (!done() && (isWs(s_[i_]) || s_[i_] == ',')) ++i_;
+    while (!done() && (isSpaceOrTab(s_[i_]) || s_[i_] == ',')) ++i_;
   }
   std::string_view token() {
     const size_t start = i_;
-    while (!done() && isTchar(s_[i_])) ++i_;
+    while (!done() && isHttpTokenChar(s_[i_])) ++i_;
     return s_.substr(start, i_ - start);
   }
   // A quoted-string (cursor on the opening quote); false when unterminated
@@ -67,20 +59,20 @@ class Cursor {
     if (j == i_) return 0;
     while (j < s_.size() && s_[j] == '=') ++j;
     size_t k = j;
-    while (k < s_.size() && isWs(s_[k])) ++k;
+    while (k < s_.size() && isSpaceOrTab(s_[k])) ++k;
     if (k < s_.size() && s_[k] != ',') return 0;
     return j - i_;
   }
   // Whether an auth-param (token BWS "=" BWS value) starts here.
   bool paramHere() const {
     size_t j = i_;
-    while (j < s_.size() && isTchar(s_[j])) ++j;
+    while (j < s_.size() && isHttpTokenChar(s_[j])) ++j;
     if (j == i_) return false;
-    while (j < s_.size() && isWs(s_[j])) ++j;
+    while (j < s_.size() && isSpaceOrTab(s_[j])) ++j;
     if (j >= s_.size() || s_[j] != '=') return false;
     ++j;
-    while (j < s_.size() && isWs(s_[j])) ++j;
-    return j < s_.size() && (s_[j] == '"' || isTchar(s_[j]));
+    while (j < s_.size() && isSpaceOrTab(s_[j])) ++j;
+    return j < s_.size() && (s_[j] == '"' || isHttpTokenChar(s_[j]));
   }
   std::string_view take(size_t n) {
     const std::string_view out = s_.substr(i_, n);
@@ -142,7 +134,7 @@ bool parseChallenges(std::string_view value, std::vector<Challenge>* out) {
       out->push_back(std::move(ch));
       continue;
     }
-    if (!isWs(c.peek())) return false;
+    if (!isSpaceOrTab(c.peek())) return false;
     c.skipWs();
     if (c.done() || c.peek() == ',') {
       out->push_back(std::move(ch));

@@ -4,14 +4,6 @@
 
 using namespace h2gate;
 
-TEST_CASE("iequals compares ASCII case-insensitively", "[http_types]") {
-  CHECK(iequals("Content-Length", "content-length"));
-  CHECK(iequals("", ""));
-  CHECK_FALSE(iequals("Host", "Hos"));
-  CHECK_FALSE(iequals("a", "b"));
-  CHECK_FALSE(iequals("\xC3\xA9", "\xC3\x89"));  // no Unicode folding
-}
-
 TEST_CASE("findHeader returns the first match", "[http_types]") {
   Headers h{{"Host", "a"}, {"X", "1"}, {"host", "b"}};
   REQUIRE(findHeader(h, "HOST") != nullptr);

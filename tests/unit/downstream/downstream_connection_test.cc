@@ -1,9 +1,7 @@
-// DownstreamConnection, the HTTP/1 proxy state machine, on its own: a real
-// app socket (loopback TCP, the test's end read asynchronously on the same
-// io_context) and a fake Router whose fake tunnels let the test play the
-// upstream: it sees what the connection opened and sent, and answers
-// through the TunnelCallbacks when it chooses. The last case routes through
-// the real WorkerRouter instead, to see a fallback carry a CONNECT.
+// DownstreamConnection, the HTTP/1 proxy state machine, on its own, with the
+// fake upstream of connection_fixture.h. The last case routes through the
+// real WorkerRouter instead, to see a fallback carry a CONNECT. Its timeouts
+// (downstream_timers.cc) are downstream_timers_test.cc's.
 #include "gateway/downstream/downstream_connection.h"
 
 #include <array>
@@ -19,188 +17,14 @@
 #include "gateway/metrics/registry.h"
 #include "gateway/upstream/health.h"
 #include "gateway/upstream/pool.h"
+#include "tests/unit/downstream/connection_fixture.h"
 #include "tests/unit/upstream/io_util.h"
 
 using namespace h2gate;
 using namespace h2gate::downstream;
 using namespace std::chrono_literals;
 using asio::ip::tcp;
-
-namespace {
-
-// The upstream as the test plays it.
-struct FakeTunnel : upstream::Tunnel {
-  const RequestHead* head = nullptr;
-  StreamInfo* info = nullptr;
-  upstream::TunnelCallbacks* cb = nullptr;  // null once aborted
-  std::string sent;                         // what the app side sent up
-  bool ended = false;                       // endOfRequest()
-  bool aborted = false;
-
-  void open(const RequestHead& h, StreamInfo& i, upstream::TunnelCallbacks& c) override {
-    head = &h;
-    info = &i;
-    cb = &c;
-    i.protocol = "h2";
-  }
-  void send(std::string_view data, upstream::Done done) override {
-    sent.append(data);
-    done();  // taken at once
-  }
-  void endOfRequest() override { ended = true; }
-  void abort() override {
-    aborted = true;
-    cb = nullptr;
-  }
-};
-
-struct FakeRouter : upstream::Router {
-  std::vector<std::shared_ptr<FakeTunnel>> tunnels;
-  std::string refuse;  // set: route() fails with it
-  std::vector<std::string> routes;
-
-  std::shared_ptr<upstream::Tunnel> route(StreamInfo& info, const upstream::DirectOptions&,
-                                          std::string* error) override {
-    routes.push_back(info.cluster);
-    if (!refuse.empty()) {
-      *error = refuse;
-      return nullptr;
-    }
-    tunnels.push_back(std::make_shared<FakeTunnel>());
-    return tunnels.back();
-  }
-};
-
-// Sends every request to `cluster`, then `fallbacks` (forward_proxy's job).
-struct RouteTo : filters::Filter {
-  RouteTo(std::string c, std::vector<std::string> f) : cluster(std::move(c)), fallbacks(f) {}
-  filters::FilterStatus onRequestHead(const RequestHead&, StreamInfo& info) const override {
-    info.cluster = cluster;
-    info.fallbacks = fallbacks;
-    info.route_set = true;
-    return filters::FilterStatus::Stop;
-  }
-  std::string cluster;
-  std::vector<std::string> fallbacks;
-};
-
-// The app: a socket whose reads go on in the background.
-struct App {
-  explicit App(asio::io_context& io) : socket(io) {}
-  void startReading() {
-    socket.async_read_some(asio::buffer(buf), [this](const asio::error_code& ec, size_t n) {
-      if (ec == asio::error::eof) {
-        eof = true;
-      } else if (ec) {
-        error = ec;
-      } else {
-        received.append(buf.data(), n);
-        startReading();
-      }
-    });
-  }
-  void send(std::string_view s) { asio::write(socket, asio::buffer(s)); }
-  void shutdownSend() { socket.shutdown(tcp::socket::shutdown_send); }
-  bool ended() const { return eof || error; }
-
-  tcp::socket socket;
-  std::array<char, 64 * 1024> buf{};
-  std::string received;
-  bool eof = false;
-  asio::error_code error;
-};
-
-ResponseHead responseHead(int status, BodyFraming framing = BodyFraming::None,
-                          uint64_t length = 0) {
-  ResponseHead h;
-  h.status = status;
-  h.reason = std::string(http1::reasonPhrase(status));
-  h.framing = framing;
-  h.content_length = length;
-  return h;
-}
-
-struct Fixture {
-  Fixture() {
-    ctx.name = "test";
-    ctx.open_connections = std::make_shared<net::ConnectionLimit>();
-  }
-  ~Fixture() {
-    // The app goes first, so a lingering close ends at once.
-    asio::error_code ec;
-    app.socket.close(ec);
-    if (conn) {
-      conn->forceClose();
-      test::runUntil(
-          io, [&] { return closed; }, 5000ms);
-      conn.reset();
-    }
-    io.restart();
-    io.poll();
-  }
-
-  // Accepts the app's connection and starts the DownstreamConnection on it.
-  void connect(upstream::Router& r) {
-    tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
-    app.socket.connect(acceptor.local_endpoint());
-    tcp::socket server(io);
-    acceptor.accept(server);
-    conn = std::make_shared<DownstreamConnection>(std::move(server), ctx, stats, r, 7,
-                                                  [this](uint64_t id) {
-                                                    CHECK(id == 7);
-                                                    closed = true;
-                                                  });
-    conn->start();
-    app.startReading();
-  }
-  void connect() { connect(router); }
-
-  bool waitFor(const std::function<bool()>& cond, std::chrono::milliseconds limit = 5000ms) {
-    return test::runUntil(io, cond, limit);
-  }
-  // Lets the loop run for `d` (for "nothing happens" checks).
-  void settle(std::chrono::milliseconds d = 50ms) {
-    test::runUntil(
-        io, [] { return false; }, d);
-  }
-  FakeTunnel& tunnel(size_t i = 0) {
-    REQUIRE(waitFor([&] { return router.tunnels.size() > i && router.tunnels[i]->cb; }));
-    return *router.tunnels[i];
-  }
-  bool received(std::string_view text) {
-    return waitFor([&] { return app.received.find(text) != std::string::npos; });
-  }
-  uint64_t errorReplies(int status) {
-    return shard.counter(metrics::Family::DownstreamErrors, {"test", std::to_string(status)})
-        .value();
-  }
-
-  // Before io: a connection kept alive by a pending handler refers to them
-  // until io_context's destruction.
-  ListenerContext ctx;
-  metrics::Shard& shard = metrics::Registry::global().newShard();
-  ListenerStats stats{shard, "test"};
-  FakeRouter router;
-  asio::io_context io;
-  App app{io};
-  std::shared_ptr<DownstreamConnection> conn;
-  bool closed = false;
-};
-
-const std::string kGetOne = "GET http://a.test/one HTTP/1.1\r\nHost: a.test\r\n\r\n";
-const std::string kGetTwo = "GET http://a.test/two HTTP/1.1\r\nHost: a.test\r\n\r\n";
-const std::string kConnect = "CONNECT dest.test:443 HTTP/1.1\r\nHost: dest.test:443\r\n\r\n";
-
-// Answers the request of `t` with a 200 and `body` (Content-Length).
-void respond(FakeTunnel& t, const std::string& body) {
-  t.cb->onResponseHead(responseHead(200, BodyFraming::ContentLength, body.size()));
-  bool taken = false;
-  t.cb->onResponseData(body, [&] { taken = true; });
-  CHECK(taken);  // the socket took it at once
-  t.cb->onResponseEnd();
-}
-
-}  // namespace
+using namespace h2gate::downstream::fixture;
 
 TEST_CASE("keep-alive: requests one after another on one connection, each its own tunnel",
           "[downstream]") {
@@ -395,89 +219,6 @@ TEST_CASE("half-close: each direction's end is passed on, the tunnel ends when b
     f.app.shutdownSend();
     REQUIRE(f.waitFor([&] { return f.closed; }));
     CHECK(t.ended);
-    CHECK(t.info->result == Result::Ok);
-  }
-}
-
-TEST_CASE("timeouts of the app side", "[downstream][timeouts]") {
-  Fixture f;
-  SECTION("request_headers_timeout: a head that does not complete gets 408") {
-    f.ctx.request_headers_timeout = 150ms;
-    f.connect();
-    f.app.send("GET http://a.test/ HTTP/1.1\r\nHost: a");
-    REQUIRE(f.waitFor([&] { return f.app.ended(); }));
-    CHECK(f.app.received.starts_with("HTTP/1.1 408 "));
-    CHECK(f.app.received.find("(request_headers_timeout)") != std::string::npos);
-  }
-  SECTION("request_headers_timeout: a connection that sends nothing is closed without a word") {
-    f.ctx.request_headers_timeout = 150ms;
-    f.connect();
-    REQUIRE(f.waitFor([&] { return f.app.ended(); }));
-    CHECK(f.app.eof);
-    CHECK(f.app.received.empty());
-    CHECK(f.errorReplies(408) == 0);
-  }
-  SECTION("idle_timeout: a keep-alive connection silent between requests is closed") {
-    f.ctx.idle_timeout = 150ms;
-    f.connect();
-    f.app.send(kGetOne);
-    respond(f.tunnel(), "first");
-    REQUIRE(f.received("first"));
-    const size_t before = f.app.received.size();
-    REQUIRE(f.waitFor([&] { return f.app.eof; }));
-    CHECK(f.app.received.size() == before);  // no reply of its own
-  }
-  SECTION("connect_response_timeout: a CONNECT with no answer gets 504, the tunnel is aborted") {
-    f.ctx.connect_response_timeout = 150ms;
-    f.connect();
-    f.app.send(kConnect);
-    FakeTunnel& t = f.tunnel();
-    REQUIRE(f.waitFor([&] { return f.app.ended(); }));
-    CHECK(f.app.received.starts_with("HTTP/1.1 504 "));
-    CHECK(f.app.received.find("(connect_response_timeout)") != std::string::npos);
-    CHECK(t.aborted);
-  }
-  SECTION("stream_idle_timeout: a response body that stalls resets the app's connection") {
-    f.ctx.stream_idle_timeout = 150ms;
-    f.connect();
-    f.app.send(kGetOne);
-    FakeTunnel& t = f.tunnel();
-    t.cb->onResponseHead(responseHead(200, BodyFraming::ContentLength, 10));
-    t.cb->onResponseData("12345", [] {});
-    REQUIRE(f.waitFor([&] { return f.app.ended(); }));
-    CHECK(f.app.error == asio::error::connection_reset);  // not a clean end
-    CHECK(f.app.received.ends_with("12345"));
-    CHECK(t.aborted);
-  }
-  SECTION("stream_idle_timeout: a request body that stalls gets 408") {
-    f.ctx.stream_idle_timeout = 150ms;
-    f.connect();
-    f.app.send("POST http://a.test/up HTTP/1.1\r\nHost: a.test\r\nContent-Length: 10\r\n\r\n12");
-    FakeTunnel& t = f.tunnel();
-    REQUIRE(f.waitFor([&] { return f.app.ended(); }));
-    CHECK(f.app.received.starts_with("HTTP/1.1 408 "));
-    CHECK(f.app.received.find("request body stalled") != std::string::npos);
-    CHECK(t.sent == "12");
-    CHECK(t.aborted);
-  }
-  SECTION("tunnel_idle_timeout: a tunnel silent both ways is closed, both sides") {
-    f.ctx.tunnel_idle_timeout = 150ms;
-    f.connect();
-    f.app.send(kConnect);
-    FakeTunnel& t = f.tunnel();
-    t.cb->onResponseHead(responseHead(200));
-    REQUIRE(f.received("established"));
-    REQUIRE(f.waitFor([&] { return f.app.eof && t.aborted; }));
-  }
-  SECTION("tunnel_half_close_timeout: one side ended, the other silent: closed") {
-    f.ctx.tunnel_half_close_timeout = 150ms;
-    f.connect();
-    f.app.send(kConnect);
-    FakeTunnel& t = f.tunnel();
-    t.cb->onResponseHead(responseHead(200));
-    REQUIRE(f.received("established"));
-    t.cb->onResponseEnd();
-    REQUIRE(f.waitFor([&] { return t.aborted; }));
     CHECK(t.info->result == Result::Ok);
   }
 }

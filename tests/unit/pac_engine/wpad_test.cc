@@ -4,6 +4,10 @@
 
 #include <catch2/catch.hpp>
 
+#ifndef _WIN32
+#include "gateway/pac_engine/wpad_posix.h"
+#endif
+
 using namespace h2gate::pac;
 
 TEST_CASE("wpad: search domains from resolv.conf and the host name", "[pac][wpad]") {

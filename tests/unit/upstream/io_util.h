@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <functional>
+#include <string>
 
 #include <asio.hpp>
 #if defined(ASIO_HAS_IOCP)
@@ -20,6 +21,20 @@ inline bool runUntil(asio::io_context& io, const std::function<bool()>& done,
     if (std::chrono::steady_clock::now() >= deadline) return false;
     io.restart();
     io.run_one_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// Appends what has arrived on the non-blocking socket `s` to `into`
+// without waiting; false once the peer closed it (EOF) or it failed.
+inline bool readAvailable(asio::ip::tcp::socket& s, std::string& into) {
+  char buf[4096];
+  for (int i = 0; i < 1000; ++i) {
+    asio::error_code ec;
+    const size_t n = s.read_some(asio::buffer(buf), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return true;
+    if (ec) return false;
+    into.append(buf, n);
   }
   return true;
 }

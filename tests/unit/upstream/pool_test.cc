@@ -24,6 +24,7 @@
 #endif
 #include "tests/support/temp_dir.h"
 #include "tests/unit/upstream/io_util.h"
+#include "tests/unit/upstream/recording_app.h"
 
 using namespace h2gate;
 using namespace h2gate::upstream;
@@ -193,33 +194,7 @@ class TestProxy {
 };
 
 // The app side of one request.
-struct App : TunnelCallbacks {
-  void onResponseHead(ResponseHead head) override { status = head.status; }
-  void onResponseData(std::string_view data, Done done) override {
-    body.append(data);
-    done();
-  }
-  void onResponseEnd() override { ended = true; }
-  void onFailed(int s, Result r, std::string why) override {
-    failed = true;
-    status = s;
-    result = r;
-    reason = std::move(why);
-  }
-  void onReset(Result r, std::string why) override {
-    reset = true;
-    result = r;
-    reason = std::move(why);
-  }
-
-  int status = 0;
-  std::string body;
-  bool ended = false;
-  bool failed = false;
-  bool reset = false;
-  Result result = Result::Ok;
-  std::string reason;
-};
+using App = test::RecordingApp;
 
 // One request through the pool: the head and its bookkeeping outlive the
 // tunnel, as the app connection's do.
@@ -229,7 +204,7 @@ struct Request {
   std::string upload;  // the request body, held until the tunnel's done
   App app;
   std::shared_ptr<Tunnel> tunnel;
-  bool over() const { return app.ended || app.failed || app.reset; }
+  bool over() const { return app.over(); }
 };
 
 // An absolute-form request as an app sends it to h2gate.

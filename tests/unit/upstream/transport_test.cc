@@ -17,9 +17,8 @@
 #include <asio.hpp>
 #include <catch2/catch.hpp>
 
-#include "tests/support/temp_dir.h"
-#include "tests/support/test_ca.h"
 #include "tests/unit/upstream/io_util.h"
+#include "tests/unit/upstream/tls_server.h"
 
 using namespace h2gate;
 using namespace h2gate::upstream;
@@ -49,51 +48,8 @@ void readSlowly(SSL* ssl, size_t size, std::string* received) {
     received->append(buf, n);
 }
 
-struct Certs {
-  test::TempDir dir{"transport"};
-  test::TestCA ca{dir.path().string()};
-  test::CertFiles server = ca.issueServer("server");
-  test::TempDir other_dir{"transport-other"};
-  test::TestCA other_ca{other_dir.path().string(), "another CA"};
-};
-
-// The TLS server: accepts one connection and runs `fn` on it, on its own
-// thread, with blocking OpenSSL calls.
-class Server {
- public:
-  using Fn = std::function<void(SSL*, int fd)>;
-  Server(asio::io_context& io, const Certs& certs, Fn fn)
-      : acceptor_(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    REQUIRE(SSL_CTX_use_certificate_chain_file(ctx_, certs.server.chain.c_str()) == 1);
-    REQUIRE(SSL_CTX_use_PrivateKey_file(ctx_, certs.server.key.c_str(), SSL_FILETYPE_PEM) == 1);
-    thread_ = std::thread([this, fn = std::move(fn)] {
-      asio::error_code ec;
-      tcp::socket s = acceptor_.accept(ec);
-      if (ec) return;
-      SSL* ssl = SSL_new(ctx_);
-      SSL_set_fd(ssl, static_cast<int>(s.native_handle()));
-      if (SSL_accept(ssl) == 1) fn(ssl, static_cast<int>(s.native_handle()));
-      SSL_free(ssl);
-      ERR_clear_error();
-      done_ = true;
-    });
-  }
-  ~Server() {
-    asio::error_code ec;
-    acceptor_.close(ec);
-    if (thread_.joinable()) thread_.join();
-    SSL_CTX_free(ctx_);
-  }
-  uint16_t port() const { return acceptor_.local_endpoint().port(); }
-  bool done() const { return done_; }
-
- private:
-  tcp::acceptor acceptor_;
-  SSL_CTX* ctx_ = nullptr;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
-};
+using Certs = test::TlsCerts;
+using Server = test::TlsServer;
 
 bool runUntil(asio::io_context& io, const std::function<bool()>& done,
               std::chrono::milliseconds limit = 10s) {

@@ -1,19 +1,17 @@
+// The process_* metrics on Linux, from /proc (process.h).
 #include "gateway/metrics/process.h"
 
-#include "gateway/metrics/registry.h"
-
-#ifdef __linux__
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
-#endif
+
+#include "gateway/metrics/registry.h"
 
 namespace h2gate::metrics {
-
-#ifdef __linux__
 namespace {
 
 // Seconds since the epoch at which the machine booted (/proc/stat btime).
@@ -75,8 +73,5 @@ void appendProcessFamilies(std::vector<prometheus::MetricFamily>& out) {
   addGauge(started, bootTime() + start / ticks);
   out.push_back(std::move(started));
 }
-#elif !defined(_WIN32)  // Windows: process_win.cc
-void appendProcessFamilies(std::vector<prometheus::MetricFamily>&) {}
-#endif
 
 }  // namespace h2gate::metrics
