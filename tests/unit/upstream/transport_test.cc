@@ -9,8 +9,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -264,10 +266,32 @@ TEST_CASE("transport: records already received are seen without waiting on the s
 
 namespace {
 
+// Set by bothWays() when the whole body has come back down; the peer waits
+// for it, then 300 ms, before its last byte. (Timing the 300 ms from the end
+// of the peer's writes was not enough: with megabytes still in the socket
+// buffers, a loaded machine read them for longer than that, and the byte was
+// there before the idle wait began: wine, load 7.)
+struct BodyRead {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool read = false;
+  void set() {
+    std::lock_guard lock(mutex);
+    read = true;
+    cv.notify_all();
+  }
+  void waitThenPause() {
+    std::unique_lock lock(mutex);
+    cv.wait_for(lock, 60s, [&] { return read; });
+    lock.unlock();
+    std::this_thread::sleep_for(300ms);
+  }
+};
+
 // Pushes `body` up through `t` while the peer is not reading yet (the socket
 // fills up), then reads `body` back down; then waits on the idle connection
 // until the peer sends one last byte.
-void bothWays(asio::io_context& io, Transport& t, const std::string& body) {
+void bothWays(asio::io_context& io, Transport& t, const std::string& body, BodyRead& body_read) {
   asio::error_code ec;
   bool done = false;
   size_t total = 0;
@@ -281,13 +305,14 @@ void bothWays(asio::io_context& io, Transport& t, const std::string& body) {
   CHECK_FALSE(ec);
   CHECK(total == body.size());
   CHECK(readAll(io, t, body.size(), 64 * 1024) == body);
+  body_read.set();
   bool readable = false;
   t.asyncWaitReadable([&](const asio::error_code& e) {
     CHECK_FALSE(e);
     readable = true;
   });
   CHECK_FALSE(runUntil(
-      io, [&] { return readable; }, 50ms));  // the peer waits 300 ms
+      io, [&] { return readable; }, 50ms));  // the peer waits 300 ms from set()
   REQUIRE(runUntil(
       io, [&] { return readable; }, 10s));
   CHECK(readAll(io, t, 1, 16) == "!");
@@ -299,6 +324,7 @@ TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on
           "[upstream][transport][iocp]") {
   asio::io_context io;
   const std::string body = pattern(8 << 20);  // far more than the socket buffers hold
+  BodyRead body_read;
   SECTION("TLS") {
     Certs certs;
     std::string received;
@@ -308,7 +334,7 @@ TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on
       size_t off = 0;
       while (off < body.size() && SSL_write_ex(ssl, body.data() + off, body.size() - off, &n) == 1)
         off += n;
-      std::this_thread::sleep_for(300ms);
+      body_read.waitThenPause();
       SSL_write(ssl, "!", 1);
       char c;
       SSL_read(ssl, &c, 1);  // until the client closes
@@ -316,7 +342,7 @@ TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on
     asio::error_code ec;
     auto t = connectTls(io, server.port(), certs.ca.caCertPath(), &ec);
     REQUIRE_FALSE(ec);
-    bothWays(io, *t, body);
+    bothWays(io, *t, body, body_read);
     CHECK(received == body);
     t->shutdownSend();
     REQUIRE(runUntil(
@@ -334,11 +360,11 @@ TEST_CASE("transport: bytes both ways through full and empty sockets, waiting on
       asio::error_code e;
       asio::read(peer, asio::buffer(received), e);
       asio::write(peer, asio::buffer(body), e);
-      std::this_thread::sleep_for(300ms);
+      body_read.waitThenPause();
       asio::write(peer, asio::buffer("!", 1), e);
     });
     Transport t(std::move(s));
-    bothWays(io, t, body);
+    bothWays(io, t, body, body_read);
     server.join();
     CHECK(received == body);
   }
