@@ -32,6 +32,12 @@
 #                                   zip, wixl/msitools, winbind, promtool; then
 #                                   deploy/windows/build-deps.sh --align as for --test
 #                                   (tests/deploy/check_debian.sh with H2GATE_DEBIAN_WINDOWS=1)
+#   deploy/install-deps.sh --download-only [--test...]
+#                                   only downloads the packages the other arguments would
+#                                   install into apt's cache, installing nothing (a later run
+#                                   without it then needs no network for them: tests/run.sh
+#                                   fetches the Debian 13 stage's packages early, while other
+#                                   stages compile)
 #
 # H2GATE_DEBIAN_RELEASE=bookworm|trixie uses that release's package names on
 # another Debian-based release (not tested there).
@@ -115,8 +121,10 @@ usage() {
 with_test=0
 core_only=0
 windows=0
+download_only=0
 for arg in "$@"; do
   case "$arg" in
+    --download-only) download_only=1 ;;
     --test)
       with_test=1
       windows=1
@@ -387,6 +395,15 @@ missing=()
 for p in "${pkgs[@]}"; do
   is_installed "$p" || missing+=("$p")
 done
+if ((download_only)); then
+  if ((${#missing[@]})); then
+    apt_update_once
+    log "downloading (not installing): ${missing[*]}"
+    apt_get install -y --no-install-recommends --download-only "${missing[@]}"
+  fi
+  log "done: $(find /var/cache/apt/archives -maxdepth 1 -name '*.deb' | wc -l) packages in apt's cache, nothing installed"
+  exit 0
+fi
 if ((${#missing[@]})); then
   apt_update_once
   log "installing: ${missing[*]}"

@@ -35,7 +35,10 @@
 #            serves a request, then the tests built there: the unit tests and an
 #            integration subset (h2 upstream, [shapes], Negotiate with the KDC, a PAC
 #            route); the Debian 13 package (lintian) installed and run under systemd in
-#            another pristine Debian 13 container; skipped like container
+#            another pristine Debian 13 container; skipped like container. Its
+#            root and apt's downloads are made from the start of the run, niced, in
+#            the background (check_debian.sh trixie --prepare): they overlap the
+#            stages before it
 #
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
@@ -373,6 +376,14 @@ stage_container() {
 stage_trixie() {
   mkdir -p build
   local log=build/trixie.log rc=0
+  if [[ -n ${PREPARE_PID:-} ]]; then
+    local t0=$SECONDS prc=0
+    wait "$PREPARE_PID" || prc=$?
+    PREPARE_PID=""
+    echo "--- the background check_debian.sh trixie --prepare: exit $prc, waited $((SECONDS - t0))s for it"
+    sed -n 's/^check_debian: \(prepared in .*\)/\1/p' build/debian-trixie.prepare.log
+    ((prc == 0)) || note trixie "the background --prepare failed (exit $prc, log: build/debian-trixie.prepare.log); the stage fetched for itself"
+  fi
   timed tests/deploy/check_debian.sh trixie 2>&1 | tee "$log" || rc=$?
   case $rc in
     0) note trixie "$(sed -n 's/^check_debian: \(Debian trixie passed in [0-9]*s\).*/\1/p' "$log" | tail -n1)" ;;
@@ -389,6 +400,28 @@ stage_trixie() {
 
 # ------------------------------------------------------------------ main ----
 
+# The trixie stage's root and downloads, from the start, niced in the background
+# (tests/deploy/check_debian.sh --prepare): network and dpkg waits that overlap
+# the stages before it instead of adding to the run. A container it left behind
+# (a run stopped before the stage) is removed at exit.
+PREPARE_PID=""
+stop_prepare() {
+  [[ -z $PREPARE_PID ]] || kill "$PREPARE_PID" 2>/dev/null || true
+  if [[ -f build/debian-trixie.prepared ]]; then
+    podman rm -f -t 0 "$(cat build/debian-trixie.prepared)" >/dev/null 2>&1 || true
+    rm -f build/debian-trixie.prepared
+  fi
+}
+start_prepare() {
+  [[ $SKIP != *",trixie,"* ]] && command -v podman >/dev/null 2>&1 || return 0
+  stop_prepare
+  mkdir -p build
+  nice -n 19 tests/deploy/check_debian.sh trixie --prepare >build/debian-trixie.prepare.log 2>&1 &
+  PREPARE_PID=$!
+  trap stop_prepare EXIT
+  echo "trixie stage: root and downloads in the background (check_debian.sh trixie --prepare, PID $PREPARE_PID, log build/debian-trixie.prepare.log)"
+}
+
 if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then
   banner "install-deps --test"
   if ! timed deploy/install-deps.sh --test; then
@@ -397,6 +430,8 @@ if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then
     exit 1
   fi
 fi
+
+start_prepare
 
 stop=""
 for s in "${STAGES[@]}"; do

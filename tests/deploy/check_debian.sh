@@ -32,6 +32,15 @@
 #      new pristine container of the release, under systemd
 #   Each step prints its time. The .deb and the logs stay in build-RELEASE/ of the tree.
 #
+#   tests/deploy/check_debian.sh RELEASE --prepare
+#      steps 1 and 2's container only, then in it `deploy/install-deps.sh --test-core
+#      --download-only`: apt's cache filled with the packages of steps 2 and 3, nothing
+#      installed, the tree not copied in. The container is left running and named in
+#      build/debian-RELEASE.prepared; the next run without --prepare takes it (the root still
+#      pristine but for apt's cache) and needs no downloads for those steps.
+#      tests/run.sh runs this niced in the background from its start: the downloads
+#      and the root overlap the stages before (log: build/debian-RELEASE.prepare.log).
+#
 # Exit 0 passed, 1 failed, 77 skipped where podman cannot run containers here (the
 # line "check_debian: SKIP: reason").
 #
@@ -44,6 +53,10 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RELEASE=${1:-trixie}
+PREPARE=0
+[[ ${2:-} != --prepare ]] || PREPARE=1
+# The container a --prepare run left for the next run (its name).
+PREPARED=$ROOT/build/debian-$RELEASE.prepared
 if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTHON=${PYTHON:-python3}; fi
 OUT=$ROOT/build-$RELEASE
 SHAPES_PATHS=${H2GATE_SHAPES_PATHS:-squid,squid_tls,nghttpx,shapes}
@@ -145,12 +158,13 @@ step "pristine debian:$RELEASE"
   fail "the debian:$RELEASE base image"
 }
 sed 's/^/  /' "$TMP/base.log"
-rm -rf "$OUT"
-mkdir -p "$OUT"
+if ((!PREPARE)); then
+  rm -rf "$OUT"
+  mkdir -p "$OUT"
+fi
 
 # ---------------------------------------------------------- 2. command 1 ----
-step "README command 1 (deploy/quickstart.sh) in the pristine root"
-NAME=h2gate-debian-$RELEASE-$$
+((PREPARE)) || step "README command 1 (deploy/quickstart.sh) in the pristine root"
 # The host's CA bundle and proxy settings, for pip's downloads from PyPI in step 3
 # (only there: the tests must not see a proxy).
 INSTALL_ENV=()
@@ -169,10 +183,51 @@ if [[ $WINDOWS == 1 ]]; then
   mkdir -p "$WIN_CACHE"
   CA_MOUNT+=(-v "$WIN_CACHE:/var/cache/h2gate-win")
 fi
-CLEANUP+=("[[ \${H2GATE_KEEP_CONTAINER:-} == 1 ]] || podman rm -f -t 0 $NAME")
-podman run -d --name "$NAME" --runtime runc --privileged --network host \
-  --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 "${CA_MOUNT[@]}" \
-  "debian:$RELEASE" sleep infinity >/dev/null || fail "podman run debian:$RELEASE"
+# The container: one a --prepare run left (pristine but for apt's cache), else a new one.
+NAME=""
+if ((!PREPARE)) && [[ -f $PREPARED ]]; then
+  NAME=$(cat "$PREPARED")
+  rm -f "$PREPARED"
+  if [[ $(podman container inspect --format '{{.State.Running}}' "$NAME" 2>/dev/null) == true ]] &&
+    ! podman exec "$NAME" sh -c 'test -e /src || dpkg -s cmake >/dev/null 2>&1'; then
+    log "container $NAME from --prepare: the pristine root, $(podman exec "$NAME" sh -c 'ls /var/cache/apt/archives/*.deb 2>/dev/null | wc -l') packages in apt's cache, none of them installed"
+  else
+    log "the container $NAME from --prepare is gone or not pristine: a new one"
+    podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
+    NAME=""
+  fi
+fi
+FRESH=0
+if [[ -z $NAME ]]; then
+  NAME=h2gate-debian-$RELEASE-$$
+  FRESH=1
+fi
+if ((PREPARE)); then
+  # Removed on failure only: on success the next run takes it.
+  CLEANUP+=("[[ -f $PREPARED ]] || podman rm -f -t 0 $NAME")
+else
+  CLEANUP+=("[[ \${H2GATE_KEEP_CONTAINER:-} == 1 ]] || podman rm -f -t 0 $NAME")
+fi
+if ((FRESH)); then
+  podman run -d --name "$NAME" --runtime runc --privileged --network host \
+    --ulimit nofile=20000:20000 --ulimit nproc=4096:4096 "${CA_MOUNT[@]}" \
+    "debian:$RELEASE" sleep infinity >/dev/null || fail "podman run debian:$RELEASE"
+fi
+if ((PREPARE)); then
+  step "apt's downloads for steps 2 and 3 (deploy/install-deps.sh --test-core --download-only)"
+  podman exec -i "$NAME" bash -c 'mkdir -p /tmp/prepare && cat >/tmp/prepare/install-deps.sh' \
+    <"$ROOT/deploy/install-deps.sh" || fail "copying deploy/install-deps.sh in"
+  extra=()
+  [[ $WINDOWS != 1 ]] || extra=(--test-windows)
+  podman exec "${INSTALL_ENV[@]}" "$NAME" bash /tmp/prepare/install-deps.sh --test-core "${extra[@]}" \
+    --download-only || fail "install-deps.sh --download-only in the $RELEASE container"
+  podman exec "$NAME" rm -rf /tmp/prepare
+  mkdir -p "$(dirname "$PREPARED")"
+  echo "$NAME" >"$PREPARED"
+  step ""
+  log "prepared in $((SECONDS - T_START))s: container $NAME (named in $PREPARED): ${TIMES[*]/#/| }"
+  exit 0
+fi
 (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$TMP/src.tar") ||
   fail "could not list this tree's files with git"
 podman exec -i "$NAME" bash -c 'mkdir /src && tar -C /src -xf -' <"$TMP/src.tar" || fail "copying the tree in"
