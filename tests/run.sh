@@ -29,7 +29,10 @@
 #            request and drains on podman stop (tests/deploy/check_container.sh image);
 #            then the Debian package from build/ is installed with apt-get in a pristine
 #            bookworm container and run under systemd (tests/deploy/check_package.sh
-#            install); each skipped, with the reason, where podman cannot run containers
+#            install); each skipped, with the reason, where podman cannot run containers.
+#            The image's podman build runs niced in the background from the start of
+#            the run (check_container.sh build-image): the stage's own build finds its
+#            layers cached
 #   trixie   tests/deploy/check_debian.sh trixie: in a pristine Debian 13 container
 #            (mmdebstrap root cached outside the tree), README command 1 until h2gate
 #            serves a request, then the tests built there: the unit tests and an
@@ -344,6 +347,7 @@ stage_windows() {
 stage_container() {
   mkdir -p build
   local log=build/container.log rc=0 failed=0
+  wait_prepared container
   timed tests/deploy/check_container.sh image 2>&1 | tee "$log" || rc=$?
   case $rc in
     0) note container "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ;;
@@ -376,14 +380,7 @@ stage_container() {
 stage_trixie() {
   mkdir -p build
   local log=build/trixie.log rc=0
-  if [[ -n ${PREPARE_PID:-} ]]; then
-    local t0=$SECONDS prc=0
-    wait "$PREPARE_PID" || prc=$?
-    PREPARE_PID=""
-    echo "--- the background check_debian.sh trixie --prepare: exit $prc, waited $((SECONDS - t0))s for it"
-    sed -n 's/^check_debian: \(prepared in .*\)/\1/p' build/debian-trixie.prepare.log
-    ((prc == 0)) || note trixie "the background --prepare failed (exit $prc, log: build/debian-trixie.prepare.log); the stage fetched for itself"
-  fi
+  wait_prepared trixie
   timed tests/deploy/check_debian.sh trixie 2>&1 | tee "$log" || rc=$?
   case $rc in
     0) note trixie "$(sed -n 's/^check_debian: \(Debian trixie passed in [0-9]*s\).*/\1/p' "$log" | tail -n1)" ;;
@@ -404,22 +401,49 @@ stage_trixie() {
 # (tests/deploy/check_debian.sh --prepare): network and dpkg waits that overlap
 # the stages before it instead of adding to the run. A container it left behind
 # (a run stopped before the stage) is removed at exit.
-PREPARE_PID=""
+# Likewise the container stage's image: its podman build (the compile of h2gate in
+# the image's builder) runs niced from the start (check_container.sh build-image),
+# so it takes the CPU the stages before leave idle (their tests mostly wait on
+# their peers); the stage's own podman build then finds every layer cached.
+declare -A PREPARE_PID=() PREPARE_LOG=()
 stop_prepare() {
-  [[ -z $PREPARE_PID ]] || kill "$PREPARE_PID" 2>/dev/null || true
+  local s
+  for s in "${!PREPARE_PID[@]}"; do kill "${PREPARE_PID[$s]}" 2>/dev/null || true; done
   if [[ -f build/debian-trixie.prepared ]]; then
     podman rm -f -t 0 "$(cat build/debian-trixie.prepared)" >/dev/null 2>&1 || true
     rm -f build/debian-trixie.prepared
   fi
+  podman rmi -f localhost/h2gate-check:prepared >/dev/null 2>&1 || true
 }
 start_prepare() {
-  [[ $SKIP != *",trixie,"* ]] && command -v podman >/dev/null 2>&1 || return 0
-  stop_prepare
+  command -v podman >/dev/null 2>&1 || return 0
   mkdir -p build
-  nice -n 19 tests/deploy/check_debian.sh trixie --prepare >build/debian-trixie.prepare.log 2>&1 &
-  PREPARE_PID=$!
   trap stop_prepare EXIT
-  echo "trixie stage: root and downloads in the background (check_debian.sh trixie --prepare, PID $PREPARE_PID, log build/debian-trixie.prepare.log)"
+  if [[ $SKIP != *",trixie,"* ]]; then
+    PREPARE_LOG[trixie]=build/debian-trixie.prepare.log
+    nice -n 19 tests/deploy/check_debian.sh trixie --prepare >"${PREPARE_LOG[trixie]}" 2>&1 &
+    PREPARE_PID[trixie]=$!
+  fi
+  if [[ $SKIP != *",container,"* ]]; then
+    PREPARE_LOG[container]=build/container-prepare.log
+    nice -n 19 tests/deploy/check_container.sh build-image >"${PREPARE_LOG[container]}" 2>&1 &
+    PREPARE_PID[container]=$!
+  fi
+  local s
+  for s in "${!PREPARE_PID[@]}"; do
+    echo "stage $s: prepared in the background from now (PID ${PREPARE_PID[$s]}, log ${PREPARE_LOG[$s]})"
+  done
+}
+# Waits for stage $1's background preparation; its failure is only a note (the
+# stage does it all itself then).
+wait_prepared() {
+  [[ -n ${PREPARE_PID[$1]:-} ]] || return 0
+  local t0=$SECONDS prc=0
+  wait "${PREPARE_PID[$1]}" || prc=$?
+  unset "PREPARE_PID[$1]"
+  echo "--- stage $1's background preparation: exit $prc; waited $((SECONDS - t0))s for it (log ${PREPARE_LOG[$1]})"
+  tail -n 3 "${PREPARE_LOG[$1]}"
+  ((prc == 0)) || note "$1" "its background preparation exited $prc (log: ${PREPARE_LOG[$1]})"
 }
 
 if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then

@@ -26,6 +26,12 @@
 #     podman cannot store images or run containers here (e.g. inside a container whose
 #     root is overlayfs: "'overlay' is not supported over overlayfs"); found out first,
 #     in seconds, with a one-file image made from the host's /bin/true.
+#   check_container.sh build-image      the base images and `podman build` only, tagged
+#                                       localhost/h2gate-check:prepared: tests/run.sh runs it
+#                                       niced from its start, so that the `image` run of the
+#                                       container stage finds every layer in podman's cache
+#                                       (the compile overlaps the stages before; `image`
+#                                       removes that tag)
 #   check_container.sh mirror           prints the Debian mirror the image test would use
 #   check_container.sh base [RELEASE [slim]]
 #                                       makes the pristine base image debian:RELEASE (default
@@ -340,6 +346,26 @@ container_prereqs() {
   probe_podman
 }
 
+# The image of `build-image`: built ahead (tests/run.sh, niced from its start), so
+# that image_test's own podman build finds every layer in podman's cache.
+PREPARED_IMAGE=localhost/h2gate-check:prepared
+
+# podman build of deploy/Dockerfile, tagged $1.
+build_image() {
+  # The builder's RUN apt-get reaches the Debian mirror through podman's default
+  # network (rootful: a bridge with NAT); no registry is contacted, the bases are local.
+  log "podman build -f deploy/Dockerfile (the builder compiles h2gate: minutes on 2 cores)"
+  local t0=$SECONDS
+  if ! podman build --runtime runc --pull=never --build-arg "DEBIAN_RELEASE=$IMAGE_RELEASE" \
+    -f "$ROOT/deploy/Dockerfile" -t "$1" "$ROOT" \
+    >"$TMP/build.log" 2>&1; then
+    tail -n 60 "$TMP/build.log" >&2
+    fail "podman build -f deploy/Dockerfile failed"
+  fi
+  log "ok: podman build in $((SECONDS - t0))s: $(podman image inspect --format '{{.Size}}' "$1" |
+    awk '{printf "%.0f MB", $1 / 1e6}')"
+}
+
 image_test() {
   local RUN_OPTS=()
   container_prereqs
@@ -352,19 +378,11 @@ image_test() {
   fi
 
   local image=localhost/h2gate-check:$$ name=h2gate-check-$$
-  CLEANUP+=("podman rm -f -t 0 $name" "podman rmi -f $image")
-  # The builder's RUN apt-get reaches the Debian mirror through podman's default
-  # network (rootful: a bridge with NAT); no registry is contacted, the bases are local.
-  log "podman build -f deploy/Dockerfile (the builder compiles h2gate: minutes on 2 cores)"
-  local t0=$SECONDS
-  if ! podman build --runtime runc --pull=never --build-arg "DEBIAN_RELEASE=$IMAGE_RELEASE" \
-    -f "$ROOT/deploy/Dockerfile" -t "$image" "$ROOT" \
-    >"$TMP/build.log" 2>&1; then
-    tail -n 60 "$TMP/build.log" >&2
-    fail "podman build -f deploy/Dockerfile failed"
+  CLEANUP+=("podman rm -f -t 0 $name" "podman rmi -f $image" "podman rmi -f $PREPARED_IMAGE")
+  if podman image exists "$PREPARED_IMAGE"; then
+    log "podman build -f deploy/Dockerfile: its layers were built by check_container.sh build-image ($PREPARED_IMAGE)"
   fi
-  log "ok: podman build in $((SECONDS - t0))s: $(podman image inspect --format '{{.Size}}' "$image" |
-    awk '{printf "%.0f MB", $1 / 1e6}')"
+  build_image "$image"
 
   # Image metadata.
   local user entry ports
@@ -527,6 +545,15 @@ case ${1:-} in
     static_checks "$@"
     ;;
   image) image_test ;;
+  build-image)
+    # The base images and the image's layers only (tagged $PREPARED_IMAGE), for a
+    # later `image` run to find in podman's cache; exit 77 as `image`.
+    RUN_OPTS=()
+    container_prereqs
+    ensure_base "$IMAGE_RELEASE" apt
+    ensure_base "$IMAGE_RELEASE" slim
+    build_image "$PREPARED_IMAGE"
+    ;;
   base)
     # For tests/deploy/check_package.sh and check_debian.sh: a pristine image (made
     # once per package list, then cached), or exit 77 with the reason.
