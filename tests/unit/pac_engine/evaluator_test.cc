@@ -632,6 +632,14 @@ TEST_CASE(
   // The process that ran it does not run on: gone within a second.
   CHECK(waitUntilGone(pacWorkers(), 1s));
 #endif
+  // One run that ran out of time is one timeout, although both sides saw it:
+  // the query's own timer (deadline + 20 ms) answered it, and the run ended
+  // when its worker was killed (deadline + kKillGrace).
+  for (const auto until = Clock::now() + 5s;
+       h.eval->stats().workers_killed == 0 && Clock::now() < until;)
+    std::this_thread::sleep_for(10ms);
+  std::this_thread::sleep_for(50ms);  // the run's end is counted after the kill
+  CHECK(h.eval->stats().timeouts == 1);
   // The only thread is free again (its worker killed, a new one started
   // and given the file): an answer comes, well before the minutes the call
   // would have taken. The first tries may still wait for the new worker.
