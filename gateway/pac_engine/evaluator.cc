@@ -122,11 +122,17 @@ std::string_view PacQuery::cacheKeyFor(std::string_view scheme, std::string_view
 
 // ---------------------------------------------------------------------------
 
+// Set by whichever side first sees a run run out of time: the run itself
+// (runEval) or a query's own timer. A run is one timeout in the stats, not
+// one per side that saw it.
+using TimeoutSeen = std::shared_ptr<std::atomic<bool>>;
+
 struct Waiter {
   asio::any_io_executor ex;
   std::function<void(PacResult)> done;
   std::unique_ptr<asio::steady_timer> timer;  // touched on `ex` only
   std::atomic<bool> delivered{false};
+  TimeoutSeen timeout_seen;  // its flight's; null for an answer given at once
 };
 
 // One run of FindProxyForURL, shared by the queries with its cache key.
@@ -134,7 +140,13 @@ struct Flight {
   PacQuery query;
   Clock::time_point deadline;
   std::vector<std::shared_ptr<Waiter>> waiters;  // guarded by Impl::mutex
+  TimeoutSeen timeout_seen = std::make_shared<std::atomic<bool>>(false);
 };
+
+// Counts the timeout of the run `seen` belongs to, once.
+void countTimeout(std::atomic<uint64_t>& timeouts, const TimeoutSeen& seen) {
+  if (!seen || !seen->exchange(true)) ++timeouts;
+}
 
 struct Job {
   std::shared_ptr<Flight> flight;     // an evaluation, or:
@@ -293,7 +305,7 @@ PacResult PacEvaluator::Impl::runEval(Flight& flight, PacWorker& worker, const C
   }
   if (Clock::now() >= flight.deadline) {
     r.error = {PacError::Kind::Timeout, "waited for a free PAC thread past the deadline"};
-    ++timeouts;
+    countTimeout(timeouts, flight.timeout_seen);
     return r;
   }
   if (!compiled.ok || compiled.version != r.script_version || !worker.running()) {
@@ -315,7 +327,7 @@ PacResult PacEvaluator::Impl::runEval(Flight& flight, PacWorker& worker, const C
     discard = raw.error.kind == PacError::Kind::Timeout ||
               raw.error.kind == PacError::Kind::Memory || !worker.running();
     if (raw.error.kind == PacError::Kind::Timeout) {
-      ++timeouts;
+      countTimeout(timeouts, flight.timeout_seen);
       r.error.message = "FindProxyForURL " + r.error.message + " (" +
                         std::to_string(options.timeout.count()) + " ms)";
     } else {
@@ -552,6 +564,7 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
       ++impl_->cache_hits;
     } else if (auto it = impl_->flights.find(query.cache_key); it != impl_->flights.end()) {
       ++impl_->coalesced;
+      waiter->timeout_seen = it->second->timeout_seen;
       it->second->waiters.push_back(waiter);
     } else if (impl_->queue.size() >= options_.max_queue) {
       ++impl_->overloaded;
@@ -563,6 +576,7 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
       auto flight = std::make_shared<Flight>();
       flight->query = std::move(query);
       flight->deadline = deadline;
+      waiter->timeout_seen = flight->timeout_seen;
       flight->waiters.push_back(waiter);
       impl_->flights.emplace(flight->query.cache_key, flight);
       Job job;
@@ -584,7 +598,7 @@ void PacEvaluator::evaluate(PacQuery query, asio::any_io_executor ex,
     waiter->timer = std::make_unique<asio::steady_timer>(waiter->ex, deadline + kTimerGrace);
     waiter->timer->async_wait([waiter, impl, timeout](const asio::error_code& ec) {
       if (ec == asio::error::operation_aborted || waiter->delivered.exchange(true)) return;
-      ++impl->timeouts;
+      countTimeout(impl->timeouts, waiter->timeout_seen);
       PacResult r;
       r.error = {PacError::Kind::Timeout, "no answer from the PAC threads within " +
                                               std::to_string(timeout.count()) + " ms"};

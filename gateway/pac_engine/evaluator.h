@@ -113,6 +113,9 @@ struct PacStats {
   uint64_t evaluations = 0;  // runs of FindProxyForURL (cache misses that reached a worker)
   uint64_t cache_hits = 0;
   uint64_t coalesced = 0;  // queries answered by another query's run
+  // Runs that ran out of time (in JavaScript, a native function, or waiting
+  // for a free thread), each once, whether the run or a query's own timer
+  // saw it first.
   uint64_t timeouts = 0;
   uint64_t errors = 0;  // every other failed run (exception, bad return, memory...)
   uint64_t overloaded = 0;

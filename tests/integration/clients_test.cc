@@ -304,7 +304,7 @@ void renderThroughGate(ClientsEnv& env, const std::string& proxy_flag) {
   CHECK((std::filesystem::exists(shot) && std::filesystem::file_size(shot) > 1000));
   // The page and its sub-resources came through h2gate and the h2 proxy.
   CHECK(!env.nghttpx.waitForAccessLines(1, "CONNECT", milliseconds(5000)).empty());
-  CHECK(countOccurrences(env.nginx.accessLog(), "/web/a.png") >= 1);
+  CHECK(env.nginx.waitForAccessCount("/web/a.png", 1) >= 1);
 }
 
 }  // namespace

@@ -68,7 +68,7 @@ TEST_CASE("pac wpad routing: the PAC file WPAD finds decides where requests go",
   CHECK(log[0].get("cluster") == "PROXY 127.0.0.1:" + str(squid.httpPort()));
   CHECK(log[1].get("cluster") == "PROXY 127.0.0.1:" + str(squid.httpPort()));
   CHECK(log[2].get("protocol") == "direct");
-  CHECK(countOccurrences(env.nginx.accessLog(), "GET /wpad.dat") == 2);  // curl's and h2gate's
+  CHECK(env.nginx.waitForAccessCount("GET /wpad.dat", 2) == 2);  // curl's and h2gate's
   const AdminReply status = adminGet(gate.adminPort(), "/pac");
   INFO(status.body);
   CHECK(status.body.find("in use: http://wpad.corp.example.test/wpad.dat") != std::string::npos);

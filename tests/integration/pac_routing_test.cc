@@ -121,7 +121,7 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
   CHECK(squid1->accessLog().find("a.test") == std::string::npos);
   CHECK(squid1->accessLog().find("internal.test") == std::string::npos);
   CHECK(squid2.accessLog().find("origin.test") == std::string::npos);
-  CHECK(countMatches(env.nginx.accessLog(), "/1m?d") == 2);
+  CHECK(env.nginx.waitForAccessCount("/1m?d", 2) == 2);
 
   // squid1 goes away: the PAC's second PROXY carries the rest.
   squid1.reset();

@@ -117,7 +117,7 @@ void checkCarried(ClientsEnv& env, size_t connects, const std::vector<std::strin
   }
   for (const auto& tag : direct) {
     INFO(tag);
-    CHECK(countOccurrences(env.nginx.accessLog(), "/1m?" + tag + " ") == 1);
+    CHECK(env.nginx.waitForAccessCount("/1m?" + tag + " ", 1) == 1);
     CHECK(countOccurrences(env.gate->process().stdoutText(), tag) == 0);
     CHECK(countOccurrences(env.nghttpx.accessLog(), tag) == 0);
   }

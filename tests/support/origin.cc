@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
@@ -58,6 +59,20 @@ std::string Nginx::httpUrl(const std::string& path) const {
 
 std::string Nginx::accessLog() const {
   return readFile(dir_.file("access.log"));
+}
+
+size_t Nginx::waitForAccessCount(const std::string& needle, size_t n,
+                                 std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const std::string log = accessLog();
+    size_t count = 0;
+    for (size_t at = log.find(needle); at != std::string::npos;
+         at = log.find(needle, at + needle.size()))
+      ++count;
+    if (count >= n || std::chrono::steady_clock::now() >= deadline) return count;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 void Nginx::start() {

@@ -15,6 +15,7 @@
 // pass through nginx (e.g. exactly which headers a proxy forwarded).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -85,7 +86,13 @@ class Nginx {
   const TempDir& dir() const { return dir_; }
   Process& process() { return *process_; }
   // nginx's access log (one line per request, "$request $status $body_bytes_sent").
+  // nginx writes a request's line after its response has gone out: a client can
+  // have the response before the line is there.
   std::string accessLog() const;
+  // Polls until `needle` occurs at least `n` times in the access log (or
+  // `timeout` passes); how many times it occurs then.
+  size_t waitForAccessCount(const std::string& needle, size_t n,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(5)) const;
 
  private:
   void start();

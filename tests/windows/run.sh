@@ -93,6 +93,16 @@ if ! cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" --toolchain "$ROOT/cmake/min
 fi
 log "configured and built in $((SECONDS - t0)) s"
 
+# One wine session for all the tests, started here with no pipe of ctest's: a
+# persistent wineserver and the session's own processes (services.exe,
+# explorer.exe, ...; wineboot starts them). Started by the first test instead,
+# they inherit that test's output pipe, and anything that keeps the session
+# alive after the test (a stray process of its own) keeps ctest waiting on the
+# pipe until the test's timeout. stop_wineserver ends it all at exit.
+if [[ -n $WINESERVER ]]; then
+  "$WINESERVER" -p </dev/null >/dev/null 2>&1 || true
+  "$WINE" wineboot </dev/null >/dev/null 2>&1 || true
+fi
 # -V: Catch2's summary (assertions, test cases) and deps_test.sh's checks show even
 # when everything passes.
 if ! ctest --test-dir "$BUILD" -L windows --no-tests=error --output-on-failure -V; then
