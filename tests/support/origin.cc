@@ -65,11 +65,7 @@ size_t Nginx::waitForAccessCount(const std::string& needle, size_t n,
                                  std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (true) {
-    const std::string log = accessLog();
-    size_t count = 0;
-    for (size_t at = log.find(needle); at != std::string::npos;
-         at = log.find(needle, at + needle.size()))
-      ++count;
+    const size_t count = countOccurrences(accessLog(), needle);
     if (count >= n || std::chrono::steady_clock::now() >= deadline) return count;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

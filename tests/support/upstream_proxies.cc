@@ -461,13 +461,4 @@ std::string upstreamModeYaml(uint16_t proxy_port, const std::string& ca_path,
          clusterYaml("proxy", ports, ca_path, http2_options, cluster_extra);
 }
 
-size_t countOccurrences(const std::string& text, const std::string& needle) {
-  if (needle.empty()) return 0;
-  size_t n = 0;
-  for (size_t pos = text.find(needle); pos != std::string::npos;
-       pos = text.find(needle, pos + needle.size()))
-    ++n;
-  return n;
-}
-
 }  // namespace h2gate::test

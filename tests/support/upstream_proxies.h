@@ -28,6 +28,7 @@
 #include "tests/support/process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_ca.h"
+#include "tests/support/util.h"
 
 namespace h2gate::test {
 
@@ -202,8 +203,5 @@ std::string clusterYaml(const std::string& name, const std::vector<uint16_t>& po
                         const std::string& ca_path,
                         const std::vector<std::string>& http2_options = {},
                         const std::vector<std::string>& cluster_extra = {});
-
-// Number of non-overlapping occurrences of `needle` in `text`.
-size_t countOccurrences(const std::string& text, const std::string& needle);
 
 }  // namespace h2gate::test

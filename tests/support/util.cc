@@ -79,6 +79,15 @@ std::string regexEscape(const std::string& text) {
   return out;
 }
 
+size_t countOccurrences(const std::string& text, const std::string& needle) {
+  if (needle.empty()) return 0;
+  size_t n = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
 std::string patternBytes(size_t n) {
   std::string out(n, '\0');
   for (size_t i = 0; i < n; ++i) out[i] = static_cast<char>((i * 7 + i / 251) % 256);

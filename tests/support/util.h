@@ -22,6 +22,8 @@ std::optional<std::vector<std::string>> regexSearch(const std::string& text,
                                                     const std::string& ere);
 // `text` with ERE metacharacters escaped, for building patterns from paths.
 std::string regexEscape(const std::string& text);
+// Number of non-overlapping occurrences of `needle` in `text`.
+size_t countOccurrences(const std::string& text, const std::string& needle);
 
 // Lower-case hex SHA-256.
 std::string sha256Hex(const std::string& data);
