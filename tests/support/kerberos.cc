@@ -33,6 +33,10 @@ std::string sbin(const std::string& name) {
 
 }  // namespace
 
+bool hasGssToken(const std::string& text) {
+  return regexSearch(text, "YII[A-Za-z0-9+/]{20,}").has_value();
+}
+
 std::string kerberosToolsMissing() {
   std::string out;
   if (krb5kdcBinary().empty()) out += " krb5kdc (krb5-kdc)";
