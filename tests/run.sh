@@ -406,14 +406,19 @@ stage_trixie() {
 # so it takes the CPU the stages before leave idle (their tests mostly wait on
 # their peers); the stage's own podman build then finds every layer cached.
 declare -A PREPARE_PID=() PREPARE_LOG=()
+# Only what this run prepared (PREPARE_LOG names it): another run of the
+# command in the same tree (e.g. one stage alone while a whole run goes on)
+# must not take the whole run's prepared container or image away.
 stop_prepare() {
   local s
   for s in "${!PREPARE_PID[@]}"; do kill "${PREPARE_PID[$s]}" 2>/dev/null || true; done
-  if [[ -f build/debian-trixie.prepared ]]; then
+  if [[ -n ${PREPARE_LOG[trixie]:-} && -f build/debian-trixie.prepared ]]; then
     podman rm -f -t 0 "$(cat build/debian-trixie.prepared)" >/dev/null 2>&1 || true
     rm -f build/debian-trixie.prepared
   fi
-  podman rmi -f localhost/h2gate-check:prepared >/dev/null 2>&1 || true
+  if [[ -n ${PREPARE_LOG[container]:-} ]]; then
+    podman rmi -f localhost/h2gate-check:prepared >/dev/null 2>&1 || true
+  fi
 }
 start_prepare() {
   command -v podman >/dev/null 2>&1 || return 0
