@@ -99,8 +99,18 @@ log "configured and built in $((SECONDS - t0)) s"
 # they inherit that test's output pipe, and anything that keeps the session
 # alive after the test (a stray process of its own) keeps ctest waiting on the
 # pipe until the test's timeout. stop_wineserver ends it all at exit.
+# wineserver refuses a prefix directory that does not exist yet ("chdir to
+# ...: No such file or directory"): on a brand-new machine the session was
+# then wineboot's own server, which ends 3 s after its last client, and a
+# test that started just then died at once ("wine client error:0: recvmsg:
+# Connection reset by peer"). The directory first; wineboot fills it.
 if [[ -n $WINESERVER ]]; then
-  "$WINESERVER" -p </dev/null >/dev/null 2>&1 || true
+  mkdir -p "$WINEPREFIX"
+  # Its output to a file: the server it leaves running would hold a pipe open.
+  ws_rc=0
+  "$WINESERVER" -p </dev/null >"$BUILD/wineserver.log" 2>&1 || ws_rc=$?
+  ((ws_rc == 0)) ||
+    log "warning: no persistent wineserver for $WINEPREFIX (exit code $ws_rc): $(cat "$BUILD/wineserver.log")"
   "$WINE" wineboot </dev/null >/dev/null 2>&1 || true
 fi
 # -V: Catch2's summary (assertions, test cases) and deps_test.sh's checks show even
