@@ -344,34 +344,39 @@ stage_windows() {
 # Builds and runs the container image (tests/deploy/check_container.sh image).
 # Exit 77 from the script (no podman/runc/mmdebstrap, not root, or podman cannot
 # run a container here) is a skip: the stage passes with the reason as its note.
+# note_check STAGE CHECK LOG RC OK_TEXT [LABEL]: notes how tests/deploy/CHECK.sh
+# ended (exit status RC, output in LOG): OK_TEXT when it passed, its SKIP or FAIL
+# line otherwise, each after LABEL when given. Returns 0, 77 (skipped) or 1.
+note_check() {
+  local stage=$1 check=$2 log=$3 rc=$4 ok=$5 label=${6:-}
+  case $rc in
+    0) note "$stage" "${label:+$label: }$ok" ;;
+    77)
+      note "$stage" "${label:+$label }SKIPPED: $(sed -n "s/^$check: SKIP: //p" "$log" | tail -n1)"
+      return 77
+      ;;
+    *)
+      note "$stage" "${label:+$label: }$(sed -n "s/^$check: FAIL: //p" "$log" | tail -n1)"
+      return 1
+      ;;
+  esac
+}
+
 stage_container() {
   mkdir -p build
   local log=build/container.log rc=0 failed=0
   wait_prepared container
   timed tests/deploy/check_container.sh image 2>&1 | tee "$log" || rc=$?
-  case $rc in
-    0) note container "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ;;
-    77)
-      note container "SKIPPED: $(sed -n 's/^check_container: SKIP: //p' "$log" | tail -n1)"
-      RESULT_OVERRIDE=SKIP
-      ;;
-    *)
-      note container "$(sed -n 's/^check_container: FAIL: //p' "$log" | tail -n1)"
-      failed=1
-      ;;
-  esac
+  note_check container check_container "$log" "$rc" \
+    "$(grep -Eo 'ok: podman stop.*exit code 0 after [0-9.]+s' "$log" | tail -n1 | sed 's/^ok: //')" ||
+    if (($? == 77)); then RESULT_OVERRIDE=SKIP; else failed=1; fi
   # The Debian package (from the release stage's build/) under systemd.
   log=build/package.log
   rc=0
   timed tests/deploy/check_package.sh install build 2>&1 | tee "$log" || rc=$?
-  case $rc in
-    0) note container "package: $(grep -Eo 'systemctl stop h2gate took.*' "$log" | tail -n1)" ;;
-    77) note container "package SKIPPED: $(sed -n 's/^check_package: SKIP: //p' "$log" | tail -n1)" ;;
-    *)
-      note container "package: $(sed -n 's/^check_package: FAIL: //p' "$log" | tail -n1)"
-      failed=1
-      ;;
-  esac
+  note_check container check_package "$log" "$rc" \
+    "$(grep -Eo 'systemctl stop h2gate took.*' "$log" | tail -n1)" package ||
+    if (($? != 77)); then failed=1; fi
   return "$failed"
 }
 
@@ -382,17 +387,9 @@ stage_trixie() {
   local log=build/trixie.log rc=0
   wait_prepared trixie
   timed tests/deploy/check_debian.sh trixie 2>&1 | tee "$log" || rc=$?
-  case $rc in
-    0) note trixie "$(sed -n 's/^check_debian: \(Debian trixie passed in [0-9]*s\).*/\1/p' "$log" | tail -n1)" ;;
-    77)
-      note trixie "SKIPPED: $(sed -n 's/^check_debian: SKIP: //p' "$log" | tail -n1)"
-      RESULT_OVERRIDE=SKIP
-      ;;
-    *)
-      note trixie "$(sed -n 's/^check_debian: FAIL: //p' "$log" | tail -n1)"
-      return 1
-      ;;
-  esac
+  note_check trixie check_debian "$log" "$rc" \
+    "$(sed -n 's/^check_debian: \(Debian trixie passed in [0-9]*s\).*/\1/p' "$log" | tail -n1)" ||
+    if (($? == 77)); then RESULT_OVERRIDE=SKIP; else return 1; fi
 }
 
 # ------------------------------------------------------------------ main ----

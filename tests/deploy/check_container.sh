@@ -67,24 +67,11 @@ K8S_VERSIONS=(1.29.0 1.33.0)
 # The image test's Debian release: deploy/Dockerfile's default DEBIAN_RELEASE.
 IMAGE_RELEASE=${H2GATE_IMAGE_RELEASE:-$(sed -n 's/^ARG DEBIAN_RELEASE=//p' "$ROOT/deploy/Dockerfile" | head -n1)}
 
-log() { printf 'check_container: %s\n' "$*"; }
-fail() {
-  printf 'check_container: FAIL: %s\n' "$*" >&2
-  exit 1
-}
-skip() {
-  printf 'check_container: SKIP: %s\n' "$*"
-  exit 77
-}
+NAME=check_container
+# log, fail, skip; $TMP and CLEANUP, cleaned at exit
+# shellcheck source=tests/deploy/lib.sh
+source "$ROOT/tests/deploy/lib.sh"
 
-TMP=$(mktemp -d)
-CLEANUP=()
-cleanup() {
-  local c
-  for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 # tool NAME ENVVAR: the tool's path (ENVVAR, PATH, then the test venv).
 tool() {

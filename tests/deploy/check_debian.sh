@@ -86,25 +86,12 @@ done
 WINDOWS=${H2GATE_DEBIAN_WINDOWS:-0}
 WIN_CACHE=${H2GATE_DEBIAN_WIN_CACHE:-/var/cache/h2gate-win-$RELEASE}
 
-log() { printf 'check_debian: %s\n' "$*"; }
-fail() {
-  printf 'check_debian: FAIL: %s\n' "$*" >&2
-  exit 1
-}
-skip() {
-  printf 'check_debian: SKIP: %s\n' "$*"
-  exit 77
-}
+NAME=check_debian
+# log, fail, skip; $TMP and CLEANUP, cleaned at exit
+# shellcheck source=tests/deploy/lib.sh
+source "$ROOT/tests/deploy/lib.sh"
 
 [[ $RELEASE =~ ^(bookworm|trixie)$ ]] || fail "release '$RELEASE': bookworm or trixie"
-TMP=$(mktemp -d)
-CLEANUP=()
-cleanup() {
-  local c
-  for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 # CPU seconds the container has used (cgroup v2 or v1), 0 without it: with the
 # wall time of each step, what the step would take on 2 idle cores is about

@@ -41,24 +41,11 @@ if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTH
 # systemd-analyze security: the highest exposure score that passes.
 MAX_EXPOSURE=${H2GATE_MAX_EXPOSURE:-2.0}
 
-log() { printf 'check_package: %s\n' "$*"; }
-fail() {
-  printf 'check_package: FAIL: %s\n' "$*" >&2
-  exit 1
-}
-skip() {
-  printf 'check_package: SKIP: %s\n' "$*"
-  exit 77
-}
+NAME=check_package
+# log, fail, skip; $TMP and CLEANUP, cleaned at exit
+# shellcheck source=tests/deploy/lib.sh
+source "$ROOT/tests/deploy/lib.sh"
 
-TMP=$(mktemp -d)
-CLEANUP=()
-cleanup() {
-  local c
-  for c in "${CLEANUP[@]}"; do eval "$c" >/dev/null 2>&1 || true; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
 
 run() {
   local label=$1
