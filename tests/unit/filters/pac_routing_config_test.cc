@@ -155,7 +155,7 @@ proxies:
     scheme: negotiate
     spn: HTTP@proxy.corp.example
     principal: alice@CORP.EXAMPLE
-  authenticate_to: [Proxy.Corp.Example., .branch.example, 10.0.0.1, "[2001:db8::1]", "::2"]
+  authenticate_to: [Proxy.Corp.Example., .branch.example, 10.0.0.1, "[2001:db8::1]", "2001:DB8::2"]
 )");
   INFO(e.problems());
   REQUIRE(c);
@@ -167,7 +167,7 @@ proxies:
   CHECK_FALSE(c->proxies.cluster.credentials);
   REQUIRE(c->proxies.authenticate_to);
   CHECK(c->proxies.authenticate_to->str() ==
-        "[proxy.corp.example, .branch.example, 10.0.0.1, 2001:db8::1, ::2]");
+        "[proxy.corp.example, .branch.example, 10.0.0.1, 2001:db8::1, 2001:db8::2]");
 
   // The credentials, as a cluster's; no authenticate_to: the default.
   c = e.parse(R"(url: http://wpad.corp.example/proxy.pac
@@ -221,17 +221,17 @@ proxies:
         "p.yaml:5:10: routes[0].pac.proxies.proxy_authentication.spn: expected GSSAPI's "
         "SERVICE@HOST form, e.g. HTTP@proxy.example.com (not a Kerberos principal name like "
         "HTTP/proxy.example.com@REALM)\n"
-        "p.yaml:7:40: routes[0].pac.proxies.authenticate_to[1]: '*.corp.example': only \"*\" "
+        "p.yaml:7:41: routes[0].pac.proxies.authenticate_to[1]: '*.corp.example': only \"*\" "
         "alone is a wildcard; for a domain and every host under it write .example.com\n"
-        "p.yaml:7:58: routes[0].pac.proxies.authenticate_to[2]: 'proxy:3128' is not a host: "
+        "p.yaml:7:59: routes[0].pac.proxies.authenticate_to[2]: 'proxy:3128' is not a host: "
         "write the host without a port\n"
-        "p.yaml:7:72: routes[0].pac.proxies.authenticate_to[3]: expected a host name, .domain, "
+        "p.yaml:7:73: routes[0].pac.proxies.authenticate_to[3]: expected a host name, .domain, "
         "an IP address or \"*\"\n"
-        "p.yaml:7:80: routes[0].pac.proxies.authenticate_to[4]: an empty entry (for none at all, "
+        "p.yaml:7:81: routes[0].pac.proxies.authenticate_to[4]: an empty entry (for none at all, "
         "write authenticate_to: [])\n"
-        "p.yaml:7:84: routes[0].pac.proxies.authenticate_to[5]: '.' is not a .domain (expected "
-        ".example.com)\n"
-        "p.yaml:7:89: routes[0].pac.proxies.authenticate_to[6]: 'bad host' is not a host name or "
+        "p.yaml:7:85: routes[0].pac.proxies.authenticate_to[5]: '.' is not a .domain (empty host "
+        "name)\n"
+        "p.yaml:7:90: routes[0].pac.proxies.authenticate_to[6]: 'bad host' is not a host name or "
         "an IP address\n");
 
   Env e2;
@@ -242,7 +242,7 @@ proxies:
     scheme: basic
 )"));
   CHECK(e2.problems() ==
-        "p.yaml:4:3: routes[0].pac.proxies.proxy_authentication: scheme basic needs credentials "
+        "p.yaml:5:5: routes[0].pac.proxies.proxy_authentication: scheme basic needs credentials "
         "(a username and a password)\n");
 
   Env e3;
@@ -260,8 +260,8 @@ proxies:
   authenticate_to: localhost
 )"));
   CHECK(e4.problems() ==
-        "p.yaml:5:18: routes[0].pac.proxies.proxy_authentication.credentials: missing required "
-        "field 'password'\n"
+        "p.yaml:5:18: routes[0].pac.proxies.proxy_authentication.credentials.password: missing "
+        "required field\n"
         "p.yaml:6:20: routes[0].pac.proxies.authenticate_to: expected a list\n");
 }
 
