@@ -75,6 +75,16 @@ inline bool fetch1m(const H2gate& gate, const std::string& listener, const TestC
   return r.exit_code == 0 && r.out == "200" && sha256File(file) == testFile("1m").sha256;
 }
 
+// Nothing `gate` logged (stderr and stdout) holds any of `secrets`
+// (tokens, passwords).
+inline void checkNotLogged(H2gate& gate, const std::vector<std::string>& secrets) {
+  const std::string log = gate.stderrText() + gate.process().stdoutText();
+  for (const std::string& secret : secrets) {
+    INFO(secret);
+    CHECK(log.find(secret) == std::string::npos);
+  }
+}
+
 // `path` on `nginx` under the name `host`: its TLS port or its plain one.
 inline std::string nginxUrl(const Nginx& nginx, const std::string& host, bool tls,
                             const std::string& path) {
