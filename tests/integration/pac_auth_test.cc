@@ -230,7 +230,8 @@ struct TestProxyPacEnv : PacEnv {
     proxy = std::make_unique<AuthProxy>(std::move(o));
   }
   H2gate& startWith(const std::string& pac_block) {
-    H2gate& g = start(PacEnv::listener("local_proxy", pac_block), {"local_proxy"});
+    H2gate& g = start(PacEnv::listener("local_proxy", pac_block), {"local_proxy"},
+                      [](H2gate::Options& o) { ntlmSanitizerEnv(o); });
     REQUIRE(g.process().waitForLog("using the PAC file from", milliseconds(10000)));
     return g;
   }

@@ -330,12 +330,7 @@ struct ProxyEnv {
   H2gate& startGate(const std::string& auth, const std::string& ca = "") {
     H2gate::Options o = authGateOptions(proxy->port(), ca, auth);
     if (realm) o.env = realm->kdc.env(realm->alice);
-    // An ASan build of h2gate that uses NTLM: gss-ntlmssp's own leak is
-    // suppressed (tests/lsan.supp), which needs full stack unwinding.
-    // Without ASan these variables do nothing.
-    const char* asan = std::getenv("ASAN_OPTIONS");
-    o.env["ASAN_OPTIONS"] = std::string(asan ? asan : "") + ":fast_unwind_on_malloc=0";
-    o.env["LSAN_OPTIONS"] = "suppressions=" H2GATE_SOURCE_DIR "/tests/lsan.supp";
+    ntlmSanitizerEnv(o);
     gate = std::make_unique<H2gate>(std::move(o));
     return *gate;
   }
