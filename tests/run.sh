@@ -406,14 +406,37 @@ stage_trixie() {
 # so it takes the CPU the stages before leave idle (their tests mostly wait on
 # their peers); the stage's own podman build then finds every layer cached.
 declare -A PREPARE_PID=() PREPARE_LOG=()
+# Only what this run prepared (PREPARE_LOG names it): another run of the
+# command in the same tree (e.g. one stage alone while a whole run goes on)
+# must not take the whole run's prepared container or image away.
 stop_prepare() {
   local s
   for s in "${!PREPARE_PID[@]}"; do kill "${PREPARE_PID[$s]}" 2>/dev/null || true; done
-  if [[ -f build/debian-trixie.prepared ]]; then
+  if [[ -n ${PREPARE_LOG[trixie]:-} && -f build/debian-trixie.prepared ]]; then
     podman rm -f -t 0 "$(cat build/debian-trixie.prepared)" >/dev/null 2>&1 || true
     rm -f build/debian-trixie.prepared
   fi
-  podman rmi -f localhost/h2gate-check:prepared >/dev/null 2>&1 || true
+  if [[ -n ${PREPARE_LOG[container]:-} ]]; then
+    podman rmi -f localhost/h2gate-check:prepared >/dev/null 2>&1 || true
+  fi
+}
+# Stage $1's preparation (the command after it), niced, in the background;
+# its exit status goes to PREPARE_LOG[$1].rc. Not bash's `wait PID`: over a
+# whole run the PIDs wrap around (pid_max 32768 here) and bash forgets a job
+# whose PID a later process took (the stages then read "exit 127").
+in_background() {
+  local s=$1
+  shift
+  rm -f "${PREPARE_LOG[$s]}.rc"
+  (
+    trap 'kill "$child" 2>/dev/null' TERM
+    nice -n 19 "$@" >"${PREPARE_LOG[$s]}" 2>&1 &
+    child=$!
+    prc=0
+    wait "$child" || prc=$?
+    echo "$prc" >"${PREPARE_LOG[$s]}.rc.tmp" && mv "${PREPARE_LOG[$s]}.rc.tmp" "${PREPARE_LOG[$s]}.rc"
+  ) &
+  PREPARE_PID[$s]=$!
 }
 start_prepare() {
   command -v podman >/dev/null 2>&1 || return 0
@@ -421,13 +444,11 @@ start_prepare() {
   trap stop_prepare EXIT
   if [[ $SKIP != *",trixie,"* ]]; then
     PREPARE_LOG[trixie]=build/debian-trixie.prepare.log
-    nice -n 19 tests/deploy/check_debian.sh trixie --prepare >"${PREPARE_LOG[trixie]}" 2>&1 &
-    PREPARE_PID[trixie]=$!
+    in_background trixie tests/deploy/check_debian.sh trixie --prepare
   fi
   if [[ $SKIP != *",container,"* ]]; then
     PREPARE_LOG[container]=build/container-prepare.log
-    nice -n 19 tests/deploy/check_container.sh build-image >"${PREPARE_LOG[container]}" 2>&1 &
-    PREPARE_PID[container]=$!
+    in_background container tests/deploy/check_container.sh build-image
   fi
   local s
   for s in "${!PREPARE_PID[@]}"; do
@@ -438,12 +459,13 @@ start_prepare() {
 # stage does it all itself then).
 wait_prepared() {
   [[ -n ${PREPARE_PID[$1]:-} ]] || return 0
-  local t0=$SECONDS prc=0
-  wait "${PREPARE_PID[$1]}" || prc=$?
+  local t0=$SECONDS prc rc_file=${PREPARE_LOG[$1]}.rc
+  while [[ ! -f $rc_file ]] && kill -0 "${PREPARE_PID[$1]}" 2>/dev/null; do sleep 2; done
+  prc=$(cat "$rc_file" 2>/dev/null || echo "unknown (it wrote no exit status)")
   unset "PREPARE_PID[$1]"
   echo "--- stage $1's background preparation: exit $prc; waited $((SECONDS - t0))s for it (log ${PREPARE_LOG[$1]})"
-  tail -n 3 "${PREPARE_LOG[$1]}"
-  ((prc == 0)) || note "$1" "its background preparation exited $prc (log: ${PREPARE_LOG[$1]})"
+  tail -n 3 "${PREPARE_LOG[$1]}" 2>/dev/null || true
+  [[ $prc == 0 ]] || note "$1" "its background preparation exited $prc (log: ${PREPARE_LOG[$1]})"
 }
 
 if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "tests/support/origin.h"
+#include "tests/support/util.h"
 
 namespace h2gate::test {
 namespace {
@@ -36,7 +37,7 @@ HostileServer::HostileServer(Options options) : options_(std::move(options)), di
   opts.log_dir = dir_.path().string();
   opts.name = "hostile_server";
   process_ = std::make_unique<Process>(std::move(opts));
-  auto m = process_->waitForLog("listening on 127\\.0\\.0\\.1:([0-9]+)", milliseconds(10000),
+  auto m = process_->waitForLog("listening on 127\\.0\\.0\\.1:([0-9]+)", kPeerStartTimeout,
                                 Stream::Stdout);
   if (!m) throw std::runtime_error("hostile_server did not start:\n" + process_->logTail());
   port_ = static_cast<uint16_t>(std::stoi((*m)[1]));

@@ -33,6 +33,10 @@ std::string sbin(const std::string& name) {
 
 }  // namespace
 
+bool hasGssToken(const std::string& text) {
+  return regexSearch(text, "YII[A-Za-z0-9+/]{20,}").has_value();
+}
+
 std::string kerberosToolsMissing() {
   std::string out;
   if (krb5kdcBinary().empty()) out += " krb5kdc (krb5-kdc)";
@@ -82,7 +86,7 @@ Kdc::Kdc(std::string realm) : realm_(std::move(realm)), dir_("kdc") {
     opts.name = "krb5kdc";
     process_ = std::make_unique<Process>(std::move(opts));
     // The KDC listens on TCP too: ready once that port answers.
-    if (waitForPort(port_, milliseconds(10000))) return;
+    if (waitForPort(port_, kPeerStartTimeout)) return;
     last_error = log() + process_->logTail();
     process_->stop(milliseconds(2000));
     process_.reset();

@@ -82,4 +82,10 @@ class ScopedKrb5Env {
 // are, else what is missing.
 std::string kerberosToolsMissing();
 
+// Whether `text` holds what looks like a Kerberos (SPNEGO) token in base64:
+// its DER starts 0x60 0x82, "YII" in base64, and runs on for hundreds of
+// characters. Not "YII" alone: a temporary directory's random suffix
+// ("/tmp/h2gate-h2gate-XRsYII/h2gate.yaml" in a start-up line) has that.
+bool hasGssToken(const std::string& text);
+
 }  // namespace h2gate::test

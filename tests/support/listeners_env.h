@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "tests/support/h2gate.h"
+#include "tests/support/kerberos.h"
 #include "tests/support/origin.h"
 #include "tests/support/test_ca.h"
 #include "tests/support/util.h"
@@ -86,9 +87,10 @@ inline void ntlmSanitizerEnv(H2gate::Options& o) {
 }
 
 // Nothing `gate` logged (stderr and stdout) holds any of `secrets`
-// (tokens, passwords).
+// (tokens, passwords), nor a Kerberos token (hasGssToken).
 inline void checkNotLogged(H2gate& gate, const std::vector<std::string>& secrets) {
   const std::string log = gate.stderrText() + gate.process().stdoutText();
+  CHECK(!hasGssToken(log));
   for (const std::string& secret : secrets) {
     INFO(secret);
     CHECK(log.find(secret) == std::string::npos);

@@ -25,7 +25,7 @@ UploadSink::UploadSink(const std::string& dir) {
   opts.name = "upload_sink";
   log_ = std::make_unique<PeerLog>("upload sink stderr", dir + "/upload_sink.stderr");
   process_ = std::make_unique<Process>(std::move(opts));
-  auto m = process_->waitForLog("listening on 127\\.0\\.0\\.1:([0-9]+)", milliseconds(10000),
+  auto m = process_->waitForLog("listening on 127\\.0\\.0\\.1:([0-9]+)", kPeerStartTimeout,
                                 Stream::Stdout);
   if (!m) throw std::runtime_error("upload_sink did not start:\n" + process_->logTail());
   port_ = static_cast<uint16_t>(std::stoi((*m)[1]));
@@ -149,7 +149,7 @@ void Nginx::start() {
     opts.name = "nginx";
     process_ = std::make_unique<Process>(std::move(opts));
     // The pid file is written after the listening sockets are bound.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    auto deadline = std::chrono::steady_clock::now() + kPeerStartTimeout;
     bool bound = false;
     while (std::chrono::steady_clock::now() < deadline && process_->running()) {
       if (std::filesystem::exists(pid_path)) {

@@ -44,7 +44,7 @@ PrometheusServer::PrometheusServer(uint16_t target_port, const std::string& path
     o.log_dir = dir_.path().string();
     o.name = "prometheus";
     process_ = std::make_unique<Process>(std::move(o));
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto deadline = std::chrono::steady_clock::now() + kPeerStartTimeout;
     while (std::chrono::steady_clock::now() < deadline && process_->running()) {
       CommandResult r = runCurl({"-s", "-o", "/dev/null", "-w", "%{http_code}",
                                  "http://127.0.0.1:" + std::to_string(port_) + "/-/ready"},

@@ -18,7 +18,7 @@ ShapeServer::ShapeServer() : dir_("shapes") {
   opts.log_dir = dir_.path().string();
   opts.name = "shape_server";
   process_ = std::make_unique<Process>(std::move(opts));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  const auto deadline = std::chrono::steady_clock::now() + kPeerStartTimeout;
   while (std::chrono::steady_clock::now() < deadline && process_->running()) {
     const std::string p = readFile(dir_.file("port"));
     if (!p.empty()) {

@@ -227,7 +227,7 @@ void Squid::start() {
     const std::string want_https =
         "Accepting HTTPS Socket connections at [^\n]*local=127\\.0\\.0\\.1:" +
         std::to_string(https_port_) + " ";
-    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    const auto deadline = Clock::now() + kPeerStartTimeout;
     bool ready = false, bind_failed = false;
     while (Clock::now() < deadline && process_->running()) {
       const std::string log = cacheLog();
@@ -349,7 +349,7 @@ void Nghttpx::start(uint16_t fixed_port) {
     opts.log_dir = d;
     opts.name = "nghttpx";
     process_ = std::make_unique<Process>(std::move(opts));
-    const auto deadline = Clock::now() + std::chrono::seconds(15);
+    const auto deadline = Clock::now() + kPeerStartTimeout;
     bool ready = false;
     while (Clock::now() < deadline && process_->running()) {
       const std::string log = errorLog();

@@ -53,6 +53,13 @@ const std::string& testDataDir();
 // Makes a random file of `size` bytes at `path`; returns its SHA-256.
 std::string makeRandomFile(const std::string& path, uint64_t size);
 
+// How long a test waits for a peer it starts (nginx, squid, nghttpx, the
+// KDC, Prometheus, the Python fixtures) to be ready. A bound against a peer
+// that never starts, not a measure: each start returns as soon as its peer
+// is ready. On 2 cores at load 20 (the integration suite in a loop beside
+// the whole test command) python3 took over 10 s to print its first line.
+inline constexpr std::chrono::seconds kPeerStartTimeout{60};
+
 struct CommandResult {
   int exit_code = -1;  // -1 when killed (timeout or signal)
   bool timed_out = false;
