@@ -179,7 +179,14 @@ std::optional<ProxyCredentials> parseCredentials(NodeReader& creds) {
   return out;
 }
 
-std::optional<ProxyAuthentication> parseAuthentication(NodeReader& r, Cluster& c) {
+}  // namespace
+}  // namespace h2gate::config::detail
+
+namespace h2gate::config {
+
+std::optional<ProxyAuthentication> parseProxyAuthentication(NodeReader& r, Cluster& c) {
+  using detail::parseCredentials;
+  using detail::readableFile;
   if (r.isNull() || !r.expectMap()) return std::nullopt;
   r.allowOnly({"scheme", "spn", "client_keytab", "principal", "credentials"});
   ProxyAuthentication a;
@@ -241,6 +248,11 @@ std::optional<ProxyAuthentication> parseAuthentication(NodeReader& r, Cluster& c
             std::string(schemeName(a.scheme)) + ")");
   return a;
 }
+
+}  // namespace h2gate::config
+
+namespace h2gate::config::detail {
+namespace {
 
 void parseProtocolOptions(NodeReader& options, Cluster& c) {
   if (!options.expectMap()) return;
@@ -327,7 +339,7 @@ Cluster parseCluster(NodeReader& r) {
     creds.errorAt("username", "must not contain ':'");
   }
   NodeReader auth = r.child("proxy_authentication");
-  c.authentication = parseAuthentication(auth, c);
+  c.authentication = parseProxyAuthentication(auth, c);
   // NTLM authenticates a connection, which HTTP/2 cannot carry (its streams
   // are independent requests): such a cluster offers only http/1.1.
   if (c.authentication && c.authentication->scheme == ProxyAuthentication::Scheme::Ntlm && c.tls) {

@@ -49,6 +49,14 @@ Bootstrap defaultBootstrap();
 // filter chain. Sorted by position in the file.
 std::vector<Problem> validate(const Bootstrap& bootstrap);
 
+// A `proxy_authentication` mapping (config/README.md): scheme, spn,
+// client_keytab, principal and credentials, as a cluster has it and as a
+// PAC route's proxies have it (filters/pac_routing_config.h). The
+// credentials go into `cluster.credentials` (an error when it holds
+// proxy_credentials already). Records every problem in the reader's
+// Diagnostics; nullopt when the node is absent or not a mapping.
+std::optional<ProxyAuthentication> parseProxyAuthentication(NodeReader& r, Cluster& cluster);
+
 // Small checks shared with the flag parser (gateway/server/cli.h).
 // "" when `path` names a readable regular file, else "cannot read 'PATH': why".
 std::string checkReadableFile(const std::string& path);

@@ -149,8 +149,80 @@ pac::PacQuery queryFor(const RequestHead& head) {
 
 }  // namespace
 
+struct PacRoute::AuthPolicy {
+  std::string route;
+  // The scheme when pac.proxies has proxy_authentication; "" when not.
+  std::string scheme;
+  std::optional<AuthenticateTo> configured;
+  pac::PacSourceConfig source;
+  mutable std::mutex mutex;
+  AuthenticateTo current;        // the default now (guarded)
+  std::string from;              // where it came from (guarded)
+  std::set<std::string> logged;  // refusals logged, by proxy and list (guarded, bounded)
+
+  // The list in force and how it is shown in messages.
+  std::string listText() const {
+    if (configured) return configured->str();
+    std::lock_guard lock(mutex);
+    return current.str() + " (the default: " + from + ")";
+  }
+  bool allows(const std::string& host) const {
+    if (configured) return configured->allows(host);
+    std::lock_guard lock(mutex);
+    return current.allows(host);
+  }
+  // "" or why the proxy of `proxy_route` at `host` gets no credentials
+  // (PacRoute::mayAuthenticate).
+  std::string check(const std::string& proxy_route, const std::string& host, bool log);
+  // A new PAC file is in use: the default follows it. True when it changed.
+  bool follow(const pac::PacScript* script) {
+    if (configured || source.kind == pac::PacSourceConfig::Kind::File ||
+        source.kind == pac::PacSourceConfig::Kind::Url)
+      return false;
+    std::string new_from;
+    AuthenticateTo next = defaultAuthenticateTo(source, script, &new_from);
+    std::lock_guard lock(mutex);
+    if (next == current) return false;
+    current = std::move(next);
+    from = std::move(new_from);
+    return true;
+  }
+};
+
+std::string PacRoute::AuthPolicy::check(const std::string& proxy_route, const std::string& host,
+                                        bool log) {
+  if (scheme.empty() || allows(host)) return {};
+  const std::string list = listText();
+  const std::string why = "not in authenticate_to " + list;
+  if (!log) return why;
+  bool first = false;
+  {
+    std::lock_guard lock(mutex);
+    if (logged.size() < kMaxNoted) first = logged.insert(proxy_route + "|" + list).second;
+  }
+  // "PROXY host:port" / "HTTPS host:port": the proxy is host:port.
+  const std::string proxy = proxy_route.size() > 6 ? proxy_route.substr(6) : proxy_route;
+  if (first)
+    H2G_LOG(Warn, 0, 0,
+            "pac " << route << ": proxy " << proxy << " named by the PAC file gets no credentials: "
+                   << why << "; its 407 reaches the app as it is (list it in "
+                   << "pac.proxies.authenticate_to to allow it)");
+  return why;
+}
+
+std::string PacRoute::mayAuthenticate(const std::string& route, const std::string& host,
+                                      bool log) const {
+  return auth_->check(route, host, log);
+}
+
 PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses)
-    : config_(std::move(config)), lookup_(resolveWithAsio) {
+    : config_(std::move(config)), auth_(std::make_shared<AuthPolicy>()), lookup_(resolveWithAsio) {
+  auth_->route = name();
+  if (config_.proxies.cluster.authentication)
+    auth_->scheme = std::string(config::schemeName(config_.proxies.cluster.authentication->scheme));
+  auth_->configured = config_.proxies.authenticate_to;
+  auth_->source = config_.source;
+  auth_->current = defaultAuthenticateTo(config_.source, nullptr, &auth_->from);
   for (const std::string& own : own_addresses) {
     const std::size_t colon = own.rfind(':');
     if (colon == std::string::npos) continue;
@@ -171,6 +243,11 @@ PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses
   t->cluster = config_.proxies.cluster;
   t->max_proxies = config_.proxies.max_proxies;
   t->idle_timeout = config_.proxies.idle_timeout;
+  // The template may outlive the route (pools keep it): it holds the
+  // policy, not the route.
+  t->may_authenticate = [auth = auth_](const std::string& route, const std::string& host) {
+    return auth->check(route, host, true);
+  };
   proxies_ = std::move(t);
 }
 
@@ -208,6 +285,10 @@ std::string PacRoute::start() {
                                                    self->onScript(std::move(script));
                                                });
     source_->start();
+    if (!auth_->scheme.empty())
+      H2G_LOG(Info, 0, 0,
+              "pac " << name() << ": proxies named by the PAC file that get credentials ("
+                     << auth_->scheme << "): " << auth_->listText());
   });
   return {};
 }
@@ -216,17 +297,28 @@ void PacRoute::onScript(std::shared_ptr<pac::PacScript> script) {
   const std::string origin = script->origin;
   const std::string sha = script->sha256.substr(0, 16);
   const std::string route = name();
+  std::shared_ptr<const pac::PacScript> loaded = script;
   evaluator_->setScript(
-      std::move(script), controlExecutor(), [route, origin, sha](pac::PacError e) {
-        if (e)
+      std::move(script), controlExecutor(),
+      [route, origin, sha, loaded, auth = auth_, tmpl = proxies_](pac::PacError e) {
+        if (e) {
           H2G_LOG(Warn, 0, 0,
                   "pac " << route << ": the PAC file from " << origin << " does not load ("
                          << pac::kindName(e.kind) << ": " << e.message
                          << "); the previous one, if any, stays in use");
-        else
-          H2G_LOG(Info, 0, 0,
-                  "pac " << route << ": using the PAC file from " << origin << " (sha256 " << sha
-                         << "…)");
+          return;
+        }
+        H2G_LOG(Info, 0, 0,
+                "pac " << route << ": using the PAC file from " << origin << " (sha256 " << sha
+                       << "…)");
+        // authenticate_to's default follows where the file in use came
+        // from: pools made for the old one are made again.
+        if (auth->follow(loaded.get())) {
+          tmpl->auth_generation.fetch_add(1, std::memory_order_relaxed);
+          if (!auth->scheme.empty())
+            H2G_LOG(Info, 0, 0,
+                    "pac " << route << ": proxies that get credentials: " << auth->listText());
+        }
       });
 }
 
@@ -523,6 +615,18 @@ void PacRoute::explain(const std::string& url, asio::any_io_executor ex,
           out += "answer: " + r.answer + "\nentries used: " + r.proxies.str() + "\n";
           for (const pac::SkippedEntry& s : r.proxies.skipped)
             out += "skipped: " + s.text + " (" + s.reason + ")\n";
+          for (const pac::ProxyEntry& e : r.proxies.entries) {
+            if (e.kind == pac::ProxyEntry::Kind::Direct) continue;
+            out += "credentials for " + e.str() + ": ";
+            if (self->auth_->scheme.empty()) {
+              out += "none (pac.proxies has no proxy_authentication)\n";
+            } else if (std::string why = self->mayAuthenticate(e.str(), e.host, false);
+                       why.empty()) {
+              out += self->auth_->scheme + "\n";
+            } else {
+              out += "none, " + why + "\n";
+            }
+          }
         }
         out += std::string("from cache: ") + (r.from_cache ? "yes" : "no") + "\n";
         done(200, std::move(out));

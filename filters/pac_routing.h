@@ -110,6 +110,13 @@ class PacRoute final : public upstream::RouteDecider,
   const std::string& name() const { return config_.source.name; }
   const PacRouteConfig& config() const { return config_; }
 
+  // Whether the proxy of `route` ("PROXY host:port"), at `host`, gets the
+  // credentials of pac.proxies.proxy_authentication: "" when it does (or
+  // there are none to get), else why not ("not in authenticate_to
+  // [localhost] (...)"). With `log`, a refusal is logged at warn once per
+  // proxy and list. Asked when a pool for that proxy is made.
+  std::string mayAuthenticate(const std::string& route, const std::string& host, bool log) const;
+
   // How the loop check resolves a proxy's name: `done` gets its addresses
   // (none when it does not resolve), posted to `ex`. By default asio's
   // resolver (getaddrinfo off the event loop); tests set their own.
@@ -142,7 +149,12 @@ class PacRoute final : public upstream::RouteDecider,
     uint16_t port = 0;
   };
 
+  // authenticate_to as it is now (the default follows the PAC file in
+  // use); shared with the proxy template's may_authenticate.
+  struct AuthPolicy;
+
   PacRouteConfig config_;
+  std::shared_ptr<AuthPolicy> auth_;
   std::vector<OwnAddress> own_addresses_;
   // The machine's addresses, read once when an own address is unspecified.
   std::vector<asio::ip::address> interfaces_;

@@ -1,9 +1,147 @@
 #include "filters/pac_routing_config.h"
 
+#include <algorithm>
+
+#include "config/loader.h"
 #include "filters/forward_proxy.h"
+#include "gateway/net/host_name.h"
 #include "gateway/pac_engine/fetch.h"
+#include "gateway/upstream/router.h"
 
 namespace h2gate::filters {
+namespace {
+
+std::string_view withoutBrackets(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    return host.substr(1, host.size() - 2);
+  return host;
+}
+
+// `host` (no brackets) as h2gate compares it: an IP address in canonical
+// form (*ip set), or a name in normal form. nullopt when it is neither.
+std::optional<std::string> comparable(std::string_view host, bool* ip) {
+  std::string why;
+  *ip = host.find(':') != std::string_view::npos || net::endsInNumber(host);
+  if (*ip) return net::canonicalRequestHost(host, host.find(':') != std::string_view::npos, &why);
+  return net::normalizeHostName(host, &why);
+}
+
+}  // namespace
+
+std::string AuthenticateTo::add(std::string_view entry) {
+  const std::string quoted = "'" + std::string(entry) + "'";
+  if (entry == "*") {
+    every_ = true;
+    shown_.emplace_back("*");
+    return {};
+  }
+  if (entry.empty()) return "an empty entry (for none at all, write authenticate_to: [])";
+  if (entry.front() == '.') {
+    std::string why;
+    std::optional<std::string> domain = net::normalizeHostName(entry.substr(1), &why);
+    if (!domain || domain->empty() || entry.find('*') != std::string_view::npos)
+      return quoted + " is not a .domain (" + (why.empty() ? "expected .example.com" : why) + ")";
+    if (net::endsInNumber(*domain))
+      return quoted + " is not a .domain: it ends in a number (list IP addresses one by one)";
+    suffixes_.push_back(*domain);
+    shown_.push_back("." + *domain);
+    return {};
+  }
+  if (entry.find('*') != std::string_view::npos)
+    return quoted +
+           ": only \"*\" alone is a wildcard; for a domain and every host under it "
+           "write .example.com";
+  const std::string_view host = withoutBrackets(entry);
+  const bool bracketed = host.size() != entry.size();
+  if (!bracketed && host.find(':') != std::string_view::npos && !config::isIpLiteral(host))
+    return quoted + " is not a host: write the host without a port";
+  bool ip = false;
+  std::optional<std::string> value = comparable(host, &ip);
+  if (!value) return quoted + " is not a host name or an IP address";
+  exact_.push_back(*value);
+  shown_.push_back(*value);
+  return {};
+}
+
+AuthenticateTo AuthenticateTo::everyProxy() {
+  AuthenticateTo out;
+  out.add("*");
+  return out;
+}
+
+AuthenticateTo AuthenticateTo::domainOf(std::string_view host_in) {
+  AuthenticateTo out;
+  const std::string_view host = withoutBrackets(host_in);
+  bool ip = false;
+  std::optional<std::string> value = comparable(host, &ip);
+  if (!value || value->empty()) return out;
+  const std::size_t labels = ip ? 1 : std::count(value->begin(), value->end(), '.') + 1;
+  if (labels >= 3) {
+    const std::string domain = value->substr(value->find('.') + 1);
+    out.suffixes_.push_back(domain);
+    out.shown_.push_back("." + domain);
+  } else {
+    out.exact_.push_back(*value);
+    out.shown_.push_back(*value);
+  }
+  return out;
+}
+
+bool AuthenticateTo::allows(std::string_view host_in) const {
+  if (every_) return true;
+  bool ip = false;
+  std::optional<std::string> host = comparable(withoutBrackets(host_in), &ip);
+  if (!host || host->empty()) return false;
+  if (std::find(exact_.begin(), exact_.end(), *host) != exact_.end()) return true;
+  if (ip) return false;
+  return std::any_of(suffixes_.begin(), suffixes_.end(), [&](const std::string& d) {
+    return *host == d || (host->size() > d.size() && host->ends_with(d) &&
+                          (*host)[host->size() - d.size() - 1] == '.');
+  });
+}
+
+std::string AuthenticateTo::str() const {
+  std::string out = "[";
+  for (const std::string& e : shown_) out += (out.size() > 1 ? ", " : "") + e;
+  return out + "]";
+}
+
+AuthenticateTo defaultAuthenticateTo(const pac::PacSourceConfig& source,
+                                     const pac::PacScript* script, std::string* from) {
+  using Kind = pac::PacSourceConfig::Kind;
+  auto domainOfUrl = [&](const std::string& url) {
+    *from = "the domain of " + url;
+    pac::FetchUrl parsed;
+    if (!pac::parseFetchUrl(url, &parsed).empty()) return AuthenticateTo{};
+    return AuthenticateTo::domainOf(parsed.host);
+  };
+  switch (source.kind) {
+    case Kind::File:
+      *from = "every proxy: the PAC file is on h2gate's own disk";
+      return AuthenticateTo::everyProxy();
+    case Kind::Url:
+      return domainOfUrl(source.location);
+    case Kind::Wpad:
+    case Kind::System:
+      break;
+  }
+  if (!script) {
+    *from = "no PAC file yet";
+    return {};
+  }
+  if (!script->url.empty()) return domainOfUrl(script->url);
+  AuthenticateTo out;
+  for (const std::string& entry : script->manual_proxies) {
+    bool tls = false;
+    std::string host;
+    uint16_t port = 0;
+    if (upstream::parseProxyRoute(entry, &tls, &host, &port)) out.add(host);
+  }
+  *from = script->manual_proxies.empty() ? "the PAC file " + script->origin + " names no proxy"
+                                         : "the proxies of the system's manual settings";
+  return out;
+}
+
 namespace {
 
 using std::chrono::duration_cast;
@@ -74,7 +212,8 @@ void parseFallback(config::NodeReader& f, const FactoryContext& ctx, PacRouteCon
 
 void parseProxies(config::NodeReader& p, PacRouteConfig& out) {
   if (p.isNull() || !p.expectMap()) return;
-  p.allowOnly({"connect_timeout", "trusted_ca", "max_connections", "max_proxies", "idle_timeout"});
+  p.allowOnly({"connect_timeout", "trusted_ca", "max_connections", "max_proxies", "idle_timeout",
+               "proxy_authentication", "authenticate_to"});
   milliseconds connect = duration_cast<milliseconds>(out.proxies.cluster.connect_timeout);
   durationAt(p, "connect_timeout", milliseconds(10), milliseconds(300000), connect);
   out.proxies.cluster.connect_timeout = connect;
@@ -87,6 +226,23 @@ void parseProxies(config::NodeReader& p, PacRouteConfig& out) {
   if (auto v = p.uint("max_proxies", 1, 4096)) out.proxies.max_proxies = *v;
   durationAt(p, "idle_timeout", milliseconds(1000), milliseconds(24 * 3600 * 1000),
              out.proxies.idle_timeout);
+  // As a cluster's (config/README.md); which proxies get it: authenticate_to.
+  config::NodeReader auth = p.child("proxy_authentication");
+  out.proxies.cluster.authentication = config::parseProxyAuthentication(auth, out.proxies.cluster);
+  if (p.has("authenticate_to")) {
+    AuthenticateTo to;
+    for (config::NodeReader& entry : p.list("authenticate_to")) {
+      if (!entry.node().IsScalar())
+        entry.error("expected a host name, .domain, an IP address or \"*\"");
+      else if (std::string why = to.add(entry.node().Scalar()); !why.empty())
+        entry.error(why);
+    }
+    out.proxies.authenticate_to = std::move(to);
+    if (!p.has("proxy_authentication"))
+      p.errorAt("authenticate_to",
+                "says which proxies get proxy_authentication's credentials, but there is no "
+                "proxy_authentication");
+  }
 }
 
 }  // namespace

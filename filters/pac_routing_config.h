@@ -41,6 +41,37 @@
 //         max_connections: 8     # per proxy per worker (default 8)
 //         max_proxies: 64        # proxy pools per worker (default 64)
 //         idle_timeout: 300s     # a proxy pool with no request this long is closed
+//         # Authentication to those proxies: the keys and behaviour of a
+//         # cluster's proxy_authentication (config/README.md; parsed by
+//         # config::parseProxyAuthentication): scheme auto|negotiate|ntlm|basic,
+//         # spn (default HTTP@<the proxy's host>), client_keytab, principal,
+//         # credentials {username, password | password_file}. Each proxy has
+//         # its own state, as a cluster's endpoint: auto learns from its 407.
+//         proxy_authentication:
+//           scheme: negotiate
+//         # Which of them may get it (the operator's choice, not the PAC
+//         # file's): a host name (case-insensitive, a trailing dot ignored),
+//         # .domain (the domain and every host under it), an IP address, or
+//         # "*" (every proxy). []: none. A proxy not listed gets no
+//         # credentials at all (its 407 reaches the app; logged once at warn
+//         # per proxy). Default (absent): the PAC file's own domain, so that
+//         # a file fetched over plain http (a WPAD URL is http://), which
+//         # anyone on the network path can alter, can never send a password
+//         # or a token to a host of its choosing outside the domain it came
+//         # from (defaultAuthenticateTo below):
+//         #   url:    the URL's host without its first label when it has
+//         #           three labels or more (wpad.corp.example.com:
+//         #           .corp.example.com), else the host itself; an IP
+//         #           address: that address only
+//         #   wpad:   the same rule on the WPAD URL that found the file in use
+//         #   system: the same on the setting's PAC URL (or the WPAD URL its
+//         #           automatic detection found); manual settings: the
+//         #           proxies they name
+//         #   file:   every proxy (the file is on the operator's own disk)
+//         # The default is decided when a proxy's pool is made, from the
+//         # file in use; when the file comes from elsewhere, pools made
+//         # before are made again.
+//         authenticate_to: [proxy.corp.example.com, .branch.corp.example]
 //
 // Errors name file, line, column and field like every config error.
 #pragma once
@@ -48,6 +79,8 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/node_reader.h"
 #include "filters/registry.h"
@@ -55,6 +88,41 @@
 #include "gateway/pac_engine/source.h"
 
 namespace h2gate::filters {
+
+// pac.proxies.authenticate_to: which proxies a PAC file names may get the
+// credentials of pac.proxies.proxy_authentication. Entries: a host name
+// (case-insensitive, a trailing dot ignored), ".domain" (that domain and
+// every host under it), an IP address, or "*" (every proxy).
+class AuthenticateTo {
+ public:
+  // Adds one entry as written in the config; "" or why it is not one.
+  std::string add(std::string_view entry);
+  static AuthenticateTo everyProxy();
+  // The default's rule for the host a PAC file came from: an IP address is
+  // that address; a name of three labels or more is its domain, the name
+  // without its first label (wpad.corp.example.com: .corp.example.com);
+  // a shorter one is that name alone. Empty for a host that is none of these.
+  static AuthenticateTo domainOf(std::string_view host);
+  // Whether a proxy at `host` (a name or an IP address in any notation,
+  // IPv6 without brackets) may get the credentials.
+  bool allows(std::string_view host) const;
+  // "[localhost, .corp.example.com]", "[*]", "[]".
+  std::string str() const;
+  bool operator==(const AuthenticateTo&) const = default;
+
+ private:
+  bool every_ = false;
+  std::vector<std::string> exact_;     // names (normal form) and canonical IP addresses
+  std::vector<std::string> suffixes_;  // "corp.example.com" for ".corp.example.com"
+  std::vector<std::string> shown_;     // the entries in normal form, for str()
+};
+
+// authenticate_to when the config leaves it out: the PAC file's own domain
+// (filters/README.md says why). `script`: the PAC file in use, for wpad and
+// system (null: none yet, nothing allowed). *from gets where the list came
+// from, for messages ("the domain of http://wpad.corp.example/wpad.dat").
+AuthenticateTo defaultAuthenticateTo(const pac::PacSourceConfig& source,
+                                     const pac::PacScript* script, std::string* from);
 
 struct PacRouteConfig {
   pac::PacSourceConfig source;
@@ -82,6 +150,9 @@ struct PacRouteConfig {
     }();
     std::size_t max_proxies = 64;
     std::chrono::milliseconds idle_timeout{std::chrono::minutes(5)};
+    // The proxies that may get cluster.authentication's credentials;
+    // nullopt: the default (defaultAuthenticateTo).
+    std::optional<AuthenticateTo> authenticate_to;
   } proxies;
 };
 

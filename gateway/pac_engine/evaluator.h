@@ -53,6 +53,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -67,6 +68,14 @@ struct PacScript {
   std::string text;
   std::string origin;  // "/etc/h2gate/proxy.pac", "http://wpad.corp/wpad.dat (WPAD)", "system: ..."
   std::string sha256;  // hex, of text
+  // Where it came from, as data (for the default of pac.proxies.
+  // authenticate_to, filters/pac_routing_config.h): the URL it was
+  // downloaded from (a url source, the WPAD candidate that answered, the
+  // system's PAC URL); empty for a file and for text h2gate wrote itself.
+  std::string url;
+  // The system's manual settings: the entries they name ("PROXY h:p",
+  // "HTTPS h:p"); empty otherwise.
+  std::vector<std::string> manual_proxies;
   std::chrono::system_clock::time_point loaded_at;
   uint64_t version = 0;  // set by the evaluator: 1, 2, ... per setScript()
 };

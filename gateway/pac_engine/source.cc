@@ -124,8 +124,13 @@ void PacSource::attemptSystem() {
   switch (s.mode) {
     case SystemProxySettings::Mode::Direct:
       return succeed(std::string(kDirectPac), "system: " + s.from + ": no proxy");
-    case SystemProxySettings::Mode::Manual:
-      return succeed(manualProxyPac(s.manual, s.from), "system: " + s.from + ": manual settings");
+    case SystemProxySettings::Mode::Manual: {
+      std::vector<std::string> named;
+      for (const std::string* e : {&s.manual.http, &s.manual.https, &s.manual.other})
+        if (!e->empty()) named.push_back(*e);
+      return succeed(manualProxyPac(s.manual, s.from), "system: " + s.from + ": manual settings",
+                     {}, std::move(named));
+    }
     case SystemProxySettings::Mode::AutoUrl:
       return fetchUrl(s.pac_url, "system: " + s.from + ": " + s.pac_url);
     case SystemProxySettings::Mode::AutoDetect:
@@ -135,11 +140,11 @@ void PacSource::attemptSystem() {
 
 void PacSource::fetchUrl(std::string url, std::string origin) {
   fetch_ = PacFetch::start(io_.get_executor(), url, config_.fetch,
-                           [this, origin = std::move(origin)](FetchResult r) {
+                           [this, url, origin = std::move(origin)](FetchResult r) {
                              fetch_.reset();
                              if (!alive_->load()) return;
                              if (!r.ok) return fail(r.error);
-                             succeed(std::move(r.body), origin);
+                             succeed(std::move(r.body), origin, url);
                            });
 }
 
@@ -156,20 +161,22 @@ void PacSource::wpadNext(std::shared_ptr<std::vector<std::string>> urls, std::si
   FetchOptions options = config_.fetch;
   options.timeout = std::min(options.timeout, config_.wpad_candidate_timeout);
   const std::string url = (*urls)[i];
-  fetch_ = PacFetch::start(io_.get_executor(), url, options,
-                           [this, urls, i, errors, origin_prefix, url](FetchResult r) {
-                             fetch_.reset();
-                             if (!alive_->load()) return;
-                             if (r.ok)
-                               return succeed(std::move(r.body), url + " (" + origin_prefix + ")");
-                             *errors += (errors->empty() ? "" : "; ") + r.error;
-                             wpadNext(urls, i + 1, errors, origin_prefix);
-                           });
+  fetch_ = PacFetch::start(
+      io_.get_executor(), url, options, [this, urls, i, errors, origin_prefix, url](FetchResult r) {
+        fetch_.reset();
+        if (!alive_->load()) return;
+        if (r.ok) return succeed(std::move(r.body), url + " (" + origin_prefix + ")", url);
+        *errors += (errors->empty() ? "" : "; ") + r.error;
+        wpadNext(urls, i + 1, errors, origin_prefix);
+      });
 }
 
-void PacSource::succeed(std::string text, std::string origin) {
+void PacSource::succeed(std::string text, std::string origin, std::string url,
+                        std::vector<std::string> manual_proxies) {
   running_ = false;
   std::shared_ptr<PacScript> script = makeScript(std::move(text), origin);
+  script->url = std::move(url);
+  script->manual_proxies = std::move(manual_proxies);
   const auto now = std::chrono::system_clock::now();
   bool changed = false;
   bool recovered = false;

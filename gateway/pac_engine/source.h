@@ -28,6 +28,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -85,11 +86,14 @@ class PacSource {
   struct Attempt;
   void attempt();
   void attemptSystem();
+  // Downloads `url`; its script's origin is `origin` (PacScript).
   void fetchUrl(std::string url, std::string origin);
   void runWpad(std::string origin_prefix);
   void wpadNext(std::shared_ptr<std::vector<std::string>> urls, std::size_t i,
                 std::shared_ptr<std::string> errors, std::string origin_prefix);
-  void succeed(std::string text, std::string origin);
+  // `url` and `manual_proxies`: PacScript's.
+  void succeed(std::string text, std::string origin, std::string url = {},
+               std::vector<std::string> manual_proxies = {});
   void fail(std::string error);
   void schedule(std::chrono::milliseconds after);
 

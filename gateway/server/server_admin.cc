@@ -6,6 +6,7 @@
 // POST /quitquitquit (Envoy's name) stops like SIGTERM: the answer first,
 // then no more accepting and the connections drain; the process exits 0.
 #include <map>
+#include <set>
 
 #include "config/dump.h"
 #include "filters/forward_proxy.h"
@@ -23,7 +24,7 @@ constexpr std::string_view kIndex =
     "  /ready              200 when listeners are up and every cluster has a usable proxy\n"
     "  /healthz            200 while the process is alive and not draining\n"
     "  /clusters           one line per upstream endpoint: state, ALPN, connections, streams,\n"
-    "                      proxy authentication scheme\n"
+    "                      proxy authentication scheme; also the proxies PAC files named\n"
     "  /config_dump        the effective configuration as YAML, secrets redacted\n"
     "  /proxy.pac          PAC file of the first listener (?listener=NAME for another)\n"
     "  /pac                the PAC files routes follow: source, fetch time, sha256 (&text=1)\n"
@@ -246,6 +247,27 @@ std::string Server::clustersText() const {
       out +=
           " last_error=" + (e.last_error.empty() ? std::string("-") : "\"" + e.last_error + "\"");
       out += "\n";
+    }
+  }
+  // The proxies PAC files named (pools made on demand, per worker): one line
+  // per proxy and PAC route, "pac=" naming the route.
+  for (const auto& [listener, route] : pacRoutes()) {
+    std::set<std::string> shown;
+    for (const auto& p : route->proxies()->pools->list()) {
+      if (!shown.insert(p.health->name()).second) continue;
+      for (const auto& e : p.health->snapshot()) {
+        const auto key = std::make_pair(p.health->name(), e.name);
+        auto get = [&](const auto& m) {
+          auto it = m.find(key);
+          return std::to_string(it == m.end() ? 0 : static_cast<int64_t>(it->second));
+        };
+        out += p.health->name() + " state=" + upstream::stateName(e.state) +
+               " alpn=" + (e.alpn.empty() ? "-" : e.alpn) + " connections=" + get(conns) +
+               " streams=" + get(streams) + " auth=" + (e.auth.empty() ? "-" : e.auth) +
+               " pac=" + route->name();
+        out += " last_error=" +
+               (e.last_error.empty() ? std::string("-") : "\"" + e.last_error + "\"") + "\n";
+      }
     }
   }
   if (out.empty()) out = "no upstream clusters (direct mode)\n";

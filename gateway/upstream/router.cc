@@ -275,10 +275,33 @@ std::shared_ptr<Tunnel> WorkerRouter::open(const std::string& route, const Strea
   return p->newTunnel(info.connection_id, info.stream_id);
 }
 
+void ProxyPoolList::add(uint32_t worker, const std::shared_ptr<ClusterHealth>& health) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(entries_, [](const auto& e) { return e.second.expired(); });
+  entries_.emplace_back(worker, health);
+}
+
+std::vector<ProxyPoolList::Entry> ProxyPoolList::list() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Entry> out;
+  for (const auto& [worker, weak] : entries_)
+    if (std::shared_ptr<ClusterHealth> h = weak.lock()) out.push_back({worker, std::move(h)});
+  return out;
+}
+
 std::shared_ptr<UpstreamPool> WorkerRouter::existingProxyPool(const ProxyTemplate* tmpl,
                                                               std::string_view route) {
   auto it = proxies_.find(ProxyKeyView{tmpl, route});
   if (it == proxies_.end()) return nullptr;
+  if (it->second.auth_generation != tmpl->auth_generation.load(std::memory_order_relaxed)) {
+    H2G_LOG(Info, 0, 0,
+            "worker " << worker_ << ": closing proxy pool " << it->first.second
+                      << ": the PAC file now comes from elsewhere, so whether it gets "
+                         "credentials is decided again");
+    retire(std::move(it->second.pool));
+    proxies_.erase(it);
+    return nullptr;
+  }
   it->second.last_used = std::chrono::steady_clock::now();
   return it->second.pool;
 }
@@ -315,6 +338,8 @@ std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
   std::string host;
   uint16_t port = 0;
   parseProxyRoute(route, &tls, &host, &port);
+  // Read before the pool is made: a pool made now belongs to this generation.
+  const uint64_t generation = tmpl->auth_generation.load(std::memory_order_relaxed);
   auto cluster = std::make_shared<config::Cluster>(tmpl->cluster);
   cluster->name = route;
   cluster->endpoints = {config::SocketAddress{host, port}};
@@ -322,15 +347,26 @@ std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
   // Whoever serves the PAC file chose this proxy: the listener's
   // credentials and extra headers are not for it.
   cluster->receives_listener_headers = false;
+  // Nor are the route's own proxy credentials, unless the operator allows
+  // this proxy (may_authenticate logs a refusal).
+  bool refused = false;
+  if (auth::ProxyAuth::configured(*cluster) && tmpl->may_authenticate &&
+      !tmpl->may_authenticate(route, host).empty()) {
+    refused = true;
+    cluster->authentication.reset();
+    cluster->credentials.reset();
+  }
   auto health =
       std::make_shared<ClusterHealth>(route, std::vector<std::string>{endpointLabel(host, port)});
-  auto* raw = new UpstreamPool(io_, *cluster, tls ? tmpl->tls : nullptr, worker_, shard_,
-                               std::move(health), std::make_shared<net::ConnectionLimit>());
+  if (refused) health->setAuth(0, "none(authenticate_to)");
+  auto* raw = new UpstreamPool(io_, *cluster, tls ? tmpl->tls : nullptr, worker_, shard_, health,
+                               std::make_shared<net::ConnectionLimit>());
   std::shared_ptr<UpstreamPool> pool(raw, [keep = cluster](UpstreamPool* p) { delete p; });
   H2G_LOG(Info, 0, 0,
           "worker " << worker_ << ": new proxy pool " << route << " (named by a PAC file; "
                     << proxies_.size() + 1 << " now)");
-  proxies_.emplace(key, ProxyPool{tmpl, pool, now});
+  tmpl->pools->add(worker_, health);
+  proxies_.emplace(key, ProxyPool{tmpl, pool, now, generation});
   armSweep();
   return pool;
 }

@@ -8,10 +8,12 @@
 // upstream/.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +40,7 @@ class TlsContext;
 namespace h2gate::upstream {
 
 class UpstreamPool;
+class ClusterHealth;
 // A worker's pools, by cluster name.
 using Upstreams = std::unordered_map<std::string, std::shared_ptr<UpstreamPool>>;
 
@@ -65,6 +68,24 @@ struct DirectOptions {
   const AddressPolicy* policy = nullptr;
 };
 
+// The proxy pools made from one ProxyTemplate, in every worker, for
+// /clusters (gateway/server/server_admin.cc). Thread-safe; it holds weak
+// references: a pool that is gone drops out.
+class ProxyPoolList {
+ public:
+  struct Entry {
+    uint32_t worker = 0;
+    std::shared_ptr<ClusterHealth> health;  // its name is the route ("PROXY host:port")
+  };
+  void add(uint32_t worker, const std::shared_ptr<ClusterHealth>& health);
+  // The pools that still exist, in the order they were made.
+  std::vector<Entry> list() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::vector<std::pair<uint32_t, std::weak_ptr<ClusterHealth>>> entries_;
+};
+
 // How to reach proxies that a route names but the config does not (a PAC
 // file's "PROXY host:port" and "HTTPS host:port"): each such proxy becomes
 // a pool of its own in every worker that needs it, created on first use,
@@ -86,6 +107,20 @@ struct ProxyTemplate {
   size_t max_proxies = 64;
   // A proxy pool with no request for this long is closed.
   config::Duration idle_timeout{std::chrono::minutes(5)};
+  // Whether a proxy may get cluster.authentication and cluster.credentials
+  // (a PAC route's authenticate_to, filters/pac_routing_config.h): asked
+  // with the proxy's route ("PROXY host:port") and host (no brackets) once,
+  // when its pool is made on a worker, on that worker's thread. "" allows;
+  // otherwise why not, and the pool sends that proxy no credentials at all
+  // (/clusters shows auth=none(authenticate_to)). Null: every proxy may.
+  // Not asked when the cluster has nothing to send.
+  std::function<std::string(const std::string& route, const std::string& host)> may_authenticate;
+  // Raised when may_authenticate's answers may have changed (the PAC file
+  // now comes from elsewhere): a pool made before is closed when it is next
+  // asked for, and a new one is made (and may_authenticate asked again).
+  mutable std::atomic<uint64_t> auth_generation{0};
+  // The pools made from this template, for /clusters.
+  std::shared_ptr<ProxyPoolList> pools = std::make_shared<ProxyPoolList>();
 };
 
 // The route of a request decided after the filters ran, when its tunnel
@@ -194,6 +229,7 @@ class WorkerRouter final : public Router {
     std::shared_ptr<const ProxyTemplate> tmpl;  // keeps the key's pointer valid
     std::shared_ptr<UpstreamPool> pool;
     std::chrono::steady_clock::time_point last_used;
+    uint64_t auth_generation = 0;  // tmpl->auth_generation when it was made
   };
   using ProxyKey = std::pair<const ProxyTemplate*, std::string>;
   // Looks a ProxyKey up by (template, route) without copying the route.
@@ -210,7 +246,8 @@ class WorkerRouter final : public Router {
     }
   };
   // The pool for proxy `route` of `tmpl` if this worker has one (its
-  // last_used now), or null. Allocates nothing: once per request.
+  // last_used now), or null (a pool of an older auth_generation is retired
+  // then). Allocates nothing: once per request.
   std::shared_ptr<UpstreamPool> existingProxyPool(const ProxyTemplate* tmpl,
                                                   std::string_view route);
   // The pool for proxy `route` of `tmpl`, created if need be; null with

@@ -35,7 +35,8 @@ proxy that wants NTLM but speaks HTTP/2 can be imitated.
 CONNECT tunnels go to the target; absolute-form requests are forwarded
 (http.client) and their answers re-framed with Content-Length. Each request
 is logged as one JSON line: client (ip:port), method, target, status, scheme,
-user, and nt_len (the NT response length of an NTLM authenticate message: 24
+authorization (yes when the request had a Proxy-Authorization header, of any
+scheme, else no), user, and nt_len (the NT response length of an NTLM authenticate message: 24
 for NTLMv1, more for NTLMv2).
 """
 
@@ -268,7 +269,8 @@ class Handler(socketserver.BaseRequestHandler):
             if body is None:
                 return
             ok, scheme, extra, detail = authenticate(conn, method, target, headers)
-            entry = {"client": conn.client, "method": method, "target": target, "scheme": scheme}
+            entry = {"client": conn.client, "method": method, "target": target, "scheme": scheme,
+                     "authorization": "yes" if "proxy-authorization" in headers else "no"}
             entry.update(detail)
             if not ok:
                 entry["status"] = 407

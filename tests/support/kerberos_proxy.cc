@@ -41,6 +41,23 @@ KerberosSquidEnv::KerberosSquidEnv(const std::string& work_name)
     : KerberosOriginEnv(work_name),
       squid(std::make_unique<Squid>(negotiateSquidOptions(realm, &ca))) {}
 
+Nghttpx::Options negotiateNghttpxOptions(TestCA& ca, uint16_t squid_port) {
+  Nghttpx::Options n;
+  n.ca = &ca;
+  n.backend_port = squid_port;
+  n.log_headers = {"proxy-authorization"};
+  return n;
+}
+
+std::set<std::string> negotiateTokens(const std::vector<std::string>& lines) {
+  std::set<std::string> tokens;
+  for (const std::string& l : lines) {
+    const size_t at = l.find("proxy-authorization=Negotiate ");
+    tokens.insert(at == std::string::npos ? std::string() : l.substr(at));
+  }
+  return tokens;
+}
+
 Nginx::Options KerberosOriginEnv::nginxOptions(TestCA& ca) {
   Nginx::Options n;
   n.ca = &ca;

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,14 @@ struct KerberosRealm {
 // squid asking for Negotiate: negotiate_kerberos_auth with HTTP/localhost's
 // key from `realm`; with `ca`, an https_port too (its certificate from `ca`).
 Squid::Options negotiateSquidOptions(const KerberosRealm& realm, TestCA* ca = nullptr);
+
+// nghttpx (TLS, h2, its certificate from `ca`) in front of squid's
+// `squid_port`, logging each request's Proxy-Authorization: how a test sees
+// the Negotiate token of every h2 stream.
+Nghttpx::Options negotiateNghttpxOptions(TestCA& ca, uint16_t squid_port);
+// The distinct Negotiate tokens in such nghttpx access lines; a line
+// without one adds "" (so a stream without a token shows).
+std::set<std::string> negotiateTokens(const std::vector<std::string>& lines);
 
 // nginx (HTTP and HTTPS, its certificate from `ca`) and a realm with alice's
 // ticket; everything in `work`. A test puts its proxy in between.

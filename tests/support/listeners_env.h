@@ -9,10 +9,12 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "tests/support/h2gate.h"
+#include "tests/support/kerberos.h"
 #include "tests/support/origin.h"
 #include "tests/support/test_ca.h"
 #include "tests/support/util.h"
@@ -73,6 +75,26 @@ inline bool fetch1m(const H2gate& gate, const std::string& listener, const TestC
   extra.insert(extra.end(), {"-o", file, "-w", "%{http_code}", url});
   const CommandResult r = curlThrough(gate, listener, ca, extra);
   return r.exit_code == 0 && r.out == "200" && sha256File(file) == testFile("1m").sha256;
+}
+
+// For an ASan build of h2gate that uses NTLM: gss-ntlmssp's own leak is
+// suppressed (tests/lsan.supp), which needs full stack unwinding. Without
+// ASan these variables do nothing.
+inline void ntlmSanitizerEnv(H2gate::Options& o) {
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  o.env["ASAN_OPTIONS"] = std::string(asan ? asan : "") + ":fast_unwind_on_malloc=0";
+  o.env["LSAN_OPTIONS"] = "suppressions=" H2GATE_SOURCE_DIR "/tests/lsan.supp";
+}
+
+// Nothing `gate` logged (stderr and stdout) holds any of `secrets`
+// (tokens, passwords), nor a Kerberos token (hasGssToken).
+inline void checkNotLogged(H2gate& gate, const std::vector<std::string>& secrets) {
+  const std::string log = gate.stderrText() + gate.process().stdoutText();
+  CHECK(!hasGssToken(log));
+  for (const std::string& secret : secrets) {
+    INFO(secret);
+    CHECK(log.find(secret) == std::string::npos);
+  }
 }
 
 // `path` on `nginx` under the name `host`: its TLS port or its plain one.

@@ -221,6 +221,10 @@ std::string ProxyAuth::proxyName(size_t endpoint) const {
                        ? endpointLabel(cluster_.endpoints[endpoint].address,
                                        cluster_.endpoints[endpoint].port_value)
                        : std::string("?");
+  // A proxy a PAC file named is a cluster of its own, named "PROXY h:p" or
+  // "HTTPS h:p" (upstream/router.h).
+  if (cluster_.name.starts_with("PROXY ") || cluster_.name.starts_with("HTTPS "))
+    return "proxy " + ep + " (named by a PAC file)";
   return "proxy " + ep + " of cluster " + cluster_.name;
 }
 

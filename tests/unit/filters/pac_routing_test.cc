@@ -269,3 +269,50 @@ TEST_CASE("pac route: a loop by a resolved name with on_loop: direct keeps the r
   CHECK(env.decide(requestHead("a.test", 443, true)) == "DIRECT > PROXY b.test:1");
   CHECK(env.decideNow(requestHead("a.test", 443, true)) == "DIRECT > PROXY b.test:1");
 }
+
+TEST_CASE("pac route: which proxies the PAC file names get the credentials",
+          "[filters][pac_routing][pac_auth]") {
+  const std::string pac =
+      "function FindProxyForURL(url, host) {\n"
+      "  return 'PROXY 127.0.0.1:8080; HTTPS LocalHost:8443; DIRECT';\n"
+      "}\n";
+  // authenticate_to: [localhost]: 127.0.0.1 is another host.
+  PacEnv env(pac,
+             "    proxies:\n"
+             "      proxy_authentication: {scheme: negotiate}\n"
+             "      authenticate_to: [localhost]\n");
+  CHECK(env.pac->mayAuthenticate("HTTPS localhost:8443", "localhost", false).empty());
+  CHECK(env.pac->mayAuthenticate("PROXY 127.0.0.1:8080", "127.0.0.1", false) ==
+        "not in authenticate_to [localhost]");
+  // The template the router makes pools from asks the same.
+  const auto tmpl = env.pac->proxies();
+  REQUIRE(tmpl->may_authenticate);
+  CHECK(tmpl->may_authenticate("PROXY 127.0.0.1:8080", "127.0.0.1") ==
+        "not in authenticate_to [localhost]");
+  CHECK(tmpl->may_authenticate("HTTPS localhost:8443", "localhost").empty());
+  REQUIRE(tmpl->cluster.authentication);
+
+  // /pac/eval's answer says it for each proxy of the answer.
+  std::string text;
+  env.pac->explain("http://web.example/", env.io.get_executor(),
+                   [&](int, std::string t) { text = std::move(t); });
+  env.io.restart();
+  env.io.run_for(std::chrono::seconds(5));
+  INFO(text);
+  CHECK(text.find("credentials for PROXY 127.0.0.1:8080: none, not in authenticate_to "
+                  "[localhost]\n") != std::string::npos);
+  CHECK(text.find("credentials for HTTPS localhost:8443: negotiate\n") != std::string::npos);
+
+  // A file on h2gate's own disk: every proxy by default.
+  PacEnv file(pac, "    proxies:\n      proxy_authentication: {scheme: auto}\n");
+  CHECK(file.pac->mayAuthenticate("PROXY 127.0.0.1:8080", "127.0.0.1", false).empty());
+  // No proxy_authentication: nothing to refuse, and /pac/eval says there is none.
+  PacEnv none(pac);
+  CHECK(none.pac->mayAuthenticate("PROXY 127.0.0.1:8080", "127.0.0.1", false).empty());
+  none.pac->explain("http://web.example/", none.io.get_executor(),
+                    [&](int, std::string t) { text = std::move(t); });
+  none.io.restart();
+  none.io.run_for(std::chrono::seconds(5));
+  CHECK(text.find("credentials for PROXY 127.0.0.1:8080: none (pac.proxies has no "
+                  "proxy_authentication)") != std::string::npos);
+}

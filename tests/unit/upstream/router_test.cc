@@ -398,3 +398,58 @@ TEST_CASE("router: a decision at hand opens its route inside open(), decide() is
   refused(std::make_shared<ReadyDecider>(), false, "refused at once by the test");
   f.router.shutdown();
 }
+
+TEST_CASE(
+    "router: a proxy may_authenticate refuses gets no credentials; a new generation asks "
+    "again",
+    "[upstream][router][pac_route][pac_auth]") {
+  Fixture f;
+  auto decider = std::make_shared<FixedDecider>();
+  decider->tmpl->cluster.credentials = config::ProxyCredentials("alice", "alice-pw");
+  std::vector<std::string> asked;
+  std::string answer = "not in authenticate_to [localhost]";
+  decider->tmpl->may_authenticate = [&](const std::string& route, const std::string& host) {
+    asked.push_back(route + " " + host);
+    return answer;
+  };
+  const std::string route = "PROXY 127.0.0.1:" + std::to_string(deadPort(f.io));
+  decider->routes = {route};
+  f.info.route_decider = decider;
+  f.open(f.connectTo(9));
+  REQUIRE(f.waitForFailure());
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0] == route + " 127.0.0.1");
+  auto pools = decider->tmpl->pools->list();
+  REQUIRE(pools.size() == 1);
+  CHECK(pools[0].health->name() == route);
+  CHECK(pools[0].health->snapshot().at(0).auth == "none(authenticate_to)");
+  // The same proxy again: the same pool, not asked again.
+  againToFirstRoute(f, decider);
+  REQUIRE(f.waitForFailure());
+  CHECK(asked.size() == 1);
+  CHECK(decider->tmpl->pools->list().size() == 1);
+  // The answers may have changed (the PAC file came from elsewhere): the
+  // pool is made again, the template asked again; now it authenticates.
+  answer.clear();
+  decider->tmpl->auth_generation.fetch_add(1);
+  againToFirstRoute(f, decider);
+  REQUIRE(f.waitForFailure());
+  CHECK(asked.size() == 2);
+  CHECK(f.router.proxyPools() == 1);
+  pools = decider->tmpl->pools->list();
+  REQUIRE(!pools.empty());
+  CHECK(pools.back().health->snapshot().at(0).auth == "basic");
+  f.router.shutdown();
+
+  // A template with nothing to send is not asked.
+  Fixture g;
+  auto plain = std::make_shared<FixedDecider>();
+  plain->tmpl->may_authenticate = decider->tmpl->may_authenticate;
+  plain->routes = {route};
+  g.info.route_decider = plain;
+  g.open(g.connectTo(9));
+  REQUIRE(g.waitForFailure());
+  CHECK(asked.size() == 2);
+  CHECK(plain->tmpl->pools->list().at(0).health->snapshot().at(0).auth.empty());
+  g.router.shutdown();
+}
