@@ -470,7 +470,8 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
     } else if (name == "--proxy-auth") {
       if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
         addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
-      o.proxy_auth = value;
+      else
+        o.proxy_auth = value;
     } else if (name == "--pac") {
       if (value.empty())
         addError(r, name, "expected a PAC file's URL (http:// or https://) or path");
@@ -548,13 +549,31 @@ Options:
                            special characters in user and password. Default:
                            $H2GATE_UPSTREAM when neither --upstream nor -c is
                            given; otherwise connect directly.
-      --cacert FILE        CA bundle to verify --upstream proxies (default: the
-                           system bundle)
+      --pac URL|FILE       route as the PAC file at URL (http:// or https://)
+                           or in FILE says: the proxies it names (PROXY,
+                           HTTPS) or DIRECT, per request
+      --wpad               route by the PAC file WPAD finds (DNS:
+                           http://wpad.<domain>/wpad.dat)
+      --system-proxy       route by this machine's proxy settings (their PAC
+                           file, WPAD or proxy). --pac, --wpad, --system-proxy
+                           and --upstream exclude each other; none with -c
+      --cacert FILE        CA bundle to verify --upstream proxies, the HTTPS
+                           proxies a PAC file names and an https:// --pac URL
+                           (default: the system bundle)
       --insecure           do not verify the --upstream proxy's certificate
-      --proxy-auth SCHEME  authenticate to the --upstream proxy: negotiate
-                           (Kerberos: your kinit ticket), ntlm, basic (both
-                           with user:pass@ in the URL) or auto (the strongest
-                           the proxy asks for)
+      --proxy-auth SCHEME  authenticate to the --upstream proxy, or to the
+                           proxies the PAC file names: negotiate (Kerberos:
+                           your kinit ticket), ntlm (user:pass@ in the
+                           --upstream URL; without it $NTLM_USER_FILE, or on
+                           Windows the logged-on user), basic (--upstream
+                           only: user:pass@ in its URL) or auto (the
+                           strongest the proxy asks for)
+      --proxy-auth-allow HOST|.DOMAIN|IP|*
+                           the proxies a PAC file names that get --proxy-auth's
+                           credentials (repeat, or a comma list). Default: the
+                           PAC file's own domain (--pac
+                           http://wpad.corp.example/x.pac: .corp.example;
+                           a FILE: every proxy)
       --concurrency N      worker threads (default 1)
       --max-config-size SIZE
                            refuse a config file larger than SIZE (bytes, or
