@@ -248,10 +248,16 @@ class Checker {
       if (std::string err = pac->start(); !err.empty())
         return report_.fail("pac", err, "fix the pac: route's settings");
       const pac::PacSourceConfig& source = pac->config().source;
-      // The source loads on threads of its own: wait for its first word.
+      // The source fetches and the evaluator loads on threads of their
+      // own: wait until a PAC file is in use, or a fetch or a load failed.
       const auto deadline = Clock::now() + source.fetch.timeout + options_.step_timeout;
-      while (!pac->counters().have_script && pac->degraded().empty() && Clock::now() < deadline)
+      for (;;) {
+        const filters::PacRoute::Counters c = pac->counters();
+        if (c.have_script || c.download_failures > 0 || c.load_failures > 0 ||
+            Clock::now() >= deadline)
+          break;
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
       if (!pac->counters().have_script) {
         const std::string why = pac->degraded();
         report_.warn("pac",
@@ -376,6 +382,7 @@ class Checker {
     if (tls_ctx_) old_tls_.push_back(std::move(tls_ctx_));
     auth_walk_.setCluster(nullptr);
     has_credentials_ = false;
+    auth_refused_.clear();
     cluster_ = nullptr;
   }
 
@@ -465,12 +472,11 @@ class Checker {
       return nullptr;
     const std::shared_ptr<const upstream::ProxyTemplate> tmpl = info_.route_decider->proxies();
     if (!tmpl) return nullptr;
-    std::string refused;
-    proxy_clusters_.push_back(upstream::proxyCluster(*tmpl, info_.cluster, &refused));
+    proxy_clusters_.push_back(upstream::proxyCluster(*tmpl, info_.cluster, &auth_refused_));
     report_.begin();
-    if (!refused.empty())
-      report_.note("proxy-auth",
-                   info_.cluster + " gets no credentials: " + refused + " (the app gets its 407)");
+    if (!auth_refused_.empty())
+      report_.note("proxy-auth", info_.cluster + " gets no credentials: " + auth_refused_ +
+                                     " (a 407 from it goes to the app)");
     return &proxy_clusters_.back();
   }
 
@@ -659,6 +665,12 @@ class Checker {
     const ResponseHead& h = *collector_->head;
     const std::string answer =
         std::to_string(h.status) + (h.reason.empty() ? "" : " " + serverText(h.reason));
+    if (h.status == 407 && !auth_refused_.empty())
+      return report_.fail("proxy-auth",
+                          answer + " from " + routeName(info_.cluster) +
+                              ", which gets no credentials: " + auth_refused_,
+                          "to send it credentials, add its host with --proxy-auth-allow HOST "
+                          "(pac.proxies.authenticate_to in a config file)");
     if (h.status == 407) return auth_walk_.fail407(h, step, has_credentials_);
     if (target_.tls && (h.status < 200 || h.status > 299))
       return report_.fail(step, "CONNECT " + target_.head.authority() + " refused: " + answer,
@@ -972,6 +984,9 @@ class Checker {
   const config::Cluster* cluster_ = nullptr;
   // Clusters made for the proxies a PAC file named (stable addresses).
   std::deque<config::Cluster> proxy_clusters_;
+  // Why the proxy of the route being checked gets no credentials (its
+  // authenticate_to); "" when it does, or is no PAC-named proxy.
+  std::string auth_refused_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::string peer_;
   bool has_credentials_ = false;
