@@ -280,34 +280,38 @@ class Checker {
         report_.ok("pac", "PAC file from " + in_use + " (sha256 " + sha + "...)");
       }
       // What the PAC file answers, and which proxies get credentials.
-      std::optional<std::string> explained;
+      // Held by the callback too: it may come after a timeout, while the
+      // loop runs for a later step.
+      auto explained = std::make_shared<std::optional<std::string>>();
       pac->explain(target_.tls ? "https://" + target_.head.authority() + "/" : target_.head.target,
-                   io_.get_executor(), [&](int, std::string text) { explained = std::move(text); });
+                   io_.get_executor(),
+                   [explained](int, std::string text) { *explained = std::move(text); });
       runUntil(
-          io_, [&] { return explained.has_value(); }, options_.step_timeout);
-      std::istringstream lines(explained.value_or(""));
+          io_, [&] { return explained->has_value(); }, options_.step_timeout);
+      std::istringstream lines(explained->value_or(""));
       for (std::string line; std::getline(lines, line);)
         if (line.starts_with("FindProxyForURL") || line.starts_with("answer: ") ||
-            line.starts_with("error: ") || line.starts_with("skipped: ") ||
-            line.starts_with("credentials for "))
+            line.starts_with("error: ") || line.starts_with("h2gate uses ") ||
+            line.starts_with("skipped: ") || line.starts_with("credentials for "))
           report_.note("pac", serverText(line));
     }
-    std::optional<upstream::RouteDecider::Decision> decision;
+    auto decision = std::make_shared<std::optional<upstream::RouteDecider::Decision>>();
     info_.route_decider->decide(
         target_.head, info_, io_.get_executor(),
-        [&](upstream::RouteDecider::Decision d) { decision = std::move(d); });
+        [decision](upstream::RouteDecider::Decision d) { *decision = std::move(d); });
     if (!runUntil(
-            io_, [&] { return decision.has_value(); }, options_.step_timeout))
+            io_, [&] { return decision->has_value(); }, options_.step_timeout))
       return report_.fail("pac", "no answer from the PAC file within " + stepTimeoutText(),
                           "see the log lines above");
-    if (decision->routes.empty())
+    const upstream::RouteDecider::Decision& d = **decision;
+    if (d.routes.empty())
       return report_.fail("route",
                           "the PAC route refuses " + target_.head.authority() + ": " +
-                              std::to_string(decision->status) + " " + decision->reason,
+                              std::to_string(d.status) + " " + d.reason,
                           "the PAC file has no answer h2gate can use and the route's fallback "
                           "rejects");
-    info_.cluster = decision->routes.front();
-    info_.fallbacks.assign(decision->routes.begin() + 1, decision->routes.end());
+    info_.cluster = d.routes.front();
+    info_.fallbacks.assign(d.routes.begin() + 1, d.routes.end());
     return true;
   }
 

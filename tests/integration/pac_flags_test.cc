@@ -192,3 +192,47 @@ TEST_CASE(
             "authenticate_to:\n                          - 127.0.0.1\n"));
   CHECK(has(allowed.stderrText(), "gets no credentials: not in authenticate_to [127.0.0.1]"));
 }
+
+TEST_CASE("pac flags: usage errors exit 2 with one line; check says when the PAC file is missing",
+          "[pac_flags]") {
+  PacEnv env;
+  testFile("1k");
+  const std::string binary = H2gate::binaryPath(H2GATE_BINARY);
+  struct Case {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  for (const Case& c :
+       {Case{{"--pac", "/nonexistent/proxy.pac"},
+             "h2gate: --pac: cannot read '/nonexistent/proxy.pac': No such file or directory\n"},
+        Case{{"--proxy-auth", "negotiate"},
+             "h2gate: --proxy-auth needs the proxies it is for: --upstream URL, --pac, --wpad or "
+             "--system-proxy (for clusters in a config file set proxy_authentication instead)\n"},
+        Case{{"--wpad", "-c", "/etc/h2gate/h2gate.yaml"},
+             "h2gate: --wpad and -c cannot be combined: in a config file, write the route as the "
+             "forward_proxy's pac: (config/README.md)\n"},
+        Case{{"check", "http://example.test/", "--system-proxy", "--upstream", "https://p.test"},
+             "h2gate: --system-proxy and --upstream cannot be combined: the PAC file chooses the "
+             "proxies\n"}}) {
+    std::vector<std::string> argv{binary};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const CommandResult r =
+        runCommand(argv, {{"H2GATE_UPSTREAM", std::nullopt}}, milliseconds(10000));
+    INFO(r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == c.error + "Run 'h2gate --help' for usage.\n");
+  }
+
+  // A PAC URL that answers 404: check says so, then goes the way the daemon
+  // would (the route's fallback, DIRECT) and works.
+  const std::string url = "http://127.0.0.1:" + str(env.nginx.httpPort()) + "/1k";
+  const CommandResult r =
+      runCommand({binary, "check", url, "--pac", env.pacUrl("missing.pac")}, milliseconds(60000));
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "WARN  pac"));
+  CHECK(has(r.out, "no PAC file loaded"));
+  CHECK(has(r.out, "error: no_script: no PAC file has loaded"));
+  CHECK(has(r.out, "goes DIRECT"));
+  CHECK(has(r.out, "\nOK: " + url + " answered 200 directly (DIRECT)"));
+}
