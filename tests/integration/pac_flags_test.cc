@@ -95,6 +95,8 @@ TEST_CASE(
   CHECK(has(dump, "trusted_ca: " + env.ca.caCertPath() + "\n"));
   CHECK_FALSE(has(dump, "authenticate_to"));  // the default
   CHECK(has(gate.stderrText(), "get credentials (negotiate): [localhost]"));
+  CHECK(has(gate.stderrText(), "routes follow a PAC file"));
+  CHECK_FALSE(has(gate.stderrText(), "direct mode"));
 
   // 20 tunnels at once through the h2 proxy (HTTP/1.1 to the origin: a
   // tunnel per transfer).
