@@ -547,8 +547,9 @@ Options:
                            (port 443) or http://HOST[:PORT] (port 80); repeat
                            for several endpoints of one cluster. Percent-encode
                            special characters in user and password. Default:
-                           $H2GATE_UPSTREAM when neither --upstream nor -c is
-                           given; otherwise connect directly.
+                           $H2GATE_UPSTREAM when none of --upstream, -c, --pac,
+                           --wpad, --system-proxy is given; otherwise connect
+                           directly.
       --pac URL|FILE       route as the PAC file at URL (http:// or https://)
                            or in FILE says: the proxies it names (PROXY,
                            HTTPS) or DIRECT, per request
@@ -658,7 +659,9 @@ config::LoadResult buildBootstrap(const Options& options,
 
   std::vector<std::string> urls = options.upstreams;
   std::string origin = "--upstream";
-  if (urls.empty() && options.config_path.empty() && upstream_env && !upstream_env->empty()) {
+  // The environment's default proxy is not for a PAC route: its file names them.
+  if (urls.empty() && options.config_path.empty() && options.pac == Options::PacSource::None &&
+      upstream_env && !upstream_env->empty()) {
     urls.push_back(*upstream_env);
     origin = "H2GATE_UPSTREAM";
   }

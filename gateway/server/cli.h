@@ -76,7 +76,8 @@ std::string usage();  // --help text
 // route, with --cacert as its trusted_ca, --proxy-auth as its
 // proxies.proxy_authentication and --proxy-auth-allow as its
 // proxies.authenticate_to).
-// `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
+// `upstream_env` is $H2GATE_UPSTREAM, used only when none of --upstream,
+// --pac, --wpad, --system-proxy and
 // -c was given. The result is validated and its filters built
 // (gateway/server/load_config.h), as --validate, start-up and reload all need it.
 config::LoadResult buildBootstrap(const Options& options,

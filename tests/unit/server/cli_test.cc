@@ -596,6 +596,11 @@ TEST_CASE("--pac, --wpad, --system-proxy: the default listener's route follows a
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters.empty());
+    // $H2GATE_UPSTREAM, the default proxy, is not used: the PAC file names them.
+    const config::LoadResult env = buildBootstrap(p.options, "https://env.example:8443");
+    INFO(allProblems(env.problems));
+    CHECK(env.ok());
+    CHECK(env.bootstrap.clusters.empty());
     const filters::PacRouteConfig& pac = pacRouteOf(r.bootstrap);
     CHECK(pac.source.kind == c.kind);
     CHECK(pac.source.location == c.location);
