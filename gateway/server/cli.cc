@@ -128,8 +128,14 @@ void checkPacFlags(ParseResult& r, bool upstream_env) {
     }
   } else if (o.pac == Source::Url) {
     pac::FetchUrl parsed;
-    if (std::string err = pac::parseFetchUrl(o.pac_location, &parsed); !err.empty())
+    if (std::string err = pac::parseFetchUrl(o.pac_location, &parsed); !err.empty()) {
+      // The message may quote the URL: never its user:password@.
+      const std::string shown = filters::redactUserinfo(o.pac_location);
+      for (std::size_t at = err.find(o.pac_location); at != std::string::npos;
+           at = err.find(o.pac_location, at + shown.size()))
+        err.replace(at, o.pac_location.size(), shown);
       addError(r, "--pac", err);
+    }
   }
   const bool pac = o.pac != Source::None;
   if (pac && !o.upstreams.empty())

@@ -696,6 +696,8 @@ TEST_CASE("--pac: bad combinations are usage errors", "[cli][pac_auth]") {
         "--pac: cannot read '/nonexistent/proxy.pac': No such file or directory\n");
   CHECK(errorsOf(run({"--pac", "ftp://wpad.example/proxy.pac"})) ==
         "--pac: 'ftp://wpad.example/proxy.pac' is not an http:// or https:// URL\n");
+  CHECK(errorsOf(run({"--pac", "gopher://alice:secret@wpad.example/proxy.pac"})).find("secret") ==
+        std::string::npos);
   CHECK(errorsOf(run({"--pac="})) ==
         "--pac: expected a PAC file's URL (http:// or https://) or path\n");
   CHECK(errorsOf(run({"--wpad=yes"})) == "--wpad: takes no value\n");
