@@ -681,6 +681,7 @@ PacRoute::Counters PacRoute::counters() const {
     c.timeouts = s.timeouts;
     c.errors = s.errors + s.overloaded;
     c.loads = s.loads;
+    c.load_failures = s.load_failures;
     c.cache_entries = s.cache_entries;
     c.cache_bytes = s.cache_bytes;
     c.have_script = evaluator_->script() != nullptr;

@@ -102,6 +102,7 @@ class PacRoute final : public upstream::RouteDecider,
     uint64_t fallbacks = 0;  // requests that took the route's fallback
     uint64_t download_failures = 0;
     uint64_t loads = 0;
+    uint64_t load_failures = 0;  // PAC files that came but did not load
     uint64_t cache_entries = 0;  // the answer cache now
     uint64_t cache_bytes = 0;
     bool have_script = false;

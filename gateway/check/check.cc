@@ -7,16 +7,21 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <asio.hpp>
 
 #include "config/loader.h"
 #include "filters/filter.h"
+#include "filters/forward_proxy.h"
+#include "filters/pac_routing.h"
 #include "filters/registry.h"
 #include "gateway/base/ascii.h"
 #include "gateway/check/check_auth.h"
@@ -32,6 +37,7 @@
 #include "gateway/upstream/health.h"
 #include "gateway/upstream/http1_exchange.h"
 #include "gateway/upstream/proxy_request.h"
+#include "gateway/upstream/router.h"
 #include "gateway/upstream/transport.h"
 #include "gateway/upstream/tunnel.h"
 #include "gateway/upstream/upstream_stats.h"
@@ -166,7 +172,7 @@ class Checker {
     }
     std::string line = "OK: " + options_.url + " answered " + std::to_string(status_) + " " +
                        (info_.cluster.empty() ? "directly (DIRECT)"
-                                              : "through cluster '" + info_.cluster + "' (" +
+                                              : "through " + routeName(info_.cluster) + " (" +
                                                     info_.upstream + ", " + info_.protocol + ")");
     if (!report_.tried().empty()) {
       line += "; after " + std::to_string(report_.tried().size()) + " that could not be reached:";
@@ -215,16 +221,97 @@ class Checker {
                               ": " + std::to_string(info_.status) + " " + info_.reason,
                           "the request is refused by the config's rules (acl, reject routes), "
                           "not by the network");
+    if (info_.route_decider && !pacDecision()) return false;
     std::string fallbacks;
     for (const std::string& f : info_.fallbacks)
-      fallbacks += (fallbacks.empty() ? "" : ", ") +
-                   (f.empty() ? std::string("DIRECT") : "cluster '" + f + "'");
+      fallbacks += (fallbacks.empty() ? "" : ", ") + routeName(f);
     report_.ok(
         "route",
         "listener '" + listener->name + "': " + target_.head.method + " " + target_.head.target +
             " goes " +
-            (info_.cluster.empty() ? std::string("DIRECT") : "to cluster '" + info_.cluster + "'") +
+            (info_.cluster.empty() ? std::string("DIRECT") : "to " + routeName(info_.cluster)) +
             (fallbacks.empty() ? "" : " (then, if it cannot be reached: " + fallbacks + ")"));
+    return true;
+  }
+
+  // A route that follows a PAC file (forward_proxy's pac:): the PAC file
+  // loaded as the daemon loads it, its answer for the URL, and the routes
+  // the daemon makes of it (filters/pac_routing.h) in info_.
+  bool pacDecision() {
+    report_.begin();
+    std::shared_ptr<filters::PacRoute> pac;
+    for (const filters::FilterPtr& f : filters_)
+      if (auto fp = std::dynamic_pointer_cast<const filters::ForwardProxyFilter>(f))
+        for (const std::shared_ptr<filters::PacRoute>& r : fp->pacRoutes())
+          if (r.get() == info_.route_decider.get()) pac = r;
+    if (pac) {
+      if (std::string err = pac->start(); !err.empty())
+        return report_.fail("pac", err, "fix the pac: route's settings");
+      const pac::PacSourceConfig& source = pac->config().source;
+      // The source fetches and the evaluator loads on threads of their
+      // own: wait until a PAC file is in use, or a fetch or a load failed.
+      const auto deadline = Clock::now() + source.fetch.timeout + options_.step_timeout;
+      for (;;) {
+        const filters::PacRoute::Counters c = pac->counters();
+        if (c.have_script || c.download_failures > 0 || c.load_failures > 0 ||
+            Clock::now() >= deadline)
+          break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      if (!pac->counters().have_script) {
+        const std::string why = pac->degraded();
+        report_.warn("pac",
+                     why.empty()
+                         ? "no PAC file within " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                  source.fetch.timeout)
+                                                  .count()) +
+                               " s"
+                         : why,
+                     "the daemon would take the route's fallback until the PAC file loads: check "
+                     "its URL or file (--pac, --wpad, --system-proxy, or the config's pac:)");
+      } else {
+        std::string in_use, sha;
+        std::istringstream lines(pac->describe(false));
+        for (std::string line; std::getline(lines, line);) {
+          if (line.starts_with("in use: ")) in_use = line.substr(8);
+          if (line.starts_with("sha256: ")) sha = line.substr(8, 16);
+        }
+        report_.ok("pac", "PAC file from " + in_use + " (sha256 " + sha + "...)");
+      }
+      // What the PAC file answers, and which proxies get credentials.
+      // Held by the callback too: it may come after a timeout, while the
+      // loop runs for a later step.
+      auto explained = std::make_shared<std::optional<std::string>>();
+      pac->explain(target_.tls ? "https://" + target_.head.authority() + "/" : target_.head.target,
+                   io_.get_executor(),
+                   [explained](int, std::string text) { *explained = std::move(text); });
+      runUntil(
+          io_, [&] { return explained->has_value(); }, options_.step_timeout);
+      std::istringstream lines(explained->value_or(""));
+      for (std::string line; std::getline(lines, line);)
+        if (line.starts_with("FindProxyForURL") || line.starts_with("answer: ") ||
+            line.starts_with("error: ") || line.starts_with("h2gate uses ") ||
+            line.starts_with("skipped: ") || line.starts_with("credentials for "))
+          report_.note("pac", serverText(line));
+    }
+    auto decision = std::make_shared<std::optional<upstream::RouteDecider::Decision>>();
+    info_.route_decider->decide(
+        target_.head, info_, io_.get_executor(),
+        [decision](upstream::RouteDecider::Decision d) { *decision = std::move(d); });
+    if (!runUntil(
+            io_, [&] { return decision->has_value(); }, options_.step_timeout))
+      return report_.fail("pac", "no answer from the PAC file within " + stepTimeoutText(),
+                          "see the log lines above");
+    const upstream::RouteDecider::Decision& d = **decision;
+    if (d.routes.empty())
+      return report_.fail("route",
+                          "the PAC route refuses " + target_.head.authority() + ": " +
+                              std::to_string(d.status) + " " + d.reason,
+                          "the PAC file has no answer h2gate can use and the route's fallback "
+                          "rejects");
+    info_.cluster = d.routes.front();
+    info_.fallbacks.assign(d.routes.begin() + 1, d.routes.end());
     return true;
   }
 
@@ -244,7 +331,12 @@ class Checker {
     return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
   }
 
+  // "DIRECT", "cluster 'NAME'", or a proxy a PAC file named ("PROXY h:p").
   static std::string routeName(const std::string& cluster) {
+    bool tls = false;
+    std::string host;
+    uint16_t port = 0;
+    if (upstream::parseProxyRoute(cluster, &tls, &host, &port)) return cluster;
     return cluster.empty() ? std::string("DIRECT") : "cluster '" + cluster + "'";
   }
   // A failure after which the daemon goes on to the next endpoint of the
@@ -294,6 +386,7 @@ class Checker {
     if (tls_ctx_) old_tls_.push_back(std::move(tls_ctx_));
     auth_walk_.setCluster(nullptr);
     has_credentials_ = false;
+    auth_refused_.clear();
     cluster_ = nullptr;
   }
 
@@ -372,8 +465,27 @@ class Checker {
                         "is it running and listening on that port? " + advice);
   }
 
+  // The cluster of route info_.cluster: the config's, or the one the
+  // daemon makes for a proxy a PAC file named (upstream::proxyCluster).
+  const config::Cluster* routeCluster() {
+    if (const config::Cluster* c = bootstrap_.findCluster(info_.cluster)) return c;
+    bool tls = false;
+    std::string host;
+    uint16_t port = 0;
+    if (!info_.route_decider || !upstream::parseProxyRoute(info_.cluster, &tls, &host, &port))
+      return nullptr;
+    const std::shared_ptr<const upstream::ProxyTemplate> tmpl = info_.route_decider->proxies();
+    if (!tmpl) return nullptr;
+    proxy_clusters_.push_back(upstream::proxyCluster(*tmpl, info_.cluster, &auth_refused_));
+    report_.begin();
+    if (!auth_refused_.empty())
+      report_.note("proxy-auth", info_.cluster + " gets no credentials: " + auth_refused_ +
+                                     " (a 407 from it goes to the app)");
+    return &proxy_clusters_.back();
+  }
+
   bool viaProxy() {
-    const config::Cluster* cluster = bootstrap_.findCluster(info_.cluster);
+    const config::Cluster* cluster = routeCluster();
     if (cluster == nullptr || cluster->endpoints.empty())
       return report_.fail("route", "cluster '" + info_.cluster + "' has no endpoint",
                           "fix the configuration");
@@ -557,6 +669,12 @@ class Checker {
     const ResponseHead& h = *collector_->head;
     const std::string answer =
         std::to_string(h.status) + (h.reason.empty() ? "" : " " + serverText(h.reason));
+    if (h.status == 407 && !auth_refused_.empty())
+      return report_.fail("proxy-auth",
+                          answer + " from " + routeName(info_.cluster) +
+                              ", which gets no credentials: " + auth_refused_,
+                          "to send it credentials, add its host with --proxy-auth-allow HOST "
+                          "(pac.proxies.authenticate_to in a config file)");
     if (h.status == 407) return auth_walk_.fail407(h, step, has_credentials_);
     if (target_.tls && (h.status < 200 || h.status > 299))
       return report_.fail(step, "CONNECT " + target_.head.authority() + " refused: " + answer,
@@ -868,6 +986,11 @@ class Checker {
   StreamInfo info_;
   std::vector<filters::FilterPtr> filters_;
   const config::Cluster* cluster_ = nullptr;
+  // Clusters made for the proxies a PAC file named (stable addresses).
+  std::deque<config::Cluster> proxy_clusters_;
+  // Why the proxy of the route being checked gets no credentials (its
+  // authenticate_to); "" when it does, or is no PAC-named proxy.
+  std::string auth_refused_;
   std::unique_ptr<asio::ip::tcp::socket> socket_;
   std::string peer_;
   bool has_credentials_ = false;

@@ -1,14 +1,17 @@
 #include "gateway/server/cli.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
 #include "config/node_reader.h"
 #include "filters/access_log.h"
+#include "filters/pac_routing_config.h"
 #include "filters/registry.h"
 #include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
+#include "gateway/pac_engine/fetch.h"
 #include "gateway/server/load_config.h"
 
 namespace h2gate::cli {
@@ -94,6 +97,134 @@ std::optional<uint64_t> parseSize(std::string_view text) {
 
 void addError(ParseResult& r, const std::string& flag, const std::string& message) {
   r.errors.push_back(flag + ": " + message);
+}
+
+// --pac, --wpad, --system-proxy: where the PAC file comes from, once.
+void setPacSource(ParseResult& r, const std::string& flag, Options::PacSource source,
+                  std::string location) {
+  Options& o = r.options;
+  if (o.pac != Options::PacSource::None) {
+    r.errors.push_back(o.pac_flag + " and " + flag +
+                       " cannot be combined: give one source of the PAC file");
+    return;
+  }
+  o.pac = source;
+  o.pac_flag = flag;
+  o.pac_location = std::move(location);
+}
+
+// The checks of --pac's value (a readable file, or a URL the PAC fetcher
+// takes) and of the flags that go with a PAC route; errors into `r`.
+void checkPacFlags(ParseResult& r, bool upstream_env) {
+  Options& o = r.options;
+  using Source = Options::PacSource;
+  if (o.pac == Source::File) {
+    if (std::string err = config::checkReadableFile(o.pac_location); !err.empty()) {
+      addError(r, "--pac", err);
+    } else {
+      std::error_code ec;
+      const auto absolute = std::filesystem::absolute(o.pac_location, ec);
+      if (!ec) o.pac_location = absolute.string();
+    }
+  } else if (o.pac == Source::Url) {
+    pac::FetchUrl parsed;
+    if (std::string err = pac::parseFetchUrl(o.pac_location, &parsed); !err.empty()) {
+      // The message may quote the URL: never its user:password@.
+      const std::string shown = filters::redactUserinfo(o.pac_location);
+      for (std::size_t at = err.find(o.pac_location); at != std::string::npos;
+           at = err.find(o.pac_location, at + shown.size()))
+        err.replace(at, o.pac_location.size(), shown);
+      addError(r, "--pac", err);
+    }
+  }
+  const bool pac = o.pac != Source::None;
+  if (pac && !o.upstreams.empty())
+    r.errors.push_back(o.pac_flag +
+                       " and --upstream cannot be combined: the PAC file chooses the proxies");
+  if (pac && !o.config_path.empty())
+    r.errors.push_back(o.pac_flag +
+                       " and -c cannot be combined: in a config file, write the route as the "
+                       "forward_proxy's pac: (config/README.md)");
+  if (o.proxy_auth && !pac && o.upstreams.empty() && (!o.config_path.empty() || !upstream_env))
+    r.errors.push_back(
+        "--proxy-auth needs the proxies it is for: --upstream URL, --pac, --wpad or "
+        "--system-proxy (for clusters in a config file set proxy_authentication instead)");
+  if (pac && o.proxy_auth == "basic")
+    r.errors.push_back(
+        "--proxy-auth basic needs a password, which flags never carry: for the "
+        "proxies a PAC file names, write proxy_authentication.credentials "
+        "(password_file) in a config file (config/README.md)");
+  if (pac && o.insecure)
+    r.errors.push_back(
+        "--insecure applies to --upstream proxies; give the CA of the proxies a "
+        "PAC file names with --cacert FILE");
+  if (!o.proxy_auth_allow.empty() && !o.proxy_auth)
+    r.errors.push_back(
+        "--proxy-auth-allow says which proxies get --proxy-auth's credentials, but there is no "
+        "--proxy-auth");
+  else if (!o.proxy_auth_allow.empty() && !pac)
+    r.errors.push_back(
+        "--proxy-auth-allow applies to the proxies a PAC file names (--pac, --wpad, "
+        "--system-proxy)");
+}
+
+// Sets the route of listener `l`'s forward_proxy to `key: value` ("cluster"
+// or "routes"), keeping the filter's other settings.
+void setRoute(config::Listener& l, const char* key, const YAML::Node& value) {
+  for (config::FilterConfig& f : l.filters) {
+    if (f.name != filters::kForwardProxy) continue;
+    YAML::Node routed(YAML::NodeType::Map);
+    if (f.typed_config.IsMap()) {
+      for (auto it = f.typed_config.begin(); it != f.typed_config.end(); ++it) {
+        const std::string& k = it->first.Scalar();
+        if (k != "cluster" && k != "routes") routed[it->first] = it->second;
+      }
+    }
+    routed[key] = value;
+    f.typed_config = routed;
+    f.filter = nullptr;  // built from the old typed_config: validated again by checkConfig
+  }
+}
+
+// The forward_proxy routes --pac, --wpad or --system-proxy stand for, as a
+// config file writes them (filters/pac_routing_config.h reads them):
+//   routes:
+//   - match: {}
+//     pac:
+//       url: URL | file: PATH | wpad: true | system: true
+//       trusted_ca: CACERT             # an https:// url
+//       proxies:
+//         trusted_ca: CACERT
+//         proxy_authentication: {scheme: SCHEME}
+//         authenticate_to: [ALLOW, ...]
+YAML::Node pacRoutes(const Options& o) {
+  using Source = Options::PacSource;
+  YAML::Node pac(YAML::NodeType::Map);
+  if (o.pac == Source::Url) pac["url"] = o.pac_location;
+  if (o.pac == Source::File) pac["file"] = o.pac_location;
+  if (o.pac == Source::Wpad) pac["wpad"] = true;
+  if (o.pac == Source::System) pac["system"] = true;
+  if (!o.cacert.empty() && o.pac == Source::Url && o.pac_location.rfind("https://", 0) == 0)
+    pac["trusted_ca"] = o.cacert;
+  YAML::Node proxies(YAML::NodeType::Map);
+  if (!o.cacert.empty()) proxies["trusted_ca"] = o.cacert;
+  if (o.proxy_auth) {
+    YAML::Node auth(YAML::NodeType::Map);
+    auth["scheme"] = *o.proxy_auth;
+    proxies["proxy_authentication"] = auth;
+  }
+  if (!o.proxy_auth_allow.empty()) {
+    YAML::Node allow(YAML::NodeType::Sequence);
+    for (const std::string& entry : o.proxy_auth_allow) allow.push_back(entry);
+    proxies["authenticate_to"] = allow;
+  }
+  if (proxies.size() > 0) pac["proxies"] = proxies;
+  YAML::Node route(YAML::NodeType::Map);
+  route["match"] = YAML::Node(YAML::NodeType::Map);
+  route["pac"] = pac;
+  YAML::Node routes(YAML::NodeType::Sequence);
+  routes.push_back(route);
+  return routes;
 }
 
 }  // namespace
@@ -219,7 +350,7 @@ std::string parseUpstreamUrl(const std::string& url, config::Cluster* out) {
   return {};
 }
 
-ParseResult parse(int argc, const char* const* argv) {
+ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
   ParseResult r;
   Options& o = r.options;
   for (int i = 1; i < argc; ++i) {
@@ -258,7 +389,8 @@ ParseResult parse(int argc, const char* const* argv) {
     }
 
     if (name == "-h" || name == "--help" || name == "-V" || name == "--version" ||
-        name == "--validate" || name == "--insecure") {
+        name == "--validate" || name == "--insecure" || name == "--wpad" ||
+        name == "--system-proxy") {
       if (inline_value) {
         addError(r, name, "takes no value");
         continue;
@@ -267,6 +399,8 @@ ParseResult parse(int argc, const char* const* argv) {
       if (name == "-V" || name == "--version") o.version = true;
       if (name == "--validate") o.validate = true;
       if (name == "--insecure") o.insecure = true;
+      if (name == "--wpad") setPacSource(r, name, Options::PacSource::Wpad, "");
+      if (name == "--system-proxy") setPacSource(r, name, Options::PacSource::System, "");
       continue;
     }
 
@@ -280,6 +414,8 @@ ParseResult parse(int argc, const char* const* argv) {
                                               "--log-level",
                                               "--max-config-size",
                                               "--proxy-auth",
+                                              "--proxy-auth-allow",
+                                              "--pac",
                                               "--log-file",
                                               "--log-file-max-size",
                                               "--log-file-keep",
@@ -340,7 +476,32 @@ ParseResult parse(int argc, const char* const* argv) {
     } else if (name == "--proxy-auth") {
       if (value != "auto" && value != "negotiate" && value != "ntlm" && value != "basic")
         addError(r, name, "expected one of auto, negotiate, ntlm, basic, got '" + value + "'");
-      o.proxy_auth = value;
+      else
+        o.proxy_auth = value;
+    } else if (name == "--pac") {
+      if (value.empty())
+        addError(r, name, "expected a PAC file's URL (http:// or https://) or path");
+      else
+        setPacSource(r, name,
+                     value.find("://") != std::string::npos ? Options::PacSource::Url
+                                                            : Options::PacSource::File,
+                     value);
+    } else if (name == "--proxy-auth-allow") {
+      // "a,b" or a repeated flag; each entry as authenticate_to takes it.
+      std::size_t start = 0;
+      do {
+        std::size_t comma = value.find(',', start);
+        if (comma == std::string::npos) comma = value.size();
+        const std::string entry(trim(std::string_view(value).substr(start, comma - start)));
+        filters::AuthenticateTo to;
+        if (entry.empty())
+          addError(r, name, "an empty entry (expected HOST, .DOMAIN, an IP address or *)");
+        else if (std::string why = to.add(entry); !why.empty())
+          addError(r, name, why);
+        else
+          o.proxy_auth_allow.push_back(entry);
+        start = comma + 1;
+      } while (start <= value.size());
     } else if (name == "--max-config-size") {
       if (auto bytes = parseSize(value); bytes && *bytes >= 1024 && *bytes <= kMaxConfigSizeLimit)
         o.max_config_bytes = *bytes;
@@ -360,6 +521,7 @@ ParseResult parse(int argc, const char* const* argv) {
       o.log_level = value;
     }
   }
+  checkPacFlags(r, upstream_env);
   if (o.check && o.validate) r.errors.push_back("check and --validate cannot be combined");
   if (o.step_timeout && !o.check) r.errors.push_back("--step-timeout is an option of h2gate check");
   if (!o.service.empty() && o.validate)
@@ -391,15 +553,34 @@ Options:
                            (port 443) or http://HOST[:PORT] (port 80); repeat
                            for several endpoints of one cluster. Percent-encode
                            special characters in user and password. Default:
-                           $H2GATE_UPSTREAM when neither --upstream nor -c is
-                           given; otherwise connect directly.
-      --cacert FILE        CA bundle to verify --upstream proxies (default: the
-                           system bundle)
+                           $H2GATE_UPSTREAM when none of --upstream, -c, --pac,
+                           --wpad, --system-proxy is given; otherwise connect
+                           directly.
+      --pac URL|FILE       route as the PAC file at URL (http:// or https://)
+                           or in FILE says: the proxies it names (PROXY,
+                           HTTPS) or DIRECT, per request
+      --wpad               route by the PAC file WPAD finds (DNS:
+                           http://wpad.<domain>/wpad.dat)
+      --system-proxy       route by this machine's proxy settings (their PAC
+                           file, WPAD or proxy). --pac, --wpad, --system-proxy
+                           and --upstream exclude each other; none with -c
+      --cacert FILE        CA bundle to verify --upstream proxies, the HTTPS
+                           proxies a PAC file names and an https:// --pac URL
+                           (default: the system bundle)
       --insecure           do not verify the --upstream proxy's certificate
-      --proxy-auth SCHEME  authenticate to the --upstream proxy: negotiate
-                           (Kerberos: your kinit ticket), ntlm, basic (both
-                           with user:pass@ in the URL) or auto (the strongest
-                           the proxy asks for)
+      --proxy-auth SCHEME  authenticate to the --upstream proxy, or to the
+                           proxies the PAC file names: negotiate (Kerberos:
+                           your kinit ticket), ntlm (user:pass@ in the
+                           --upstream URL; without it $NTLM_USER_FILE, or on
+                           Windows the logged-on user), basic (--upstream
+                           only: user:pass@ in its URL) or auto (the
+                           strongest the proxy asks for)
+      --proxy-auth-allow HOST|.DOMAIN|IP|*
+                           the proxies a PAC file names that get --proxy-auth's
+                           credentials (repeat, or a comma list). Default: the
+                           PAC file's own domain (--pac
+                           http://wpad.corp.example/x.pac: .corp.example;
+                           a FILE: every proxy)
       --concurrency N      worker threads (default 1)
       --max-config-size SIZE
                            refuse a config file larger than SIZE (bytes, or
@@ -484,7 +665,9 @@ config::LoadResult buildBootstrap(const Options& options,
 
   std::vector<std::string> urls = options.upstreams;
   std::string origin = "--upstream";
-  if (urls.empty() && options.config_path.empty() && upstream_env && !upstream_env->empty()) {
+  // The environment's default proxy is not for a PAC route: its file names them.
+  if (urls.empty() && options.config_path.empty() && options.pac == Options::PacSource::None &&
+      upstream_env && !upstream_env->empty()) {
     urls.push_back(*upstream_env);
     origin = "H2GATE_UPSTREAM";
   }
@@ -524,26 +707,24 @@ config::LoadResult buildBootstrap(const Options& options,
         merged->name = kUpstreamCluster;
         b.clusters.push_back(std::move(*merged));
         flag_cluster = &b.clusters.back();
-        for (config::Listener& l : b.listeners) {
-          for (config::FilterConfig& f : l.filters) {
-            if (f.name != filters::kForwardProxy) continue;
-            // Keep the filter's other settings; only the route changes.
-            YAML::Node routed(YAML::NodeType::Map);
-            if (f.typed_config.IsMap()) {
-              for (auto it = f.typed_config.begin(); it != f.typed_config.end(); ++it) {
-                if (it->first.Scalar() != "cluster") routed[it->first] = it->second;
-              }
-            }
-            routed["cluster"] = kUpstreamCluster;
-            f.typed_config = routed;
-            f.filter = nullptr;  // built from the old typed_config: validated again below
-          }
-        }
+        for (config::Listener& l : b.listeners)
+          setRoute(l, "cluster", YAML::Node(kUpstreamCluster));
       }
     }
   }
 
-  if (!options.cacert.empty() || options.insecure) {
+  const bool pac = options.pac != Options::PacSource::None;
+  if (pac) {
+    if (b.listeners.empty())
+      fail(options.pac_flag + ": the config has no listener to route");
+    else
+      setRoute(b.listeners[0], "routes", pacRoutes(options));
+  }
+
+  if (!options.cacert.empty() && pac) {
+    if (std::string err = config::checkReadableFile(options.cacert); !err.empty())
+      fail("--cacert: " + err);
+  } else if (!options.cacert.empty() || options.insecure) {
     const std::string flag = !options.cacert.empty() ? "--cacert" : "--insecure";
     if (flag_cluster == nullptr) {
       if (urls.empty()) {
@@ -565,7 +746,7 @@ config::LoadResult buildBootstrap(const Options& options,
     }
   }
 
-  if (options.proxy_auth) {
+  if (options.proxy_auth && !pac) {
     using Scheme = config::ProxyAuthentication::Scheme;
     const std::string& v = *options.proxy_auth;
     const Scheme scheme = v == "negotiate" ? Scheme::Negotiate

@@ -36,8 +36,20 @@ struct Options {
   std::string cacert;                  // --cacert FILE
   bool insecure = false;               // --insecure (explicit only)
   // --proxy-auth SCHEME: auto, negotiate, ntlm or basic for the --upstream
-  // cluster (its proxy_authentication).
+  // cluster or the proxies the --pac/--wpad/--system-proxy PAC file names
+  // (their proxy_authentication).
   std::optional<std::string> proxy_auth;
+  // --pac URL|FILE, --wpad, --system-proxy: the default listener's route
+  // follows a PAC file (a forward_proxy `pac:` route, as YAML would write
+  // it; filters/pac_routing_config.h). At most one of them.
+  enum class PacSource { None, Url, File, Wpad, System };
+  PacSource pac = PacSource::None;
+  std::string pac_flag;      // the flag that set it ("--pac", "--wpad", ...)
+  std::string pac_location;  // --pac's URL, or its file as an absolute path
+  // --proxy-auth-allow HOST|.SUFFIX|IP|* (repeatable, or a comma list): the
+  // PAC route's proxies.authenticate_to; empty: its default (the PAC file's
+  // own domain).
+  std::vector<std::string> proxy_auth_allow;
   std::optional<uint32_t> concurrency;   // --concurrency N
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).
@@ -50,15 +62,22 @@ struct ParseResult {
   bool ok() const { return errors.empty(); }
 };
 
-ParseResult parse(int argc, const char* const* argv);
+// `upstream_env`: $H2GATE_UPSTREAM is set (it may give the proxy that
+// --proxy-auth is for).
+ParseResult parse(int argc, const char* const* argv, bool upstream_env = false);
 std::string usage();  // --help text
 
 // Builds the Bootstrap: from -c FILE when given, else the built-in default.
 // Then flags are applied on top (--listen replaces the first listener's
 // address, --admin the admin address, --upstream adds a cluster per URL and
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
-// of flag-made clusters, --proxy-auth their proxy_authentication).
-// `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
+// of flag-made clusters, --proxy-auth their proxy_authentication; --pac,
+// --wpad or --system-proxy give the first listener's forward_proxy a `pac:`
+// route, with --cacert as its trusted_ca, --proxy-auth as its
+// proxies.proxy_authentication and --proxy-auth-allow as its
+// proxies.authenticate_to).
+// `upstream_env` is $H2GATE_UPSTREAM, used only when none of --upstream,
+// --pac, --wpad, --system-proxy and
 // -c was given. The result is validated and its filters built
 // (gateway/server/load_config.h), as --validate, start-up and reload all need it.
 config::LoadResult buildBootstrap(const Options& options,

@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
   if (pac::isPacWorker(argc, argv)) return pac::runPacWorker();
   ServerSignals::prepareProcess();
 
-  const cli::ParseResult parsed = cli::parse(argc, argv);
+  std::optional<std::string> upstream_env;
+  if (const char* v = std::getenv("H2GATE_UPSTREAM"); v && *v) upstream_env = v;
+  const cli::ParseResult parsed = cli::parse(argc, argv, upstream_env.has_value());
   if (!parsed.ok()) {
     for (const auto& e : parsed.errors) std::cerr << "h2gate: " << e << "\n";
     std::cerr << "Run 'h2gate --help' for usage.\n";
@@ -55,8 +57,6 @@ int main(int argc, char** argv) {
     log::setLevel(level);
   }
 
-  std::optional<std::string> upstream_env;
-  if (const char* v = std::getenv("H2GATE_UPSTREAM"); v && *v) upstream_env = v;
   config::LoadResult loaded = cli::buildBootstrap(opts, upstream_env);
 
   if (opts.validate) {

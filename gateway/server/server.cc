@@ -306,7 +306,10 @@ std::string Server::start() {
     tls_[c.name] = std::move(ctx);
     tls_files_[c.name] = reload::tlsFilesFingerprint(c);
   }
-  if (cfg.clusters.empty())
+  if (cfg.clusters.empty() && !pacRoutes().empty())
+    H2G_LOG(Info, 0, 0,
+            "no cluster configured: routes follow a PAC file (the proxies it names, or DIRECT)");
+  else if (cfg.clusters.empty())
     H2G_LOG(Info, 0, 0,
             "direct mode: no upstream proxy configured, h2gate connects to destinations itself");
   for (const config::Cluster& c : cfg.clusters) logCluster(c);

@@ -275,6 +275,32 @@ std::shared_ptr<Tunnel> WorkerRouter::open(const std::string& route, const Strea
   return p->newTunnel(info.connection_id, info.stream_id);
 }
 
+config::Cluster proxyCluster(const ProxyTemplate& tmpl, const std::string& route,
+                             std::string* refused) {
+  refused->clear();
+  bool tls = false;
+  std::string host;
+  uint16_t port = 0;
+  parseProxyRoute(route, &tls, &host, &port);
+  config::Cluster cluster = tmpl.cluster;
+  cluster.name = route;
+  cluster.endpoints = {config::SocketAddress{host, port}};
+  if (!tls) cluster.tls.reset();
+  // Whoever serves the PAC file chose this proxy: the listener's
+  // credentials and extra headers are not for it.
+  cluster.receives_listener_headers = false;
+  // Nor are the route's own proxy credentials, unless the operator allows
+  // this proxy (may_authenticate logs a refusal).
+  if (auth::ProxyAuth::configured(cluster) && tmpl.may_authenticate) {
+    *refused = tmpl.may_authenticate(route, host);
+    if (!refused->empty()) {
+      cluster.authentication.reset();
+      cluster.credentials.reset();
+    }
+  }
+  return cluster;
+}
+
 void ProxyPoolList::add(uint32_t worker, const std::shared_ptr<ClusterHealth>& health) {
   std::lock_guard lock(mutex_);
   std::erase_if(entries_, [](const auto& e) { return e.second.expired(); });
@@ -340,22 +366,9 @@ std::shared_ptr<UpstreamPool> WorkerRouter::proxyPool(
   parseProxyRoute(route, &tls, &host, &port);
   // Read before the pool is made: a pool made now belongs to this generation.
   const uint64_t generation = tmpl->auth_generation.load(std::memory_order_relaxed);
-  auto cluster = std::make_shared<config::Cluster>(tmpl->cluster);
-  cluster->name = route;
-  cluster->endpoints = {config::SocketAddress{host, port}};
-  if (!tls) cluster->tls.reset();
-  // Whoever serves the PAC file chose this proxy: the listener's
-  // credentials and extra headers are not for it.
-  cluster->receives_listener_headers = false;
-  // Nor are the route's own proxy credentials, unless the operator allows
-  // this proxy (may_authenticate logs a refusal).
-  bool refused = false;
-  if (auth::ProxyAuth::configured(*cluster) && tmpl->may_authenticate &&
-      !tmpl->may_authenticate(route, host).empty()) {
-    refused = true;
-    cluster->authentication.reset();
-    cluster->credentials.reset();
-  }
+  std::string why;
+  auto cluster = std::make_shared<config::Cluster>(proxyCluster(*tmpl, route, &why));
+  const bool refused = !why.empty();
   auto health =
       std::make_shared<ClusterHealth>(route, std::vector<std::string>{endpointLabel(host, port)});
   if (refused) health->setAuth(0, "none(authenticate_to)");

@@ -161,6 +161,14 @@ class RouteDecider {
 // cluster. Sets *tls, *host (no brackets) and *port.
 bool parseProxyRoute(const std::string& route, bool* tls, std::string* host, uint16_t* port);
 
+// The cluster of the proxy `route` ("PROXY host:port" or "HTTPS host:port",
+// parseProxyRoute's) made from `tmpl`, as its pool has it: named `route`, its
+// one endpoint, TLS for HTTPS only, no listener headers, and no credentials
+// when may_authenticate refuses them (*refused then gets why; "" otherwise).
+// `route` MUST parse. Used by WorkerRouter and by `h2gate check`.
+config::Cluster proxyCluster(const ProxyTemplate& tmpl, const std::string& route,
+                             std::string* refused);
+
 class Router {
  public:
   virtual ~Router() = default;

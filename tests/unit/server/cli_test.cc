@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include "config/dump.h"
 #include "filters/forward_proxy.h"
+#include "filters/pac_routing.h"
 #include "filters/registry.h"
 #include "tests/support/config_util.h"
 
@@ -443,7 +445,8 @@ TEST_CASE("usage mentions every flag", "[cli]") {
   const std::string u = usage();
   for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
                            "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
-                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM"}) {
+                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM", "--pac", "--wpad",
+                           "--system-proxy", "--proxy-auth-allow"}) {
     INFO(flag);
     CHECK(u.find(flag) != std::string::npos);
   }
@@ -548,4 +551,188 @@ TEST_CASE("--log-file-max-size and --log-file-keep: rotation of the log file", "
         "--log-file-keep: expected a number of old files from 0 to 100, got '101'\n");
   CHECK(errorsOf(run({"--log-file-keep", "-1"})) ==
         "--log-file-keep: expected a number of old files from 0 to 100, got '-1'\n");
+}
+
+namespace {
+
+// The PAC route the forward_proxy of listener 0 was built with.
+const filters::PacRouteConfig& pacRouteOf(const config::Bootstrap& b) {
+  const auto* fp = dynamic_cast<const filters::ForwardProxyFilter*>(forwardProxy(b).filter.get());
+  REQUIRE(fp);
+  REQUIRE(fp->pacRoutes().size() == 1);
+  return fp->pacRoutes().front()->config();
+}
+
+// A readable PAC file for --pac FILE.
+std::string pacFile() {
+  const std::string path = "/tmp/h2gate_cli_test_" + std::to_string(::getpid()) + ".pac";
+  std::ofstream(path) << "function FindProxyForURL(url, host) { return \"DIRECT\"; }\n";
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("--pac, --wpad, --system-proxy: the default listener's route follows a PAC file",
+          "[cli][pac_auth]") {
+  using Kind = pac::PacSourceConfig::Kind;
+  const std::string file = pacFile();
+  struct Case {
+    std::vector<const char*> args;
+    Kind kind;
+    std::string location;
+  };
+  for (const Case& c :
+       {Case{{"--pac", "http://wpad.corp.example/proxy.pac"},
+             Kind::Url,
+             "http://wpad.corp.example/proxy.pac"},
+        Case{{"--pac", file.c_str()}, Kind::File, file}, Case{{"--wpad"}, Kind::Wpad, ""},
+        Case{{"--system-proxy"}, Kind::System, ""}}) {
+    std::vector<const char*> argv{"h2gate"};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    const ParseResult p = parse(static_cast<int>(argv.size()), argv.data());
+    INFO(c.args.front() << ": " << errorsOf(p));
+    REQUIRE(p.ok());
+    const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters.empty());
+    // $H2GATE_UPSTREAM, the default proxy, is not used: the PAC file names them.
+    const config::LoadResult env = buildBootstrap(p.options, "https://env.example:8443");
+    INFO(allProblems(env.problems));
+    CHECK(env.ok());
+    CHECK(env.bootstrap.clusters.empty());
+    const filters::PacRouteConfig& pac = pacRouteOf(r.bootstrap);
+    CHECK(pac.source.kind == c.kind);
+    CHECK(pac.source.location == c.location);
+    CHECK_FALSE(pac.proxies.cluster.authentication);
+    CHECK_FALSE(pac.proxies.authenticate_to);
+  }
+  std::remove(file.c_str());
+}
+
+TEST_CASE("--pac with --proxy-auth and --proxy-auth-allow builds what the same YAML builds",
+          "[cli][pac_auth]") {
+  // --cacert's file is only checked to be readable here.
+  const std::string ca = "/tmp/h2gate_cli_test_" + std::to_string(::getpid()) + ".ca.pem";
+  std::ofstream(ca) << "not read by this test\n";
+  const ParseResult p =
+      run({"--pac", "https://wpad.corp.example/proxy.pac", "--proxy-auth", "negotiate",
+           "--proxy-auth-allow", "proxy.corp.example, .branch.example",
+           "--proxy-auth-allow=10.0.0.1", "--cacert", ca.c_str(), "--listen", "127.0.0.1:4000"});
+  INFO(errorsOf(p));
+  REQUIRE(p.ok());
+  CHECK(p.options.proxy_auth_allow ==
+        std::vector<std::string>{"proxy.corp.example", ".branch.example", "10.0.0.1"});
+  const config::LoadResult flags = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(flags.problems));
+  REQUIRE(flags.ok());
+
+  const config::LoadResult yaml = h2gate::testing::loadYaml(
+      std::string(h2gate::testing::kMinimalConfig) +
+      "        typed_config:\n"
+      "          routes:\n"
+      "          - match: {}\n"
+      "            pac:\n"
+      "              url: https://wpad.corp.example/proxy.pac\n"
+      "              trusted_ca: " +
+      ca +
+      "\n"
+      "              proxies:\n"
+      "                trusted_ca: " +
+      ca +
+      "\n"
+      "                proxy_authentication: {scheme: negotiate}\n"
+      "                authenticate_to: [proxy.corp.example, .branch.example, 10.0.0.1]\n");
+  INFO(allProblems(yaml.problems));
+  REQUIRE(yaml.ok());
+  const filters::PacRouteConfig& a = pacRouteOf(flags.bootstrap);
+  const filters::PacRouteConfig& b = pacRouteOf(yaml.bootstrap);
+  CHECK(a.source.kind == b.source.kind);
+  CHECK(a.source.location == b.source.location);
+  CHECK(a.source.fetch.trusted_ca == ca);
+  CHECK(a.source.fetch.trusted_ca == b.source.fetch.trusted_ca);
+  CHECK(a.fallback.kind == b.fallback.kind);
+  REQUIRE(a.proxies.cluster.authentication);
+  CHECK(a.proxies.cluster.authentication->scheme == config::ProxyAuthentication::Scheme::Negotiate);
+  CHECK(a.proxies.cluster.authentication->scheme == b.proxies.cluster.authentication->scheme);
+  CHECK(a.proxies.cluster.tls->trusted_ca == b.proxies.cluster.tls->trusted_ca);
+  REQUIRE(a.proxies.authenticate_to);
+  CHECK(*a.proxies.authenticate_to == *b.proxies.authenticate_to);
+  CHECK(a.proxies.authenticate_to->allows("proxy.corp.example"));
+  CHECK(a.proxies.authenticate_to->allows("p1.branch.example"));
+  CHECK_FALSE(a.proxies.authenticate_to->allows("evil.example"));
+
+  // /config_dump shows the route as it would be written.
+  const std::string dump = config::dumpYaml(flags.bootstrap);
+  INFO(dump);
+  // Loaded again, it gives the same route.
+  const config::LoadResult again = h2gate::testing::loadYaml(dump);
+  INFO(allProblems(again.problems));
+  REQUIRE(again.ok());
+  const filters::PacRouteConfig& c = pacRouteOf(again.bootstrap);
+  CHECK(c.source.location == a.source.location);
+  CHECK(*c.proxies.authenticate_to == *a.proxies.authenticate_to);
+  CHECK(c.proxies.cluster.authentication->scheme == a.proxies.cluster.authentication->scheme);
+  for (const char* line : {"url: https://wpad.corp.example/proxy.pac\n", "scheme: negotiate\n",
+                           "authenticate_to:\n", "- .branch.example\n"})
+    CHECK(dump.find(line) != std::string::npos);
+  CHECK(flags.bootstrap.listeners.at(0).address.port_value == 4000);
+  std::remove(ca.c_str());
+}
+
+TEST_CASE("--pac: bad combinations are usage errors", "[cli][pac_auth]") {
+  const std::string file = pacFile();
+  const char* f = file.c_str();
+  CHECK(errorsOf(run({"--pac", f, "--wpad"})) ==
+        "--pac and --wpad cannot be combined: give one source of the PAC file\n");
+  CHECK(errorsOf(run({"--system-proxy", "--pac", f})) ==
+        "--system-proxy and --pac cannot be combined: give one source of the PAC file\n");
+  CHECK(errorsOf(run({"--wpad", "--upstream", "https://p.example"})) ==
+        "--wpad and --upstream cannot be combined: the PAC file chooses the proxies\n");
+  CHECK(errorsOf(run({"--pac", f, "-c", "x.yaml"})) ==
+        "--pac and -c cannot be combined: in a config file, write the route as the "
+        "forward_proxy's pac: (config/README.md)\n");
+  CHECK(errorsOf(run({"--pac", "/nonexistent/proxy.pac"})) ==
+        "--pac: cannot read '/nonexistent/proxy.pac': No such file or directory\n");
+  CHECK(errorsOf(run({"--pac", "ftp://wpad.example/proxy.pac"})) ==
+        "--pac: 'ftp://wpad.example/proxy.pac' is not an http:// or https:// URL\n");
+  CHECK(errorsOf(run({"--pac", "gopher://alice:secret@wpad.example/proxy.pac"})).find("secret") ==
+        std::string::npos);
+  CHECK(errorsOf(run({"--pac="})) ==
+        "--pac: expected a PAC file's URL (http:// or https://) or path\n");
+  CHECK(errorsOf(run({"--wpad=yes"})) == "--wpad: takes no value\n");
+  const std::string no_proxy =
+      "--proxy-auth needs the proxies it is for: --upstream URL, --pac, --wpad or "
+      "--system-proxy (for clusters in a config file set proxy_authentication instead)\n";
+  CHECK(errorsOf(run({"--proxy-auth", "negotiate"})) == no_proxy);
+  CHECK(errorsOf(run({"-c", "x.yaml", "--proxy-auth", "negotiate"})) == no_proxy);
+  {
+    // $H2GATE_UPSTREAM may give the proxy (without -c).
+    const char* argv[] = {"h2gate", "--proxy-auth", "negotiate"};
+    CHECK(parse(3, argv, /*upstream_env=*/true).ok());
+  }
+  CHECK(errorsOf(run({"--wpad", "--proxy-auth", "basic"})) ==
+        "--proxy-auth basic needs a password, which flags never carry: for the proxies a PAC "
+        "file names, write proxy_authentication.credentials (password_file) in a config file "
+        "(config/README.md)\n");
+  CHECK(errorsOf(run({"--wpad", "--insecure"})) ==
+        "--insecure applies to --upstream proxies; give the CA of the proxies a PAC file names "
+        "with --cacert FILE\n");
+  CHECK(errorsOf(run({"--wpad", "--proxy-auth-allow", "p.example"})) ==
+        "--proxy-auth-allow says which proxies get --proxy-auth's credentials, but there is no "
+        "--proxy-auth\n");
+  CHECK(errorsOf(run({"--upstream", "https://p.example", "--proxy-auth", "negotiate",
+                      "--proxy-auth-allow", "p.example"})) ==
+        "--proxy-auth-allow applies to the proxies a PAC file names (--pac, --wpad, "
+        "--system-proxy)\n");
+  CHECK(errorsOf(run({"--wpad", "--proxy-auth", "negotiate", "--proxy-auth-allow", "a,,b"})) ==
+        "--proxy-auth-allow: an empty entry (expected HOST, .DOMAIN, an IP address or *)\n");
+  CHECK(errorsOf(
+            run({"--wpad", "--proxy-auth", "negotiate", "--proxy-auth-allow", "*.corp.example"})) ==
+        "--proxy-auth-allow: '*.corp.example': only \"*\" alone is a wildcard; for a domain and "
+        "every host under it write .example.com\n");
+  // ntlm and auto without credentials are fine (the platform's, as with --upstream).
+  CHECK(run({"--wpad", "--proxy-auth", "ntlm"}).ok());
+  CHECK(run({"--pac", f, "--proxy-auth", "auto", "--proxy-auth-allow", "*"}).ok());
+  std::remove(file.c_str());
 }
