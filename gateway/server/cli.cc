@@ -9,6 +9,7 @@
 #include "filters/registry.h"
 #include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/server/load_config.h"
 
 namespace h2gate::cli {
@@ -94,6 +95,16 @@ std::optional<uint64_t> parseSize(std::string_view text) {
 
 void addError(ParseResult& r, const std::string& flag, const std::string& message) {
   r.errors.push_back(flag + ": " + message);
+}
+
+// --allow CIDR: "10.0.0.0/8", "fd00::/8" or an address alone, as a
+// source_prefix_ranges entry. "" or why not.
+std::string allowRange(const std::string& text, config::SourcePrefixRange* out) {
+  std::string error;
+  const std::optional<net::CidrRange> range = net::parseCidr(text, /*strict=*/true, &error);
+  if (!range) return error + " (expected a range such as 192.168.0.0/16 or fd00::/8)";
+  *out = config::SourcePrefixRange{range->base.str(), range->prefix, config::Mark{"<flags>"}};
+  return {};
 }
 
 }  // namespace
@@ -274,6 +285,7 @@ ParseResult parse(int argc, const char* const* argv) {
                                               "--config",
                                               "--listen",
                                               "--admin",
+                                              "--allow",
                                               "--upstream",
                                               "--cacert",
                                               "--concurrency",
@@ -306,6 +318,10 @@ ParseResult parse(int argc, const char* const* argv) {
       config::SocketAddress a;
       if (std::string err = bindAddress(value, &a); !err.empty()) addError(r, name, err);
       (name == "--listen" ? o.listen : o.admin) = value;
+    } else if (name == "--allow") {
+      config::SourcePrefixRange range;
+      if (std::string err = allowRange(value, &range); !err.empty()) addError(r, name, err);
+      o.allow.push_back(value);
     } else if (name == "--upstream") {
       config::Cluster c;
       if (std::string err = parseUpstreamUrl(value, &c); !err.empty()) addError(r, name, err);
@@ -386,6 +402,10 @@ Options:
                            exit 0 if it is valid, 1 if not
       --listen HOST:PORT   address of the proxy listener (an IP, [::1] or
                            localhost); replaces the first listener's addresses
+      --allow CIDR         clients that may use the first listener (--listen):
+                           192.168.0.0/16, fd00::/8 or one address; repeat for
+                           several. Others are closed at once. Needed when it
+                           listens on an address other than loopback
       --admin HOST:PORT    admin/metrics address (default 127.0.0.1:9901)
       --upstream URL       upstream proxy: https://[user:pass@]HOST[:PORT]
                            (port 443) or http://HOST[:PORT] (port 80); repeat
@@ -471,6 +491,20 @@ config::LoadResult buildBootstrap(const Options& options,
       b.listeners[0].address = a;
       b.listeners[0].additional_addresses.clear();
     }
+  }
+  if (!options.allow.empty()) {
+    std::vector<config::SourcePrefixRange> ranges;
+    for (const std::string& text : options.allow) {
+      config::SourcePrefixRange range;
+      if (std::string err = allowRange(text, &range); !err.empty())
+        fail("--allow: " + err);
+      else
+        ranges.push_back(std::move(range));
+    }
+    if (b.listeners.empty())
+      fail("--allow: the config has no listener");
+    else
+      b.listeners[0].source_prefix_ranges = std::move(ranges);
   }
   if (options.admin) {
     config::SocketAddress a;

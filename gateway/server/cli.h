@@ -42,6 +42,8 @@ struct Options {
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).
   uint64_t max_config_bytes = config::kDefaultMaxConfigBytes;
+  // --allow CIDR (repeatable): the first listener's source_prefix_ranges.
+  std::vector<std::string> allow;
 };
 
 struct ParseResult {
@@ -59,7 +61,8 @@ std::string usage();  // --help text
 // routes the listeners' forward_proxy to it, --cacert/--insecure set the TLS
 // of flag-made clusters, --proxy-auth their proxy_authentication).
 // `upstream_env` is $H2GATE_UPSTREAM, used only when neither --upstream nor
-// -c was given. The result is validated and its filters built
+// -c was given. --allow replaces the first listener's source_prefix_ranges.
+// The result is validated and its filters built
 // (gateway/server/load_config.h), as --validate, start-up and reload all need it.
 config::LoadResult buildBootstrap(const Options& options,
                                   const std::optional<std::string>& upstream_env);
