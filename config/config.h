@@ -72,6 +72,16 @@ struct SendBuffer {
 // new stream wait behind at most this much unsent data of others.
 inline constexpr uint32_t kDefaultUpstreamNotsentLowat = 128 * 1024;
 
+// One entry of a listener's filter_chain_match.source_prefix_ranges
+// (Envoy's CidrRange): the clients that may connect. Checked and turned into
+// a range by net::SourceRanges (gateway/net/source_ranges.h), which refuses
+// host bits set under the prefix and a prefix_len longer than the address.
+struct SourcePrefixRange {
+  std::string address_prefix;  // an IPv4 or IPv6 address, as written
+  uint32_t prefix_len = 0;
+  Mark mark;  // the entry (line 0: --allow)
+};
+
 struct Listener {
   std::string name;
   SocketAddress address;
@@ -79,6 +89,11 @@ struct Listener {
   // 127.0.0.1 and ::1). Envoy calls this additional_addresses.
   std::vector<SocketAddress> additional_addresses;
   std::vector<FilterConfig> filters;  // flattened filter_chains[0].filters
+  // filter_chains[0].filter_chain_match.source_prefix_ranges (--allow): only
+  // clients in these ranges may connect; the others are closed at accept.
+  // Empty: anyone who can reach the address; allowed only for a listener
+  // whose addresses are all loopback (checkConfig(), gateway/server/load_config.h).
+  std::vector<SourcePrefixRange> source_prefix_ranges;
   // HTTP/1 request-head limits (Envoy: max_request_headers_kb / _count).
   uint32_t max_request_headers_kb = 64;
   uint32_t max_request_headers_count = 100;

@@ -156,6 +156,17 @@ class Writer {
       out_ << YAML::Flow << YAML::BeginSeq << YAML::EndSeq;
     } else {
       out_ << YAML::BeginSeq << YAML::BeginMap;
+      if (!l.source_prefix_ranges.empty()) {
+        out_ << YAML::Key << "filter_chain_match" << YAML::Value << YAML::BeginMap;
+        out_ << YAML::Key << "source_prefix_ranges" << YAML::Value << YAML::BeginSeq;
+        for (const SourcePrefixRange& r : l.source_prefix_ranges) {
+          out_ << YAML::Flow << YAML::BeginMap;
+          field("address_prefix", r.address_prefix);
+          field("prefix_len", r.prefix_len);
+          out_ << YAML::EndMap;
+        }
+        out_ << YAML::EndSeq << YAML::EndMap;
+      }
       out_ << YAML::Key << "filters" << YAML::Value << YAML::BeginSeq;
       for (const FilterConfig& f : l.filters) {
         out_ << YAML::BeginMap;

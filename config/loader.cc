@@ -194,6 +194,36 @@ void parseSocketTuning(NodeReader& r, SendBuffer& out, uint32_t& notsent_lowat) 
   }
 }
 
+// filter_chain_match: {source_prefix_ranges: [{address_prefix, prefix_len}]}
+// (Envoy's names). Whether each entry is a range is net::SourceRanges'
+// check (gateway/net/source_ranges.h), made with the filter chains.
+void parseSourcePrefixRanges(NodeReader& chain, Listener& l) {
+  NodeReader match = chain.child("filter_chain_match");
+  if (match.isNull() || !match.expectMap()) return;
+  match.allowOnly({"source_prefix_ranges"});
+  if (!match.has("source_prefix_ranges")) return;
+  std::vector<NodeReader> ranges = match.list("source_prefix_ranges");
+  if (ranges.empty() && match.child("source_prefix_ranges").node().IsSequence()) {
+    match.errorAt("source_prefix_ranges",
+                  "an empty list would let every client in; list the clients' ranges, or "
+                  "0.0.0.0/0 and ::/0 to allow everyone on purpose");
+  }
+  for (NodeReader& range : ranges) {
+    if (!range.expectMap()) continue;
+    range.allowOnly({"address_prefix", "prefix_len"});
+    SourcePrefixRange out;
+    out.mark = range.mark();
+    auto prefix = range.string("address_prefix", true);
+    // Required, unlike Envoy's default of 0: a forgotten prefix_len would
+    // turn one address into everyone.
+    auto len = range.uint("prefix_len", 0, 128, true);
+    if (!prefix || !len) continue;
+    out.address_prefix = *prefix;
+    out.prefix_len = static_cast<uint32_t>(*len);
+    l.source_prefix_ranges.push_back(std::move(out));
+  }
+}
+
 Listener parseListener(NodeReader& r) {
   Listener l;
   l.mark = r.mark();
@@ -256,7 +286,8 @@ Listener parseListener(NodeReader& r) {
   for (std::size_t i = 1; i < chains.size(); ++i)
     chains[i].error("only one filter chain is supported");
   if (!chains.empty() && chains[0].expectMap()) {
-    chains[0].allowOnly({"filters"});
+    chains[0].allowOnly({"filter_chain_match", "filters"});
+    parseSourcePrefixRanges(chains[0], l);
     for (NodeReader& f : chains[0].list("filters")) {
       if (!f.expectMap()) continue;
       f.allowOnly({"name", "typed_config"});

@@ -14,6 +14,7 @@
 #include "gateway/http1/parser.h"
 #include "gateway/net/connection_limit.h"
 #include "gateway/net/send_buffer.h"
+#include "gateway/net/source_ranges.h"
 #include "gateway/upstream/router.h"
 
 namespace h2gate::downstream {
@@ -27,6 +28,12 @@ struct ListenerContext final : upstream::AddressPolicy {
 
   std::string name;
   std::vector<filters::FilterPtr> filters;  // the last one is terminal
+  // Clients outside these ranges are closed at accept, before any byte is
+  // read (Worker::admit). Config: source_prefix_ranges, --allow.
+  net::SourceRanges sources;
+  // The warnings about them, per source address; shared by the workers and
+  // kept across reloads like open_connections.
+  std::shared_ptr<net::RefusalLog> refusals = std::make_shared<net::RefusalLog>();
   http1::Limits limits;
   // Direct mode: one deadline for DNS and all connect attempts
   // (config: the listener's direct_connect_timeout).

@@ -7,6 +7,8 @@ using metrics::Family;
 ListenerStats::ListenerStats(metrics::Shard& s, std::string listener)
     : connections(s.counter(Family::DownstreamConnections, {listener})),
       connections_active(s.gauge(Family::DownstreamConnectionsActive, {listener})),
+      refused_source(
+          s.counter(Family::DownstreamConnectionsRefused, {listener, "source_not_allowed"})),
       started_connect(s.counter(Family::RequestsStarted, {listener, "connect"})),
       started_forward(s.counter(Family::RequestsStarted, {listener, "forward"})),
       active_connect(s.gauge(Family::RequestsActive, {listener, "connect"})),

@@ -37,6 +37,9 @@ class ListenerStats {
 
   metrics::Counter& connections;
   metrics::Gauge& connections_active;
+  // Closed at accept: the client is in none of the listener's
+  // source_prefix_ranges (reason="source_not_allowed"). Not in `connections`.
+  metrics::Counter& refused_source;
   metrics::Counter& started_connect;
   metrics::Counter& started_forward;
   metrics::Gauge& active_connect;

@@ -51,6 +51,11 @@ const std::array<FamilyDef, kFamilyCount> kDefs{{
      "proxy of `cluster` could be reached.",
      Type::Counter,
      {"listener", "cluster", "fallback"}},
+    {"h2gate_downstream_connections_refused_total",
+     "App connections closed at accept, before any byte was read: reason=source_not_allowed, "
+     "the client's address is in none of the listener's source_prefix_ranges (--allow).",
+     Type::Counter,
+     {"listener", "reason"}},
     {"h2gate_upstream_connections_active",
      "Connections open to upstream proxies, by negotiated protocol.",
      Type::Gauge,

@@ -15,16 +15,17 @@ enum class Type { Counter, Gauge, Histogram };
 
 enum class Family {
   // Downstream: apps and their requests.
-  DownstreamConnections,        // counter {listener}
-  DownstreamConnectionsActive,  // gauge {listener}
-  RequestsStarted,              // counter {listener, kind}
-  RequestsFinished,             // counter {listener, cluster, protocol, kind, result}
-  RequestsActive,               // gauge {listener, kind}
-  DownstreamErrors,             // counter {listener, status}
-  RelayedBytes,                 // counter {listener, cluster, protocol, direction}
-  TunnelSetupDuration,          // histogram {listener, cluster, protocol}
-  TimeToFirstByte,              // histogram {listener, cluster, protocol, kind}
-  RouteFallbacks,               // counter {listener, cluster, fallback}
+  DownstreamConnections,         // counter {listener}
+  DownstreamConnectionsActive,   // gauge {listener}
+  RequestsStarted,               // counter {listener, kind}
+  RequestsFinished,              // counter {listener, cluster, protocol, kind, result}
+  RequestsActive,                // gauge {listener, kind}
+  DownstreamErrors,              // counter {listener, status}
+  RelayedBytes,                  // counter {listener, cluster, protocol, direction}
+  TunnelSetupDuration,           // histogram {listener, cluster, protocol}
+  TimeToFirstByte,               // histogram {listener, cluster, protocol, kind}
+  RouteFallbacks,                // counter {listener, cluster, fallback}
+  DownstreamConnectionsRefused,  // counter {listener, reason}
   // Upstream: proxies, connections, streams.
   UpstreamConnectionsActive,     // gauge {cluster, endpoint, protocol}
   UpstreamConnectionsOpened,     // counter {cluster, endpoint, protocol}

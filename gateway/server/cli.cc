@@ -11,6 +11,7 @@
 #include "filters/registry.h"
 #include "gateway/base/ascii.h"
 #include "gateway/base/log.h"
+#include "gateway/net/ip_address.h"
 #include "gateway/pac_engine/fetch.h"
 #include "gateway/server/load_config.h"
 
@@ -227,6 +228,16 @@ YAML::Node pacRoutes(const Options& o) {
   return routes;
 }
 
+// --allow CIDR: "10.0.0.0/8", "fd00::/8" or an address alone, as a
+// source_prefix_ranges entry. "" or why not.
+std::string allowRange(const std::string& text, config::SourcePrefixRange* out) {
+  std::string error;
+  const std::optional<net::CidrRange> range = net::parseCidr(text, /*strict=*/true, &error);
+  if (!range) return error + " (expected a range such as 192.168.0.0/16 or fd00::/8)";
+  *out = config::SourcePrefixRange{range->base.str(), range->prefix, config::Mark{"<flags>"}};
+  return {};
+}
+
 }  // namespace
 
 std::string parseHostPort(const std::string& text, config::SocketAddress* out) {
@@ -408,6 +419,7 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
                                               "--config",
                                               "--listen",
                                               "--admin",
+                                              "--allow",
                                               "--upstream",
                                               "--cacert",
                                               "--concurrency",
@@ -442,6 +454,10 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
       config::SocketAddress a;
       if (std::string err = bindAddress(value, &a); !err.empty()) addError(r, name, err);
       (name == "--listen" ? o.listen : o.admin) = value;
+    } else if (name == "--allow") {
+      config::SourcePrefixRange range;
+      if (std::string err = allowRange(value, &range); !err.empty()) addError(r, name, err);
+      o.allow.push_back(value);
     } else if (name == "--upstream") {
       config::Cluster c;
       if (std::string err = parseUpstreamUrl(value, &c); !err.empty()) addError(r, name, err);
@@ -548,6 +564,10 @@ Options:
                            exit 0 if it is valid, 1 if not
       --listen HOST:PORT   address of the proxy listener (an IP, [::1] or
                            localhost); replaces the first listener's addresses
+      --allow CIDR         clients that may use the first listener (--listen):
+                           192.168.0.0/16, fd00::/8 or one address; repeat for
+                           several. Others are closed at once. Needed when it
+                           listens on an address other than loopback
       --admin HOST:PORT    admin/metrics address (default 127.0.0.1:9901)
       --upstream URL       upstream proxy: https://[user:pass@]HOST[:PORT]
                            (port 443) or http://HOST[:PORT] (port 80); repeat
@@ -652,6 +672,20 @@ config::LoadResult buildBootstrap(const Options& options,
       b.listeners[0].address = a;
       b.listeners[0].additional_addresses.clear();
     }
+  }
+  if (!options.allow.empty()) {
+    std::vector<config::SourcePrefixRange> ranges;
+    for (const std::string& text : options.allow) {
+      config::SourcePrefixRange range;
+      if (std::string err = allowRange(text, &range); !err.empty())
+        fail("--allow: " + err);
+      else
+        ranges.push_back(std::move(range));
+    }
+    if (b.listeners.empty())
+      fail("--allow: the config has no listener");
+    else
+      b.listeners[0].source_prefix_ranges = std::move(ranges);
   }
   if (options.admin) {
     config::SocketAddress a;

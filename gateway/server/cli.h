@@ -54,6 +54,8 @@ struct Options {
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).
   uint64_t max_config_bytes = config::kDefaultMaxConfigBytes;
+  // --allow CIDR (repeatable): the first listener's source_prefix_ranges.
+  std::vector<std::string> allow;
 };
 
 struct ParseResult {
@@ -75,7 +77,8 @@ std::string usage();  // --help text
 // --wpad or --system-proxy give the first listener's forward_proxy a `pac:`
 // route, with --cacert as its trusted_ca, --proxy-auth as its
 // proxies.proxy_authentication and --proxy-auth-allow as its
-// proxies.authenticate_to).
+// proxies.authenticate_to). --allow replaces the first listener's
+// source_prefix_ranges.
 // `upstream_env` is $H2GATE_UPSTREAM, used only when none of --upstream,
 // --pac, --wpad, --system-proxy and
 // -c was given. The result is validated and its filters built

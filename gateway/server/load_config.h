@@ -15,8 +15,9 @@
 
 namespace h2gate {
 
-// config::loadFile / loadString, then filters::buildChains on what was
-// read: every problem of both, each with file, line, column and field,
+// config::loadFile / loadString, then filters::buildChains and the check of
+// every source_prefix_ranges entry (net::sourceRange) on what was read:
+// every problem of these, each with file, line, column and field,
 // sorted by position in the file. The filters built are kept in their
 // FilterConfig::filter. A file that could not be parsed at all (unreadable,
 // YAML syntax) has no listeners, so only its own problem is reported.
@@ -27,7 +28,9 @@ config::LoadResult loadConfigString(const std::string& yaml, const std::string& 
 // config::validate and filters::buildChains on an assembled Bootstrap (one
 // made from flags, or changed by them, or made in code), sorted by
 // position. Filters already built are kept; reset FilterConfig::filter after
-// changing a typed_config.
+// changing a typed_config. Also the rule for the assembled listeners (after
+// --listen and --allow): a listener with an address that is not loopback
+// needs source_prefix_ranges (config/README.md, "Who may use a listener").
 std::vector<config::Problem> checkConfig(config::Bootstrap& b);
 
 }  // namespace h2gate

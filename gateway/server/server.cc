@@ -113,8 +113,16 @@ std::string Server::buildListeners(const Prepared& p, const std::vector<uint16_t
     ctx->max_connections = l.max_connections;
     // On a reload, a listener keeps its open-connection count: connections
     // accepted before count against the new max_connections too.
-    for (const auto& running : listeners_)
-      if (running->name == l.name) ctx->open_connections = running->open_connections;
+    for (const auto& running : listeners_) {
+      if (running->name != l.name) continue;
+      ctx->open_connections = running->open_connections;
+      ctx->refusals = running->refusals;
+    }
+    std::string range_error;
+    std::optional<net::SourceRanges> sources =
+        net::SourceRanges::build(l.source_prefix_ranges, &range_error);
+    if (!sources) return "listener " + l.name + ": source_prefix_ranges: " + range_error;
+    ctx->sources = std::move(*sources);
     for (const config::FilterConfig& fc : l.filters) {
       // Built by checkConfig (prepare()) or when loaded, and used by nothing else yet,
       // as a factory made it (make_shared<T>, non-const), so this cast is
@@ -169,10 +177,24 @@ std::optional<Server::Bound> Server::bindListener(const config::Listener& l, siz
 void Server::logListening(const Bound& b, const config::Listener& l) {
   asio::error_code ec;
   const asio::ip::tcp::endpoint local = b.acceptor.local_endpoint(ec);
-  if (!local.address().is_loopback())
-    H2G_LOG(Warn, 0, 0,
-            "listener " << l.name << " binds non-loopback address " << net::endpointText(local)
-                        << ": apps on other machines can use this proxy");
+  if (!local.address().is_loopback()) {
+    std::string ranges;
+    bool everyone = false;
+    for (const config::SourcePrefixRange& r : l.source_prefix_ranges) {
+      ranges +=
+          (ranges.empty() ? "" : ", ") + r.address_prefix + "/" + std::to_string(r.prefix_len);
+      everyone = everyone || r.prefix_len == 0;
+    }
+    if (ranges.empty() || everyone)
+      H2G_LOG(Warn, 0, 0,
+              "listener " << l.name << " binds non-loopback address " << net::endpointText(local)
+                          << ": apps on other machines can use this proxy (source_prefix_ranges: "
+                          << (ranges.empty() ? "none" : ranges) << ")");
+    else
+      H2G_LOG(Info, 0, 0,
+              "listener " << l.name << " binds non-loopback address " << net::endpointText(local)
+                          << "; it accepts clients from " << ranges << " only");
+  }
   H2G_LOG(Info, 0, 0,
           "listening on " << net::endpointText(local) << " (listener " << l.name << ")");
 }

@@ -2,6 +2,7 @@
 
 #include "gateway/base/connection_id.h"
 #include "gateway/base/log.h"
+#include "gateway/net/address.h"
 
 namespace h2gate {
 
@@ -178,9 +179,39 @@ void Worker::accept(const std::shared_ptr<Acceptor>& a) {
   });
 }
 
+bool Worker::admit(asio::ip::tcp::socket& socket, const downstream::ListenerContext& ctx,
+                   downstream::ListenerStats& stats) {
+  if (!ctx.sources.restricted()) return true;
+  asio::error_code ec;
+  const asio::ip::tcp::endpoint peer = socket.remote_endpoint(ec);
+  if (!ec && ctx.sources.allows(peer.address())) return true;
+  socket.close(ec);
+  if (peer.address().is_unspecified()) return false;  // gone before it could be judged
+  stats.refused_source.add();
+  const net::RefusalLog::Verdict v =
+      ctx.refusals->note(peer.address(), std::chrono::steady_clock::now());
+  if (v.log) {
+    std::string since;
+    if (v.crowd)
+      since = " (refused clients from more than " + std::to_string(net::RefusalLog::kMaxSources) +
+              " addresses within " + std::to_string(net::RefusalLog::kInterval.count()) +
+              " s: the others share this line; " + std::to_string(v.unlogged) +
+              " refusals of theirs not logged since)";
+    else if (v.unlogged != 0)
+      since = " (" + std::to_string(v.unlogged) + " more from " + peer.address().to_string() +
+              " since the last line)";
+    H2G_LOG(Warn, 0, 0,
+            "listener " << ctx.name << ": refused a connection from " << net::endpointText(peer)
+                        << ": not in its source_prefix_ranges (" << ctx.sources.str() << ")"
+                        << since);
+  }
+  return false;
+}
+
 void Worker::startConnection(asio::ip::tcp::socket socket,
                              const std::shared_ptr<const downstream::ListenerContext>& ctx,
                              downstream::ListenerStats& stats) {
+  if (!admit(socket, *ctx, stats)) return;
   const uint64_t id = nextConnectionId();
   // The connection refers to its listener context by reference; the
   // deleter keeps the context (filters, limits) alive exactly as long as

@@ -129,6 +129,11 @@ class Worker {
   // Pending accepts hold the Acceptor: one closed by a reload may still
   // complete with a connection.
   void accept(const std::shared_ptr<Acceptor>& a);
+  // False when the client is in none of the listener's source ranges: the
+  // socket is closed before any byte is read, counted and logged (at most
+  // once per source address per net::RefusalLog::kInterval).
+  bool admit(asio::ip::tcp::socket& socket, const downstream::ListenerContext& ctx,
+             downstream::ListenerStats& stats);
   // An accepted app connection, on the worker's thread.
   void startConnection(asio::ip::tcp::socket socket,
                        const std::shared_ptr<const downstream::ListenerContext>& ctx,

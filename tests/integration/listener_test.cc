@@ -1,6 +1,6 @@
 // Listener behaviour a user notices: the default pair of loopback addresses
-// (127.0.0.1 and ::1 on one port), the warning for non-loopback addresses,
-// and several workers serving one port.
+// (127.0.0.1 and ::1 on one port), the rule and the warning for non-loopback
+// addresses, and several workers serving one port.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -76,11 +76,33 @@ TEST_CASE("the default listener shape serves 127.0.0.1 and ::1 on one port", "[l
   CHECK(log[1].get("client").rfind("[::1]:", 0) == 0);
 }
 
-TEST_CASE("a non-loopback listener address works and is warned about", "[listener]") {
-  H2gate gate(withYaml(
-      listenerYaml("    address:\n      socket_address: {address: 0.0.0.0, port_value: 0}\n")));
+TEST_CASE("a non-loopback listener needs source_prefix_ranges; 0.0.0.0/0 works and is warned about",
+          "[listener][sources]") {
+  // Without a list h2gate does not start, and says what to do.
+  const CommandResult open = runCommand(
+      {H2gate::binaryPath(H2GATE_BINARY), "--listen", "0.0.0.0:0", "--admin", "127.0.0.1:0"},
+      milliseconds(20000));
+  INFO(open.err);
+  CHECK(open.exit_code == 1);
+  CHECK(open.err.find("listener 'local_proxy' listens on 0.0.0.0:0 without source_prefix_ranges "
+                      "(--allow): anyone who can reach it could use the proxy; list the clients' "
+                      "ranges, or 0.0.0.0/0 (and ::/0) to allow everyone on purpose") !=
+        std::string::npos);
+  CHECK(open.err.find("not starting: 1 configuration problem(s)") != std::string::npos);
+
+  std::string yaml =
+      listenerYaml("    address:\n      socket_address: {address: 0.0.0.0, port_value: 0}\n");
+  const std::string chain = "    - filters:\n";
+  REQUIRE(yaml.find(chain) != std::string::npos);
+  yaml.replace(yaml.find(chain), chain.size(),
+               "    - filter_chain_match:\n"
+               "        source_prefix_ranges: [{address_prefix: 0.0.0.0, prefix_len: 0}]\n"
+               "      filters:\n");
+  H2gate gate(withYaml(yaml));
   const std::string err = gate.stderrText();
   CHECK(err.find("binds non-loopback address 0.0.0.0:") != std::string::npos);
+  CHECK(err.find("apps on other machines can use this proxy (source_prefix_ranges: 0.0.0.0/0)") !=
+        std::string::npos);
   CHECK(err.find("warn") != std::string::npos);
   // Loopback traffic still gets through the wildcard address.
   Nginx nginx;

@@ -237,6 +237,67 @@ TEST_CASE("reload: a broken config is rejected as a whole and the old one keeps 
   CHECK(adminPost(admin, "/metrics").status == 405);
 }
 
+TEST_CASE("reload: a listener opened to others needs source_prefix_ranges; a new list applies",
+          "[reload][listener][sources]") {
+  Nginx nginx;
+  H2gate gate(gateOptions(directYaml({"local_proxy"})));
+  const uint16_t admin = gate.adminPort();
+  const std::string loopback = directYaml({"local_proxy"});
+  const std::string on =
+      "socket_address: {address: 127.0.0.1, port_value: 0}\n    filter_chains:\n    - filters:\n";
+  const auto wildcard = [&](const std::string& match) {
+    std::string y = loopback;
+    const size_t at = y.find(on);
+    REQUIRE(at != std::string::npos);
+    y.replace(at, on.size(),
+              "socket_address: {address: 0.0.0.0, port_value: 0}\n    filter_chains:\n    - " +
+                  (match.empty() ? "" : "filter_chain_match: " + match + "\n      ") +
+                  "filters:\n");
+    return y;
+  };
+
+  // Open to whoever reaches 0.0.0.0: rejected, the running one stays.
+  gate.writeFile("h2gate.yaml", wildcard(""));
+  AdminReply post = adminPost(admin, "/reload");
+  INFO(post.body);
+  CHECK(post.status == 400);
+  CHECK(post.body.find("listener 'local_proxy' listens on 0.0.0.0:0 without source_prefix_ranges "
+                       "(--allow): anyone who can reach it could use the proxy") !=
+        std::string::npos);
+  CHECK(reloads(admin, "failure") == 1);
+  CHECK(adminGet(admin, "/config_dump").body.find("0.0.0.0") == std::string::npos);
+  CHECK(fetch(gate.proxyUrl(), nginx.httpUrl("/1k")).out == "200");
+
+  // With a list that holds loopback: taken; loopback clients are served.
+  gate.writeFile("h2gate.yaml",
+                 wildcard("{source_prefix_ranges: [{address_prefix: 127.0.0.0, prefix_len: 8}]}"));
+  post = adminPost(admin, "/reload");
+  INFO(gate.process().logTail(20));
+  REQUIRE(post.status == 200);
+  auto m = gate.process().waitForLog(
+      "listening on 0\\.0\\.0\\.0:([0-9]+) \\(listener local_proxy\\)", milliseconds(5000));
+  REQUIRE(m);
+  const std::string proxy = "http://127.0.0.1:" + std::string((*m)[1]);
+  CHECK(fetch(proxy, nginx.httpUrl("/1k")).out == "200");
+  CHECK(adminGet(admin, "/config_dump").body.find("source_prefix_ranges") != std::string::npos);
+
+  // A list without loopback: the same socket now closes loopback clients.
+  gate.writeFile("h2gate.yaml",
+                 wildcard("{source_prefix_ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]}"));
+  post = adminPost(admin, "/reload");
+  REQUIRE(post.status == 200);
+  const CommandResult refused = fetch(proxy, nginx.httpUrl("/1k"));
+  CHECK((refused.exit_code == 52 || refused.exit_code == 56));
+  CHECK(refused.out == "000");
+  CHECK(gate.process().waitForLog(
+      "listener local_proxy: refused a connection from 127\\.0\\.0\\.1:[0-9]+: not in its "
+      "source_prefix_ranges \\(10\\.0\\.0\\.0/8\\)",
+      milliseconds(5000)));
+  CHECK(scrapeMetrics(admin).sum("h2gate_downstream_connections_refused_total",
+                                 {{"listener", "local_proxy"}, {"reason", "source_not_allowed"}}) ==
+        1);
+}
+
 TEST_CASE("reload: POST /reload adds a listener on a new port", "[reload][listener]") {
   Nginx nginx;
   H2gate gate(gateOptions(directYaml({"local_proxy"})));

@@ -128,9 +128,10 @@ void Nginx::start() {
          << "    ssl_certificate_key " << cert_.key << ";\n"
          << locations.str() << "  }\n"
          << "  server {\n"
-         << "    listen 127.0.0.1:" << http_port_ << " default_server;\n"
-         << "    server_name _;\n"
-         << locations.str() << "  }\n";
+         << "    listen 127.0.0.1:" << http_port_ << " default_server;\n";
+    for (const std::string& a : options_.http_addresses)
+      conf << "    listen " << a << ":" << http_port_ << " default_server;\n";
+    conf << "    server_name _;\n" << locations.str() << "  }\n";
     for (const std::string& name : options_.virtual_hosts)
       conf << "  server {\n"
            << "    listen 127.0.0.1:" << http_port_ << ";\n"

@@ -70,6 +70,9 @@ class Nginx {
     // The plain HTTP port; 0: a free ephemeral one. A fixed one (80 for
     // WPAD) only where nothing else can hold it: in a network namespace.
     uint16_t http_port = 0;
+    // Further addresses the plain HTTP port listens on besides 127.0.0.1
+    // (e.g. a veth address in a network namespace the test made).
+    std::vector<std::string> http_addresses;
   };
 
   Nginx();  // default Options

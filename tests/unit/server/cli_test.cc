@@ -12,6 +12,7 @@
 #include "filters/pac_routing.h"
 #include "filters/registry.h"
 #include "tests/support/config_util.h"
+#include "tests/support/temp_dir.h"
 
 using namespace h2gate;
 using namespace h2gate::cli;
@@ -446,7 +447,7 @@ TEST_CASE("usage mentions every flag", "[cli]") {
   for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
                            "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
                            "--log-level", "--max-config-size", "H2GATE_UPSTREAM", "--pac", "--wpad",
-                           "--system-proxy", "--proxy-auth-allow"}) {
+                           "--system-proxy", "--proxy-auth-allow", "--allow"}) {
     INFO(flag);
     CHECK(u.find(flag) != std::string::npos);
   }
@@ -735,4 +736,83 @@ TEST_CASE("--pac: bad combinations are usage errors", "[cli][pac_auth]") {
   CHECK(run({"--wpad", "--proxy-auth", "ntlm"}).ok());
   CHECK(run({"--pac", f, "--proxy-auth", "auto", "--proxy-auth-allow", "*"}).ok());
   std::remove(file.c_str());
+}
+
+TEST_CASE("--allow: the first listener's clients; required off loopback", "[cli][sources]") {
+  const ParseResult p =
+      run({"--listen", "0.0.0.0:3128", "--allow", "172.16.0.0/12", "--allow=fd00::/8", "--allow",
+           "192.168.1.7", "--allow", "::ffff:10.0.0.0/104"});
+  REQUIRE(p.ok());
+  const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  const std::vector<config::SourcePrefixRange>& ranges =
+      r.bootstrap.listeners.at(0).source_prefix_ranges;
+  REQUIRE(ranges.size() == 4);
+  CHECK(ranges[0].address_prefix == "172.16.0.0");
+  CHECK(ranges[0].prefix_len == 12);
+  CHECK(ranges[1].address_prefix == "fd00::");
+  CHECK(ranges[1].prefix_len == 8);
+  CHECK(ranges[2].address_prefix == "192.168.1.7");  // one address: /32
+  CHECK(ranges[2].prefix_len == 32);
+  CHECK(ranges[3].address_prefix == "10.0.0.0");  // IPv4-mapped: the IPv4 range
+  CHECK(ranges[3].prefix_len == 8);
+
+  // Without --allow: refused, with what to do.
+  const ParseResult open = run({"--listen", "0.0.0.0:3128"});
+  REQUIRE(open.ok());
+  CHECK(allProblems(buildBootstrap(open.options, std::nullopt).problems) ==
+        "<flags>: static_resources.listeners[0].filter_chains[0].filter_chain_match."
+        "source_prefix_ranges: listener 'local_proxy' listens on 0.0.0.0:3128 without "
+        "source_prefix_ranges (--allow): anyone who can reach it could use the proxy; list the "
+        "clients' ranges, or 0.0.0.0/0 (and ::/0) to allow everyone on purpose\n");
+  // Everyone, on purpose.
+  const ParseResult everyone = run({"--listen", "0.0.0.0:3128", "--allow", "0.0.0.0/0"});
+  CHECK(buildBootstrap(everyone.options, std::nullopt).ok());
+  // The default (loopback) listener needs none; --allow restricts it all the same.
+  CHECK(buildBootstrap(run({}).options, std::nullopt).ok());
+  const config::LoadResult local = buildBootstrap(run({"--allow", "127.0.0.1"}).options, {});
+  REQUIRE(local.ok());
+  CHECK(local.bootstrap.listeners.at(0).source_prefix_ranges.size() == 1);
+
+  // Bad ranges are usage errors.
+  CHECK(errorsOf(run({"--allow", "10.1.2.3/8"})) ==
+        "--allow: '10.1.2.3/8' has host bits set (did you mean 10.0.0.0/8?) (expected a range "
+        "such as 192.168.0.0/16 or fd00::/8)\n");
+  CHECK(errorsOf(run({"--allow", "10.0.0.0/33"})) ==
+        "--allow: prefix length /33 is longer than the address (at most /32) (expected a range "
+        "such as 192.168.0.0/16 or fd00::/8)\n");
+  CHECK(errorsOf(run({"--allow", "wsl"})) ==
+        "--allow: 'wsl' is not an IPv4 or IPv6 address (expected a range such as "
+        "192.168.0.0/16 or fd00::/8)\n");
+  CHECK(errorsOf(run({"--allow"})) == "--allow: missing value\n");
+}
+
+TEST_CASE("--allow with -c: replaces the first listener's list", "[cli][sources]") {
+  h2gate::test::TempDir dir{"cli-allow"};
+  const std::string path = dir.file("lan.yaml");
+  std::ofstream(path) << R"(static_resources:
+  listeners:
+  - name: lan
+    address: {socket_address: {address: 0.0.0.0, port_value: 3130}}
+    filter_chains:
+    - filter_chain_match:
+        source_prefix_ranges: [{address_prefix: 10.0.0.0, prefix_len: 8}]
+      filters: [{name: h2gate.filters.forward_proxy}]
+  - name: wide
+    address: {socket_address: {address: 0.0.0.0, port_value: 3131}}
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+)";
+  // The second listener has no list: refused whatever --allow says (it
+  // applies to the first only).
+  const config::LoadResult r =
+      buildBootstrap(run({"-c", path.c_str(), "--allow", "192.168.0.0/16"}).options, {});
+  CHECK(allProblems(r.problems) ==
+        path +
+            ":9:5: static_resources.listeners[1].filter_chains[0].filter_chain_match."
+            "source_prefix_ranges: listener 'wide' listens on 0.0.0.0:3131 without "
+            "source_prefix_ranges (--allow): anyone who can reach it could use the proxy; list "
+            "the clients' ranges, or 0.0.0.0/0 (and ::/0) to allow everyone on purpose\n");
+  REQUIRE(r.bootstrap.listeners.at(0).source_prefix_ranges.size() == 1);
+  CHECK(r.bootstrap.listeners.at(0).source_prefix_ranges[0].address_prefix == "192.168.0.0");
 }

@@ -96,3 +96,118 @@ TEST_CASE("checkConfig checks flag-made configs too", "[config][load_config]") {
   CHECK(allProblems(checkConfig(b)) ==
         "<flags>: static_resources.listeners: at least one listener is required\n");
 }
+
+namespace {
+
+std::string listenerOn(const std::string& address, const std::string& match = "") {
+  return "static_resources:\n"
+         "  listeners:\n"
+         "  - name: lan\n"
+         "    address: {socket_address: {address: \"" +
+         address +
+         "\", port_value: 3130}}\n"
+         "    filter_chains:\n"
+         "    - " +
+         (match.empty() ? "" : "filter_chain_match: " + match + "\n      ") +
+         "filters: [{name: h2gate.filters.forward_proxy}]\n";
+}
+
+}  // namespace
+
+TEST_CASE("source_prefix_ranges: loaded, and bad entries name file, line, column and field",
+          "[config][load_config][sources]") {
+  const LoadResult ok = loadConfigString(
+      listenerOn("0.0.0.0",
+                 "{source_prefix_ranges: [{address_prefix: 172.16.0.0, prefix_len: 12}, "
+                 "{address_prefix: \"fd00::\", prefix_len: 8}]}"),
+      "cfg.yaml");
+  INFO(allProblems(ok.problems));
+  REQUIRE(ok.ok());
+  const std::vector<SourcePrefixRange>& r = ok.bootstrap.listeners.at(0).source_prefix_ranges;
+  REQUIRE(r.size() == 2);
+  CHECK(r[0].address_prefix == "172.16.0.0");
+  CHECK(r[0].prefix_len == 12);
+  CHECK(r[1].address_prefix == "fd00::");
+  CHECK(r[1].prefix_len == 8);
+  CHECK(r[1].mark.line == 6);
+
+  const std::string yaml = R"(static_resources:
+  listeners:
+  - name: lan
+    address: {socket_address: {address: 0.0.0.0, port_value: 3130}}
+    filter_chains:
+    - filter_chain_match:
+        source_prefix_ranges:
+        - {address_prefix: 192.168.1.5, prefix_len: 24}
+        - {address_prefix: 10.0.0.0, prefix_len: 33}
+        - {address_prefix: wsl.internal, prefix_len: 20}
+        - {address_prefix: 10.0.0.0}
+        - {address_prefix: 10.0.0.0, prefix_len: 8, mask: 255.0.0.0}
+      filters: [{name: h2gate.filters.forward_proxy}]
+)";
+  const std::string p = "static_resources.listeners[0].filter_chains[0].filter_chain_match.";
+  CHECK(allProblems(loadConfigString(yaml, "cfg.yaml").problems) ==
+        "cfg.yaml:8:11: " + p +
+            "source_prefix_ranges[0]: '192.168.1.5/24' has host bits set (did you mean "
+            "192.168.1.0/24?)\n"
+            "cfg.yaml:9:11: " +
+            p +
+            "source_prefix_ranges[1]: prefix length /33 is longer than the address (at most "
+            "/32)\n"
+            "cfg.yaml:10:11: " +
+            p + "source_prefix_ranges[2]: 'wsl.internal' is not an IPv4 or IPv6 address\n" +
+            "cfg.yaml:11:11: " + p +
+            "source_prefix_ranges[3].prefix_len: missing required field\n" +
+            "cfg.yaml:12:53: " + p +
+            "source_prefix_ranges[4].mask: unknown field (expected one of: address_prefix, "
+            "prefix_len)\n");
+
+  // An empty list would let everyone in: said, not taken as "no list".
+  CHECK(
+      allProblems(loadConfigString(listenerOn("0.0.0.0", "{source_prefix_ranges: []}"), "cfg.yaml")
+                      .problems) ==
+      "cfg.yaml:6:50: " + p +
+          "source_prefix_ranges: an empty list would let every client in; list the clients' "
+          "ranges, or 0.0.0.0/0 and ::/0 to allow everyone on purpose\n");
+  CHECK(
+      allProblems(
+          loadConfigString(listenerOn("0.0.0.0", "{destination_port: 3130}"), "cfg.yaml").problems)
+          .find("filter_chain_match.destination_port: unknown field") != std::string::npos);
+}
+
+TEST_CASE("a listener others can reach needs source_prefix_ranges",
+          "[config][load_config][sources]") {
+  const auto problems = [](const std::string& yaml) {
+    LoadResult r = loadConfigString(yaml, "cfg.yaml");
+    std::string out = allProblems(r.problems);
+    if (r.ok()) out += allProblems(checkConfig(r.bootstrap));
+    return out;
+  };
+  const std::string why =
+      " without source_prefix_ranges (--allow): anyone who can reach it could use the proxy; "
+      "list the clients' ranges, or 0.0.0.0/0 (and ::/0) to allow everyone on purpose\n";
+  const std::string path =
+      "cfg.yaml:3:5: static_resources.listeners[0].filter_chains[0].filter_chain_match."
+      "source_prefix_ranges: listener 'lan' listens on ";
+  CHECK(problems(listenerOn("0.0.0.0")) == path + "0.0.0.0:3130" + why);
+  CHECK(problems(listenerOn("::")) == path + "[::]:3130" + why);
+  CHECK(problems(listenerOn("192.168.56.1")) == path + "192.168.56.1:3130" + why);
+  // Loopback needs no list; a list makes any address fine.
+  CHECK(problems(listenerOn("127.0.0.1")) == "");
+  CHECK(problems(listenerOn("::1")) == "");
+  CHECK(problems(listenerOn("127.0.0.2")) == "");
+  CHECK(problems(listenerOn(
+            "0.0.0.0", "{source_prefix_ranges: [{address_prefix: 0.0.0.0, prefix_len: 0}]}")) ==
+        "");
+  CHECK(problems(listenerOn("192.168.56.1",
+                            "{source_prefix_ranges: [{address_prefix: 192.168.56.0, "
+                            "prefix_len: 24}]}")) == "");
+  // A loopback listener with a non-loopback extra address is reachable too.
+  CHECK(problems(R"(static_resources:
+  listeners:
+  - name: lan
+    address: {socket_address: {address: 127.0.0.1, port_value: 3130}}
+    additional_addresses: [{address: {socket_address: {address: 10.1.2.3, port_value: 3130}}}]
+    filter_chains: [{filters: [{name: h2gate.filters.forward_proxy}]}]
+)") == path + "10.1.2.3:3130" + why);
+}
