@@ -1,5 +1,7 @@
 // Every shipped example must load without a single problem.
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -17,20 +19,27 @@ using h2gate::testing::ScopedEnv;
 namespace {
 const std::string kExamples = std::string(H2GATE_SOURCE_DIR) + "/config/examples";
 
-// The `pac` block of the first route of the forward_proxy filter of `r`'s
-// first listener, read as h2gate reads it; problems go to `diag`.
-std::optional<h2gate::filters::PacRouteConfig> firstPacRoute(const LoadResult& r,
-                                                             Diagnostics& diag) {
+// config/examples/`file` loaded as h2gate loads it, and the `pac` block of
+// the first route of its first listener's forward_proxy, read as h2gate
+// reads it. Fails the test case on any problem.
+h2gate::filters::PacRouteConfig firstPacRoute(const std::string& file) {
+  const LoadResult r = h2gate::loadConfigFile(kExamples + "/" + file);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
   REQUIRE(r.bootstrap.listeners.size() == 1);
   const Listener& l = r.bootstrap.listeners[0];
   for (const FilterConfig& f : l.filters) {
     if (f.name != h2gate::filters::kForwardProxy) continue;
+    Diagnostics diag(file);
     NodeReader pac(f.typed_config["routes"][0]["pac"], "routes[0].pac", diag);
-    return h2gate::filters::parsePacRoute(pac, h2gate::filters::FactoryContext{r.bootstrap, l},
-                                          "routes[0]");
+    auto route = h2gate::filters::parsePacRoute(
+        pac, h2gate::filters::FactoryContext{r.bootstrap, l}, "routes[0]");
+    INFO(allProblems(diag.problems()));
+    REQUIRE(route);
+    return std::move(*route);
   }
-  FAIL("no forward_proxy filter");
-  return std::nullopt;
+  FAIL("no forward_proxy filter in " << file);
+  throw std::logic_error("unreachable");
 }
 }  // namespace
 
@@ -56,26 +65,20 @@ TEST_CASE("every example config loads cleanly", "[config][examples]") {
 // they do what their comments say.
 TEST_CASE("pac_kerberos.yaml: the PAC file's proxies in its domain get Kerberos tokens",
           "[config][examples]") {
-  const LoadResult r = h2gate::loadConfigFile(kExamples + "/pac_kerberos.yaml");
-  INFO(allProblems(r.problems));
-  REQUIRE(r.ok());
-  Diagnostics diag("pac_kerberos.yaml");
-  const auto pac = firstPacRoute(r, diag);
-  INFO(allProblems(diag.problems()));
-  REQUIRE(pac);
+  const auto pac = firstPacRoute("pac_kerberos.yaml");
   using Kind = h2gate::pac::PacSourceConfig::Kind;
-  CHECK(pac->source.kind == Kind::Url);
-  CHECK(pac->source.location == "http://wpad.corp.example.com/proxy.pac");
-  CHECK(pac->fallback.kind == h2gate::filters::PacRouteConfig::Fallback::Kind::Direct);
-  REQUIRE(pac->proxies.cluster.authentication);
-  CHECK(pac->proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Negotiate);
-  CHECK(pac->proxies.cluster.authentication->spn.empty());
-  CHECK(pac->proxies.cluster.authentication->client_keytab.empty());
-  CHECK_FALSE(pac->proxies.cluster.credentials);  // the ticket only, no password
+  CHECK(pac.source.kind == Kind::Url);
+  CHECK(pac.source.location == "http://wpad.corp.example.com/proxy.pac");
+  CHECK(pac.fallback.kind == h2gate::filters::PacRouteConfig::Fallback::Kind::Direct);
+  REQUIRE(pac.proxies.cluster.authentication);
+  CHECK(pac.proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Negotiate);
+  CHECK(pac.proxies.cluster.authentication->spn.empty());
+  CHECK(pac.proxies.cluster.authentication->client_keytab.empty());
+  CHECK_FALSE(pac.proxies.cluster.credentials);  // the ticket only, no password
   // authenticate_to left out: the PAC URL's domain, as the comment says.
-  CHECK_FALSE(pac->proxies.authenticate_to);
+  CHECK_FALSE(pac.proxies.authenticate_to);
   std::string from;
-  const auto allowed = h2gate::filters::defaultAuthenticateTo(pac->source, nullptr, &from);
+  const auto allowed = h2gate::filters::defaultAuthenticateTo(pac.source, nullptr, &from);
   CHECK(allowed.str() == "[.corp.example.com]");
   CHECK(allowed.allows("proxy.corp.example.com"));
   CHECK_FALSE(allowed.allows("proxy.elsewhere.example"));
@@ -85,25 +88,19 @@ TEST_CASE("wpad_ntlm.yaml: NTLM with the password from PROXY_PASSWORD to the WPA
           "[config][examples]") {
   SECTION("PROXY_PASSWORD set") {
     ScopedEnv password("PROXY_PASSWORD", "example-password");
-    const LoadResult r = h2gate::loadConfigFile(kExamples + "/wpad_ntlm.yaml");
-    INFO(allProblems(r.problems));
-    REQUIRE(r.ok());
-    Diagnostics diag("wpad_ntlm.yaml");
-    const auto pac = firstPacRoute(r, diag);
-    INFO(allProblems(diag.problems()));
-    REQUIRE(pac);
-    CHECK(pac->source.kind == h2gate::pac::PacSourceConfig::Kind::Wpad);
-    REQUIRE(pac->proxies.cluster.authentication);
-    CHECK(pac->proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Ntlm);
-    REQUIRE(pac->proxies.cluster.credentials);
-    CHECK(pac->proxies.cluster.credentials->username == "CORP\\alice");
-    CHECK(pac->proxies.cluster.credentials->password == "example-password");
+    const auto pac = firstPacRoute("wpad_ntlm.yaml");
+    CHECK(pac.source.kind == h2gate::pac::PacSourceConfig::Kind::Wpad);
+    REQUIRE(pac.proxies.cluster.authentication);
+    CHECK(pac.proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Ntlm);
+    REQUIRE(pac.proxies.cluster.credentials);
+    CHECK(pac.proxies.cluster.credentials->username == "CORP\\alice");
+    CHECK(pac.proxies.cluster.credentials->password == "example-password");
     // authenticate_to left out: the domain of the WPAD URL that found the file.
-    CHECK_FALSE(pac->proxies.authenticate_to);
+    CHECK_FALSE(pac.proxies.authenticate_to);
     h2gate::pac::PacScript found;
     found.url = "http://wpad.corp.example.com/wpad.dat";
     std::string from;
-    const auto allowed = h2gate::filters::defaultAuthenticateTo(pac->source, &found, &from);
+    const auto allowed = h2gate::filters::defaultAuthenticateTo(pac.source, &found, &from);
     CHECK(allowed.str() == "[.corp.example.com]");
     CHECK_FALSE(allowed.allows("proxy.elsewhere.example"));
   }
