@@ -205,7 +205,7 @@ TEST_CASE("every example dumps, reloads and dumps the same again", "[config][dum
                      0) == 0);
     CHECK_FALSE(contains(dump, kPassword));
   }
-  CHECK(count >= 6);
+  CHECK(count >= 9);
 }
 
 TEST_CASE("the built-in default dumps and reloads", "[config][dump]") {

@@ -1,9 +1,13 @@
 // Every shipped example must load without a single problem.
 #include <filesystem>
+#include <stdexcept>
+#include <string>
 
 #include <catch2/catch.hpp>
 
 #include "config/loader.h"
+#include "config/node_reader.h"
+#include "filters/pac_routing_config.h"
 #include "filters/registry.h"
 #include "gateway/server/load_config.h"
 #include "tests/support/config_util.h"
@@ -14,10 +18,34 @@ using h2gate::testing::ScopedEnv;
 
 namespace {
 const std::string kExamples = std::string(H2GATE_SOURCE_DIR) + "/config/examples";
+
+// config/examples/`file` loaded as h2gate loads it, and the `pac` block of
+// the first route of its first listener's forward_proxy, read as h2gate
+// reads it. Fails the test case on any problem.
+h2gate::filters::PacRouteConfig firstPacRoute(const std::string& file) {
+  const LoadResult r = h2gate::loadConfigFile(kExamples + "/" + file);
+  INFO(allProblems(r.problems));
+  REQUIRE(r.ok());
+  REQUIRE(r.bootstrap.listeners.size() == 1);
+  const Listener& l = r.bootstrap.listeners[0];
+  for (const FilterConfig& f : l.filters) {
+    if (f.name != h2gate::filters::kForwardProxy) continue;
+    Diagnostics diag(file);
+    NodeReader pac(f.typed_config["routes"][0]["pac"], "routes[0].pac", diag);
+    auto route = h2gate::filters::parsePacRoute(
+        pac, h2gate::filters::FactoryContext{r.bootstrap, l}, "routes[0]");
+    INFO(allProblems(diag.problems()));
+    REQUIRE(route);
+    return std::move(*route);
+  }
+  FAIL("no forward_proxy filter in " << file);
+  throw std::logic_error("unreachable");
 }
+}  // namespace
 
 TEST_CASE("every example config loads cleanly", "[config][examples]") {
-  // upstream_auth.yaml documents ${PROXY_PASSWORD}; per_app.yaml three more.
+  // upstream_auth.yaml and wpad_ntlm.yaml document ${PROXY_PASSWORD}; per_app.yaml
+  // three more.
   ScopedEnv password("PROXY_PASSWORD", "example-password");
   ScopedEnv ci("CI_PROXY_PASSWORD", "example-ci-password");
   ScopedEnv browser("BROWSER_TOKEN", "example-token");
@@ -30,7 +58,58 @@ TEST_CASE("every example config loads cleanly", "[config][examples]") {
     INFO(entry.path().string() << "\n" << allProblems(r.problems));
     CHECK(r.ok());
   }
-  CHECK(count >= 6);
+  CHECK(count >= 9);
+}
+
+// The two the README's "Behind a corporate proxy" points to: they load, and
+// they do what their comments say.
+TEST_CASE("pac_kerberos.yaml: the PAC file's proxies in its domain get Kerberos tokens",
+          "[config][examples]") {
+  const auto pac = firstPacRoute("pac_kerberos.yaml");
+  using Kind = h2gate::pac::PacSourceConfig::Kind;
+  CHECK(pac.source.kind == Kind::Url);
+  CHECK(pac.source.location == "http://wpad.corp.example.com/proxy.pac");
+  CHECK(pac.fallback.kind == h2gate::filters::PacRouteConfig::Fallback::Kind::Direct);
+  REQUIRE(pac.proxies.cluster.authentication);
+  CHECK(pac.proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Negotiate);
+  CHECK(pac.proxies.cluster.authentication->spn.empty());
+  CHECK(pac.proxies.cluster.authentication->client_keytab.empty());
+  CHECK_FALSE(pac.proxies.cluster.credentials);  // the ticket only, no password
+  // authenticate_to left out: the PAC URL's domain, as the comment says.
+  CHECK_FALSE(pac.proxies.authenticate_to);
+  std::string from;
+  const auto allowed = h2gate::filters::defaultAuthenticateTo(pac.source, nullptr, &from);
+  CHECK(allowed.str() == "[.corp.example.com]");
+  CHECK(allowed.allows("proxy.corp.example.com"));
+  CHECK_FALSE(allowed.allows("proxy.elsewhere.example"));
+}
+
+TEST_CASE("wpad_ntlm.yaml: NTLM with the password from PROXY_PASSWORD to the WPAD file's proxies",
+          "[config][examples]") {
+  SECTION("PROXY_PASSWORD set") {
+    ScopedEnv password("PROXY_PASSWORD", "example-password");
+    const auto pac = firstPacRoute("wpad_ntlm.yaml");
+    CHECK(pac.source.kind == h2gate::pac::PacSourceConfig::Kind::Wpad);
+    REQUIRE(pac.proxies.cluster.authentication);
+    CHECK(pac.proxies.cluster.authentication->scheme == ProxyAuthentication::Scheme::Ntlm);
+    REQUIRE(pac.proxies.cluster.credentials);
+    CHECK(pac.proxies.cluster.credentials->username == "CORP\\alice");
+    CHECK(pac.proxies.cluster.credentials->password == "example-password");
+    // authenticate_to left out: the domain of the WPAD URL that found the file.
+    CHECK_FALSE(pac.proxies.authenticate_to);
+    h2gate::pac::PacScript found;
+    found.url = "http://wpad.corp.example.com/wpad.dat";
+    std::string from;
+    const auto allowed = h2gate::filters::defaultAuthenticateTo(pac.source, &found, &from);
+    CHECK(allowed.str() == "[.corp.example.com]");
+    CHECK_FALSE(allowed.allows("proxy.elsewhere.example"));
+  }
+  SECTION("PROXY_PASSWORD not set: an error naming it") {
+    ScopedEnv password("PROXY_PASSWORD", std::nullopt);
+    const LoadResult r = h2gate::loadConfigFile(kExamples + "/wpad_ntlm.yaml");
+    REQUIRE(r.problems.size() == 1);
+    CHECK(r.problems[0].message == "environment variable PROXY_PASSWORD is not set");
+  }
 }
 
 TEST_CASE("upstream_auth.yaml needs PROXY_PASSWORD", "[config][examples]") {
