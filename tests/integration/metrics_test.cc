@@ -200,7 +200,7 @@ TEST_CASE("metrics: a config with a PAC route serves the h2gate_pac_* families l
   o.args = {"--log-level", "debug"};
   H2gate gate(std::move(o));
   INFO(gate.process().logTail(30));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
   const Scrape s = scrapeMetrics(gate.adminPort());
   INFO(s.text());
   CHECK(s.sum("h2gate_pac_loaded", {{"route", "local_proxy/routes[0]"}}) == 1);

@@ -133,7 +133,7 @@ struct TestProxyPacEnv : PacEnv {
   H2gate& startWith(const std::string& pac_block) {
     H2gate& g = start(PacEnv::listener("local_proxy", pac_block), {"local_proxy"},
                       [](H2gate::Options& o) { ntlmSanitizerEnv(o); });
-    REQUIRE(g.process().waitForLog("using the PAC file from", milliseconds(10000)));
+    REQUIRE(g.process().waitForLog("using the PAC file from", kPacLoadTimeout));
     return g;
   }
   // The proxy's log entries with this `field` value.

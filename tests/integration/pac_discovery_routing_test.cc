@@ -53,8 +53,7 @@ TEST_CASE("pac wpad routing: the PAC file WPAD finds decides where requests go",
       "127.0.0.1 web.internal.test\n127.0.0.1 wpad.corp.example.test\n");
   INFO(gate.process().logTail(40));
   REQUIRE(gate.process().waitForLog(
-      "using the PAC file from http://wpad\\.corp\\.example\\.test/wpad\\.dat",
-      milliseconds(15000)));
+      "using the PAC file from http://wpad\\.corp\\.example\\.test/wpad\\.dat", kPacLoadTimeout));
 
   CHECK(env.fetch("", env.url("origin.test", true, "/1m?w1"), "w1"));
   CHECK(env.fetch("", env.url("origin.test", false, "/1m?w2"), "w2"));
@@ -92,7 +91,7 @@ TEST_CASE("pac system routing: http_proxy/https_proxy/no_proxy from the environm
                              o.env["no_proxy"] = "localhost,.internal.test";
                            });
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   CHECK(env.fetch("", env.url("origin.test", false, "/1m?s1"), "s1"));
   CHECK(env.fetch("", env.url("origin.test", true, "/1m?s2"), "s2"));

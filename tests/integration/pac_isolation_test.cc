@@ -118,7 +118,7 @@ TEST_CASE(
     o.check_clean_exit = false;  // checked here, with its time
   });
   INFO(gate.process().logTail(60));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
   const pid_t pid = gate.process().pid();
 
   SECTION("the requests get the fallback at the deadline, and the CPU is free right after") {
@@ -249,7 +249,7 @@ TEST_CASE(
       },
       "127.0.0.1 web.internal.test\n127.0.0.1 inhosts.test\n");
   INFO(gate.process().logTail(60));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
   CHECK(env.fetch("", env.url("web.internal.test", false, "/1m?before"), "before"));
 
   // Three requests (three hosts: three evaluations) whose evaluations loop

@@ -41,7 +41,7 @@ TEST_CASE("pac admin: /pac/eval answers loopback clients only", "[pac_routing][p
       listeners, {"local_proxy"},
       [&](H2gate::Options& o) { o.yaml = PacEnv::yaml(listeners, "0.0.0.0"); }, "");
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
   const std::string query = "/pac/eval?url=http%3A%2F%2Fx.test%2F";
 
   // From loopback: the answer.
@@ -102,7 +102,7 @@ TEST_CASE("pac network change: the answer cache is emptied and the file asked ag
                                                            "1h}\n")),
                 {"local_proxy"});
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   // Loopback only: myIpAddress() is 127.0.0.1, DIRECT; the second request
   // is answered from the cache.
@@ -143,8 +143,8 @@ TEST_CASE("pac reload: a new PAC source takes new requests; a transfer under way
   env.writePac("second.pac", pacTo(squid2));
   H2gate& gate = env.start(PacEnv::listener("local_proxy", fileSource(first)), {"local_proxy"});
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from " + regexEscape(first),
-                                    milliseconds(10000)));
+  REQUIRE(
+      gate.process().waitForLog("using the PAC file from " + regexEscape(first), kPacLoadTimeout));
 
   // 10 MiB at 2 MiB/s through squid1: about 5 s.
   const std::string long_out = env.out.file("long");
@@ -163,7 +163,7 @@ TEST_CASE("pac reload: a new PAC source takes new requests; a transfer under way
   CHECK(reload.status == 200);
   REQUIRE(gate.process().waitForLog("configuration reloaded from", milliseconds(5000)));
   REQUIRE(gate.process().waitForLog(
-      "using the PAC file from " + regexEscape(env.pacUrl("second.pac")), milliseconds(10000)));
+      "using the PAC file from " + regexEscape(env.pacUrl("second.pac")), kPacLoadTimeout));
   CHECK(slow->running());  // the reload did not cut it
 
   CHECK(env.fetch("", env.url("origin.test", true, "/1m?new1"), "n1"));

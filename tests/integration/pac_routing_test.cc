@@ -96,7 +96,7 @@ TEST_CASE("pac routing: DIRECT, HTTPS h2 proxy and PROXY with failover, as the P
                                                 env.ca.caCertPath() + "}\n"),
             {"local_proxy"});
   INFO(env.gate->process().logTail(60));
-  REQUIRE(env.gate->process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(env.gate->process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   // DIRECT: h2gate resolves web.internal.test itself.
   CHECK(env.fetch("", env.url("web.internal.test", true, "/1m?d1"), "d1"));
@@ -295,7 +295,7 @@ TEST_CASE("pac routing: an HTTPS proxy without h2 (squid https_port) is spoken H
                            env.ca.caCertPath() + "}\n"),
       {"local_proxy"});
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   CHECK(env.fetch("", env.url("origin.test", true, "/1m?t1"), "t1"));
   CHECK(env.fetch("", env.url("origin.test", false, "/1m?t2"), "t2"));

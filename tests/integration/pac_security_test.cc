@@ -98,7 +98,7 @@ TEST_CASE("pac security: a proxy the PAC file names gets none of the listener's 
     o.yaml += "  clusters:\n" + clusterYaml("corp", {corp.port()}, env.ca.caCertPath());
   });
   INFO(env.gate->process().logTail(60));
-  REQUIRE(env.gate->process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(env.gate->process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   // Through the PAC file's proxy: a tunnel and an absolute-form request.
   CHECK(env.fetch("local_proxy", env.url("origin.test", true, "/1m?t1"), "t1"));
@@ -158,7 +158,7 @@ TEST_CASE("pac security: a PAC file naming h2gate as 127.1:PORT is a loop, refus
             "127.0.0.1 web.internal.test\n127.0.0.1 gate.internal.test\n");
   INFO(env.gate->process().logTail(60));
   REQUIRE(env.gate->port("local_proxy") == port);
-  REQUIRE(env.gate->process().waitForLog("using the PAC file from", milliseconds(10000)));
+  REQUIRE(env.gate->process().waitForLog("using the PAC file from", kPacLoadTimeout));
 
   for (const bool tls : {false, true}) {
     const auto start = std::chrono::steady_clock::now();

@@ -639,7 +639,7 @@ TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its wor
   o.listeners = {listener};
   H2gate gate(o);
   INFO(gate.process().logTail(40));
-  REQUIRE(gate.process().waitForLog("using the PAC file from", milliseconds(60000)));
+  REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
   // h2gate.exe's workers: wine processes of their own (not children of
   // h2gate.exe's Linux process), found by their command line.
   auto workers = [&] {

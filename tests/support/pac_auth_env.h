@@ -111,7 +111,7 @@ struct KerberosPacEnv : PacEnv {
   H2gate& startWith(const std::string& pac_block) {
     H2gate& g = start(PacEnv::listener("local_proxy", pac_block), {"local_proxy"},
                       [&](H2gate::Options& o) { o.env = realm.kdc.env(realm.alice); });
-    REQUIRE(g.process().waitForLog("using the PAC file from", milliseconds(10000)));
+    REQUIRE(g.process().waitForLog("using the PAC file from", kPacLoadTimeout));
     return g;
   }
   // h2gate started with flags only (no -c), as a user types it: `flags`,
@@ -128,7 +128,7 @@ struct KerberosPacEnv : PacEnv {
     o.hosts = hosts;
     o.env = realm.kdc.env(ccache);
     gate = std::make_unique<H2gate>(std::move(o));
-    REQUIRE(gate->process().waitForLog("using the PAC file from", milliseconds(10000)));
+    REQUIRE(gate->process().waitForLog("using the PAC file from", kPacLoadTimeout));
     return *gate;
   }
   KerberosRealm realm;

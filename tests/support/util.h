@@ -59,6 +59,11 @@ std::string makeRandomFile(const std::string& path, uint64_t size);
 // is ready. On 2 cores at load 20 (the integration suite in a loop beside
 // the whole test command) python3 took over 10 s to print its first line.
 inline constexpr std::chrono::seconds kPeerStartTimeout{60};
+// How long a test waits for h2gate's first load of a PAC file ("using the
+// PAC file from"): a fetch, a PAC worker process started and the script
+// compiled. 10 s ran out in the ASan build at load 20 on 2 cores; as above,
+// a bound that returns as soon as the file is in use.
+inline constexpr std::chrono::seconds kPacLoadTimeout{60};
 
 struct CommandResult {
   int exit_code = -1;  // -1 when killed (timeout or signal)
