@@ -65,6 +65,9 @@ install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/h2gate.service DESTINATION ${H2G
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/h2gate-user.service
         DESTINATION lib/systemd/user RENAME h2gate.service)
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/debian/copyright DESTINATION share/doc/h2gate)
+# The README's "Behind a corporate proxy" and h2gate.yaml(5) point at these.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/config/examples/ DESTINATION share/doc/h2gate/examples
+        FILES_MATCHING PATTERN "*.yaml")
 
 # Debian wants a changelog in every binary package, compressed with gzip -9n; a
 # version without a Debian revision is a native package: changelog.gz.

@@ -115,6 +115,17 @@ static_checks() {
     [[ -f $TMP/root/$f ]] || fail "the package has no /$f"
   done
   log "ok: /usr/bin/h2gate, the conffile, both units, both man pages, copyright"
+  # The examples the README points at, each valid for the packaged binary
+  # (the variables some of them read set, as a user would).
+  local example n=0
+  for example in "$ROOT"/config/examples/*.yaml; do
+    f=usr/share/doc/h2gate/examples/$(basename "$example")
+    [[ -f $TMP/root/$f ]] || fail "the package has no /$f"
+    run "/$f is valid" env PROXY_PASSWORD=example CI_PROXY_PASSWORD=example \
+      "$TMP/root/usr/bin/h2gate" --validate -c "$TMP/root/$f"
+    n=$((n + 1))
+  done
+  log "ok: the $n examples in /usr/share/doc/h2gate/examples, each valid"
   run "the packaged config is valid and listens on loopback only" \
     "$TMP/root/usr/bin/h2gate" --validate -c "$TMP/root/etc/h2gate/h2gate.yaml"
   if grep -E 'address: *"?(0\.0\.0\.0|::)"?[,}]' "$TMP/root/etc/h2gate/h2gate.yaml"; then
