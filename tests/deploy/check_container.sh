@@ -67,7 +67,7 @@ K8S_VERSIONS=(1.29.0 1.33.0)
 # The image test's Debian release: deploy/Dockerfile's default DEBIAN_RELEASE.
 IMAGE_RELEASE=${H2GATE_IMAGE_RELEASE:-$(sed -n 's/^ARG DEBIAN_RELEASE=//p' "$ROOT/deploy/Dockerfile" | head -n1)}
 
-NAME=check_container
+CHECK_NAME=check_container
 # log, fail, skip; $TMP and CLEANUP, cleaned at exit
 # shellcheck source=tests/deploy/lib.sh
 source "$ROOT/tests/deploy/lib.sh"

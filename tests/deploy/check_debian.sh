@@ -86,7 +86,7 @@ done
 WINDOWS=${H2GATE_DEBIAN_WINDOWS:-0}
 WIN_CACHE=${H2GATE_DEBIAN_WIN_CACHE:-/var/cache/h2gate-win-$RELEASE}
 
-NAME=check_debian
+CHECK_NAME=check_debian
 # log, fail, skip; $TMP and CLEANUP, cleaned at exit
 # shellcheck source=tests/deploy/lib.sh
 source "$ROOT/tests/deploy/lib.sh"

@@ -41,7 +41,7 @@ if [[ -x /usr/bin/python3 ]]; then PYTHON=${PYTHON:-/usr/bin/python3}; else PYTH
 # systemd-analyze security: the highest exposure score that passes.
 MAX_EXPOSURE=${H2GATE_MAX_EXPOSURE:-2.0}
 
-NAME=check_package
+CHECK_NAME=check_package
 # log, fail, skip; $TMP and CLEANUP, cleaned at exit
 # shellcheck source=tests/deploy/lib.sh
 source "$ROOT/tests/deploy/lib.sh"
