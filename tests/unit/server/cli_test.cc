@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <initializer_list>
 
@@ -586,8 +587,10 @@ TEST_CASE("--pac, --wpad, --system-proxy: the default listener's route follows a
        {Case{{"--pac", "http://wpad.corp.example/proxy.pac"},
              Kind::Url,
              "http://wpad.corp.example/proxy.pac"},
-        Case{{"--pac", file.c_str()}, Kind::File, file}, Case{{"--wpad"}, Kind::Wpad, ""},
-        Case{{"--system-proxy"}, Kind::System, ""}}) {
+        // A file's path is made absolute (on Windows "/tmp/x" becomes "Z:\tmp\x"
+        // under wine).
+        Case{{"--pac", file.c_str()}, Kind::File, std::filesystem::absolute(file).string()},
+        Case{{"--wpad"}, Kind::Wpad, ""}, Case{{"--system-proxy"}, Kind::System, ""}}) {
     std::vector<const char*> argv{"h2gate"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
     const ParseResult p = parse(static_cast<int>(argv.size()), argv.data());
