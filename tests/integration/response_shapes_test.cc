@@ -205,33 +205,28 @@ struct World {
     y += listenerYaml("squid_tls", toCluster("squid_tls"));
     y += listenerYaml("nghttpx", toCluster("nghttpx"));
     y += listenerYaml("shapes", toCluster("shapes"));
-    y += listenerYaml("pac",
-                      "      - name: h2gate.filters.forward_proxy\n"
-                      "        typed_config:\n"
-                      "          routes:\n"
-                      "          - match: {}\n"
-                      "            pac:\n"
-                      "              file: " +
-                          pac +
-                          "\n"
-                          "              proxies: {max_connections: 2}\n");
+    // A forward_proxy whose one route follows `file`, its proxies as `proxies`
+    // says (YAML lines under "proxies:").
+    auto pacRoute = [](const std::string& file, const std::string& proxies) {
+      return "      - name: h2gate.filters.forward_proxy\n"
+             "        typed_config:\n"
+             "          routes:\n"
+             "          - match: {}\n"
+             "            pac:\n"
+             "              file: " +
+             file + "\n              proxies:" + proxies;
+    };
+    y += listenerYaml("pac", pacRoute(pac, " {max_connections: 2}\n"));
     y += listenerYaml("pac_auth",
-                      "      - name: h2gate.filters.forward_proxy\n"
-                      "        typed_config:\n"
-                      "          routes:\n"
-                      "          - match: {}\n"
-                      "            pac:\n"
-                      "              file: " +
-                          pac_auth +
-                          "\n"
-                          "              proxies:\n"
-                          "                max_connections: 2\n"
-                          "                proxy_authentication:\n"
-                          "                  scheme: auto\n"
-                          "                  credentials: {username: " +
-                          squid_auth_user + ", password_file: {filename: " + password +
-                          "}}\n"
-                          "                authenticate_to: [127.0.0.1]\n");
+                      pacRoute(pac_auth,
+                               "\n"
+                               "                max_connections: 2\n"
+                               "                proxy_authentication:\n"
+                               "                  scheme: auto\n"
+                               "                  credentials: {username: " +
+                                   squid_auth_user + ", password_file: {filename: " + password +
+                                   "}}\n"
+                                   "                authenticate_to: [127.0.0.1]\n"));
     y += "  clusters:\n";
     y += clusterYaml("squid", squid.httpPort(), false);
     y += clusterYaml("squid_tls", squid.httpsPort(), true);
