@@ -43,6 +43,11 @@
 #            the background (check_debian.sh trixie --prepare): they overlap the
 #            stages before it
 #
+# The builds of asan, fuzz and windows run niced in the background from the
+# start, one after another (see start_prepare below), as do the container
+# stage's image and the trixie stage's root: a stage then mostly runs tests.
+# The summary ends with the wall time and the machine's CPU seconds.
+#
 # Every stage runs even if an earlier one failed, except after a failed build.
 # The last line printed is "N passed, N failed" (stages); the exit status is 0
 # only when every stage that ran passed.
@@ -74,6 +79,12 @@ export H2GATE_CURL8=${H2GATE_CURL8:-/opt/h2gate-test/curl8/curl}
 
 declare -A RESULT NOTE SECONDS_TAKEN
 suite_start=$(date +%s)
+# The machine's CPU seconds so far (all processes: /proc/stat's user, nice,
+# system, irq and softirq ticks): the summary's CPU figure, which says how
+# much of the run's wall time the cores were busy, and is far steadier from
+# run to run than the wall time on a shared machine.
+machine_cpu() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {printf "%d\n", ($2 + $3 + $4 + $7 + $8) / hz}' /proc/stat; }
+cpu_start=$(machine_cpu)
 
 banner() { printf '\n===== %s =====\n' "$*"; }
 
@@ -195,10 +206,15 @@ stage_bench() {
 # -O1 -g1, as AddressSanitizer's documentation advises (-O1 for reasonable
 # speed; -g1 keeps the line tables its stack traces need): the build takes
 # about half the CPU time of -O2 -g (h2_connection.cc: 10.7 s against 19.4 s).
-stage_asan() {
+build_asan() {
   build asan build-asan "h2gate pac_probe h2gate_unit_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-    -DH2GATE_SANITIZE=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF || return
+    -DH2GATE_SANITIZE=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF
+}
+
+stage_asan() {
+  wait_prepared asan
+  build_asan || return
   if [[ ! -x build/tests/h2gate_integration_tests ]]; then
     note asan "no build/tests/h2gate_integration_tests: the release stage builds it"
     return 1
@@ -213,19 +229,25 @@ stage_asan() {
   return "$rc"
 }
 
-stage_fuzz() {
-  # -Werror stays with the gcc builds: clang's extra warnings must not hide fuzz results.
-  # -O1 -gline-tables-only: OSS-Fuzz's default flags (enough speed, and the
-  # line tables for stack traces); the build takes two thirds of the CPU time
-  # of -O2 -g (h2_connection.cc with the fuzzer and sanitizers: 19.5 s
-  # against 29.6 s).
+# -Werror stays with the gcc builds: clang's extra warnings must not hide fuzz results.
+# -O1 -gline-tables-only: OSS-Fuzz's default flags (enough speed, and the
+# line tables for stack traces); the build takes two thirds of the CPU time
+# of -O2 -g (h2_connection.cc with the fuzzer and sanitizers: 19.5 s
+# against 29.6 s).
+build_fuzz() {
   if ! CC=clang CXX=clang++ timed cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF \
+    -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
     ! timed cmake --build build-fuzz; then
     note fuzz "build failed"
     return 2
   fi
+}
+
+stage_fuzz() {
+  wait_prepared fuzz
+  build_fuzz || return
   local targets=() t name base work corpus dict args rc=0 one
   mapfile -t targets < <(find build-fuzz -type f -name '*_fuzz' -perm -u+x | sort)
   if ((${#targets[@]} == 0)); then
@@ -316,7 +338,16 @@ bench_wine() {
     awk -F'|' '{gsub(/ /, "", $3); printf "%s%s CPU x%s", sep, $1, $3; sep = ", "}' | sed 's/  */ /g')"
 }
 
+# The Windows libraries (built on a new machine, else found in the cache) and
+# the cross build, without running anything (tests/windows/run.sh
+# H2GATE_WINDOWS_BUILD_ONLY=1).
+build_windows() {
+  mkdir -p build-windows
+  H2GATE_WINDOWS_BUILD_ONLY=1 timed tests/windows/run.sh build-windows
+}
+
 stage_windows() {
+  wait_prepared windows
   mkdir -p build-windows
   local log=build-windows/run.log rc=0
   timed tests/windows/run.sh build-windows 2>&1 | tee "$log" || rc=$?
@@ -402,6 +433,14 @@ stage_trixie() {
 # the image's builder) runs niced from the start (check_container.sh build-image),
 # so it takes the CPU the stages before leave idle (their tests mostly wait on
 # their peers); the stage's own podman build then finds every layer cached.
+# And the builds of the asan, fuzz and windows stages (tests/run.sh --build-only
+# STAGE, one after another, logs build/ahead-STAGE.log): compiling is most of
+# the CPU of a run, and the release stage's integration tests, the asan
+# stage's and the Windows tests under wine mostly wait on their peers. Each
+# stage waits for its build (reniced to 0: it is the run's critical path
+# then), prints its log, and runs its own build command, which finds the tree
+# up to date (or, after a failed build in the background, fails in the
+# foreground with its errors).
 declare -A PREPARE_PID=() PREPARE_LOG=()
 # Only what this run prepared (PREPARE_LOG names it): another run of the
 # command in the same tree (e.g. one stage alone while a whole run goes on)
@@ -436,34 +475,67 @@ in_background() {
   PREPARE_PID[$s]=$!
 }
 start_prepare() {
-  command -v podman >/dev/null 2>&1 || return 0
   mkdir -p build
   trap stop_prepare EXIT
-  if [[ $SKIP != *",trixie,"* ]]; then
+  # The builds of asan, fuzz and windows, one after another (each waits for
+  # the one before: two at once would only share the same idle CPU).
+  local s after=""
+  for s in asan fuzz windows; do
+    [[ $SKIP != *",$s,"* ]] || continue
+    PREPARE_LOG[$s]=build/ahead-$s.log
+    in_background "$s" tests/run.sh --build-only "$s" ${after:+--after "$after"}
+    after=${PREPARE_PID[$s]}
+  done
+  if command -v podman >/dev/null 2>&1 && [[ $SKIP != *",trixie,"* ]]; then
     PREPARE_LOG[trixie]=build/debian-trixie.prepare.log
     in_background trixie tests/deploy/check_debian.sh trixie --prepare
   fi
-  if [[ $SKIP != *",container,"* ]]; then
+  if command -v podman >/dev/null 2>&1 && [[ $SKIP != *",container,"* ]]; then
     PREPARE_LOG[container]=build/container-prepare.log
     in_background container tests/deploy/check_container.sh build-image
   fi
-  local s
   for s in "${!PREPARE_PID[@]}"; do
     echo "stage $s: prepared in the background from now (PID ${PREPARE_PID[$s]}, log ${PREPARE_LOG[$s]})"
   done
+}
+# Process $1 and its descendants at nice 0: a stage that waits for its
+# preparation makes it the run's critical path. Needs root (lowering a nice
+# value); else it stays niced.
+renice_tree() {
+  local p
+  renice -n 0 -p "$1" >/dev/null 2>&1 || return 0
+  for p in $(pgrep -P "$1" 2>/dev/null); do renice_tree "$p"; done
 }
 # Waits for stage $1's background preparation; its failure is only a note (the
 # stage does it all itself then).
 wait_prepared() {
   [[ -n ${PREPARE_PID[$1]:-} ]] || return 0
   local t0=$SECONDS prc rc_file=${PREPARE_LOG[$1]}.rc
+  [[ -f $rc_file ]] || renice_tree "${PREPARE_PID[$1]}"
   while [[ ! -f $rc_file ]] && kill -0 "${PREPARE_PID[$1]}" 2>/dev/null; do sleep 2; done
   prc=$(cat "$rc_file" 2>/dev/null || echo "unknown (it wrote no exit status)")
   unset "PREPARE_PID[$1]"
   echo "--- stage $1's background preparation: exit $prc; waited $((SECONDS - t0))s for it (log ${PREPARE_LOG[$1]})"
-  tail -n 3 "${PREPARE_LOG[$1]}" 2>/dev/null || true
+  # A build's whole output (its warnings and timings belong in the run's log),
+  # else the end of it.
+  if [[ ${PREPARE_LOG[$1]} == build/ahead-* ]]; then
+    cat "${PREPARE_LOG[$1]}" 2>/dev/null || true
+  else
+    tail -n 3 "${PREPARE_LOG[$1]}" 2>/dev/null || true
+  fi
   [[ $prc == 0 ]] || note "$1" "its background preparation exited $prc (log: ${PREPARE_LOG[$1]})"
 }
+
+# tests/run.sh --build-only STAGE [--after PID]: only STAGE's build (build_STAGE),
+# once process PID (the build before it) has ended; start_prepare runs these.
+if [[ ${1:-} == --build-only ]]; then
+  if [[ ${3:-} == --after ]]; then
+    while kill -0 "$4" 2>/dev/null; do sleep 1; done
+  fi
+  rc=0
+  "build_$2" || rc=$?
+  exit "$rc"
+fi
 
 if [[ ${H2GATE_NO_INSTALL:-} != 1 ]]; then
   banner "install-deps --test"
@@ -516,6 +588,9 @@ for s in "${STAGES[@]}"; do
     FAIL | "NOT RUN") failed=$((failed + 1)) ;;
   esac
 done
-echo "total $(($(date +%s) - suite_start))s"
+wall=$(($(date +%s) - suite_start))
+cpu=$(($(machine_cpu) - cpu_start))
+echo "total ${wall}s; machine CPU ${cpu}s: $(awk -v c="$cpu" -v w="$wall" -v n="$(nproc)" \
+  'BEGIN {printf "%.0f%% of %d cores", (w > 0 ? 100 * c / (w * n) : 0), n}')"
 echo "$passed passed, $failed failed"
 ((failed == 0))
