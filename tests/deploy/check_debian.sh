@@ -33,13 +33,15 @@
 #   Each step prints its time. The .deb and the logs stay in build-RELEASE/ of the tree.
 #
 #   tests/deploy/check_debian.sh RELEASE --prepare
-#      steps 1 and 2's container only, then in it `deploy/install-deps.sh --test-core
-#      --download-only`: apt's cache filled with the packages of steps 2 and 3, nothing
-#      installed, the tree not copied in. The container is left running and named in
-#      build/debian-RELEASE.prepared; the next run without --prepare takes it (the root still
-#      pristine but for apt's cache) and needs no downloads for those steps.
-#      tests/run.sh runs this niced in the background from its start: the downloads
-#      and the root overlap the stages before (log: build/debian-RELEASE.prepare.log).
+#      steps 1 to 3: the container, first `deploy/install-deps.sh --test-core
+#      --download-only` in it (apt's cache filled with the packages of steps 2 and 3),
+#      then README command 1 with its checks and the tests built. The container is
+#      left running and named in build/debian-RELEASE.prepared; the next run without
+#      --prepare takes it and goes on from step 4 (it prints the prepared steps' times;
+#      their logs are in build-RELEASE/ too). tests/run.sh runs this niced in the
+#      background from its start: the downloads, the root and the compiling overlap
+#      the stages before, whose tests mostly wait on their peers (log:
+#      build/debian-RELEASE.prepare.log).
 #
 # Exit 0 passed, 1 failed, 77 skipped where podman cannot run containers here (the
 # line "check_debian: SKIP: reason").
@@ -145,13 +147,8 @@ step "pristine debian:$RELEASE"
   fail "the debian:$RELEASE base image"
 }
 sed 's/^/  /' "$TMP/base.log"
-if ((!PREPARE)); then
-  rm -rf "$OUT"
-  mkdir -p "$OUT"
-fi
 
 # ---------------------------------------------------------- 2. command 1 ----
-((PREPARE)) || step "README command 1 (deploy/quickstart.sh) in the pristine root"
 # The host's CA bundle and proxy settings, for pip's downloads from PyPI in step 3
 # (only there: the tests must not see a proxy).
 INSTALL_ENV=()
@@ -170,19 +167,28 @@ if [[ $WINDOWS == 1 ]]; then
   mkdir -p "$WIN_CACHE"
   CA_MOUNT+=(-v "$WIN_CACHE:/var/cache/h2gate-win")
 fi
-# The container: one a --prepare run left (pristine but for apt's cache), else a new one.
+# The container: one a --prepare run left (steps 1 to 3 done: BUILT), else a new one.
+# The marker file is written by --prepare as its last act.
+BUILT_MARK=/src/.h2gate-prepared
 NAME=""
+BUILT=0
 if ((!PREPARE)) && [[ -f $PREPARED ]]; then
   NAME=$(cat "$PREPARED")
   rm -f "$PREPARED"
   if [[ $(podman container inspect --format '{{.State.Running}}' "$NAME" 2>/dev/null) == true ]] &&
-    ! podman exec "$NAME" sh -c 'test -e /src || dpkg -s cmake >/dev/null 2>&1'; then
-    log "container $NAME from --prepare: the pristine root, $(podman exec "$NAME" sh -c 'ls /var/cache/apt/archives/*.deb 2>/dev/null | wc -l') packages in apt's cache, none of them installed"
+    podman exec "$NAME" test -e "$BUILT_MARK"; then
+    BUILT=1
+    log "container $NAME from --prepare: steps 1 to 3 done there (README command 1 served a request, the tests built):"
+    podman exec "$NAME" cat "$BUILT_MARK" | sed 's/^/  /'
   else
-    log "the container $NAME from --prepare is gone or not pristine: a new one"
+    log "the container $NAME from --prepare is gone or not prepared: a new one"
     podman rm -f -t 0 "$NAME" >/dev/null 2>&1 || true
     NAME=""
   fi
+fi
+if ((!BUILT)); then
+  rm -rf "$OUT"
+  mkdir -p "$OUT"
 fi
 FRESH=0
 if [[ -z $NAME ]]; then
@@ -209,71 +215,79 @@ if ((PREPARE)); then
   podman exec "${INSTALL_ENV[@]}" "$NAME" bash /tmp/prepare/install-deps.sh --test-core "${extra[@]}" \
     --download-only || fail "install-deps.sh --download-only in the $RELEASE container"
   podman exec "$NAME" rm -rf /tmp/prepare
+fi
+if ((!BUILT)); then
+  step "README command 1 (deploy/quickstart.sh) in the pristine root"
+  (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$TMP/src.tar") ||
+    fail "could not list this tree's files with git"
+  podman exec -i "$NAME" bash -c 'mkdir /src && tar -C /src -xf -' <"$TMP/src.tar" || fail "copying the tree in"
+  log "container $NAME: $(podman exec "$NAME" sh -c '. /etc/os-release && echo "$PRETTY_NAME"'), $(tar -tf "$TMP/src.tar" | wc -l) files of the tree in /src"
+
+  proxy_port=$(free_port)
+  admin_port=$(free_port)
+  origin_port=$(free_port)
+  mkdir -p "$TMP/www"
+  head -c 1048576 /dev/urandom >"$TMP/www/1m.bin"
+  "$PYTHON" -m http.server --bind 127.0.0.1 --directory "$TMP/www" "$origin_port" >"$TMP/origin.log" 2>&1 &
+  CLEANUP+=("kill $!")
+  podman exec "$NAME" bash -c "cd /src && exec nice deploy/quickstart.sh \
+    --listen 127.0.0.1:$proxy_port --admin 127.0.0.1:$admin_port" >"$OUT/quickstart.log" 2>&1 &
+  qs_pid=$!
+  CLEANUP+=("kill $qs_pid")
+  # Installing and compiling take minutes on 2 busy cores.
+  deadline=$((SECONDS + 3600))
+  until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$admin_port/ready" 2>/dev/null; do
+    if ! kill -0 "$qs_pid" 2>/dev/null; then
+      tail -n 40 "$OUT/quickstart.log" >&2
+      fail "deploy/quickstart.sh ended before h2gate was ready (log: $OUT/quickstart.log)"
+    fi
+    ((SECONDS < deadline)) || fail "h2gate from deploy/quickstart.sh not ready within an hour"
+    sleep 1
+  done
+  log "ok: $(grep -m1 -o 'install-deps: installing: .*' "$OUT/quickstart.log" | cut -c1-160)..."
+  log "ok: h2gate ready $((SECONDS - STEP_T0))s after deploy/quickstart.sh started ($(podman exec "$NAME" /src/build/h2gate --version))"
+  want=$(sha256sum <"$TMP/www/1m.bin" | cut -d' ' -f1)
+  got=$(curl -fsS --max-time 30 -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/1m.bin" | sha256sum | cut -d' ' -f1)
+  [[ $got == "$want" ]] || fail "1 MiB through h2gate of deploy/quickstart.sh: not intact"
+  curl -fsS -o /dev/null --max-time 10 -X POST -H "X-H2gate-Admin: 1" "http://127.0.0.1:$admin_port/quitquitquit" ||
+    fail "POST /quitquitquit to h2gate's admin port"
+  rc=0
+  wait "$qs_pid" || rc=$?
+  ((rc == 0)) || {
+    tail -n 20 "$OUT/quickstart.log" >&2
+    fail "h2gate of deploy/quickstart.sh exited $rc after POST /quitquitquit"
+  }
+  grep -q '1m.bin' "$OUT/quickstart.log" || fail "no access log line for the request in h2gate's output"
+  log "ok: curl -x http://127.0.0.1:$proxy_port fetched 1 MiB intact through it (access log line written); /quitquitquit: exit 0"
+
+  # --------------------------------------------------------- 3. the tests ----
+  step "deploy/install-deps.sh --test-core"
+  EXEC_ENV=("${INSTALL_ENV[@]}")
+  in_box install-test-core.log nice deploy/install-deps.sh --test-core
+  EXEC_ENV=()
+  log "ok: $(grep -o 'installing: .*' "$OUT/install-test-core.log" | head -n1 | wc -w) test packages, $(grep -o 'curl 8 ready: .*' "$OUT/install-test-core.log")"
+
+  step "the tests built in build/ (command 1's objects reused; integration: ${SUBSET_FILES[*]})"
+  subset_files=$(IFS=';' && echo "${SUBSET_FILES[*]}")
+  in_box configure.log cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=ON -DH2GATE_WERROR=ON \
+    "'-DH2GATE_INTEGRATION_FILES=$subset_files'"
+  in_box build.log nice cmake --build build
+  # Command 1's objects must be reused (CMakeLists.txt keeps their command lines the
+  # same when the tree is configured again): a rebuilt h2gate costs minutes here.
+  rebuilt=$(grep -c 'Building CXX object CMakeFiles/h2gate_core.dir/' "$OUT/build.log" || true)
+  ((rebuilt == 0)) || fail "the tests' build compiled $rebuilt of h2gate's objects again, which command 1 had built (log: $OUT/build.log)"
+  log "ok: $(grep -c '^\[' "$OUT/build.log") build steps, none of h2gate's; $(grep -E '^-- (Catch2|llhttp|integration tests)' "$OUT/configure.log" | tr '\n' ' ')"
+fi
+
+if ((PREPARE)); then
+  step ""
+  printf '%s\n' "${TIMES[@]}" | podman exec -i "$NAME" sh -c "cat >$BUILT_MARK" ||
+    fail "writing $BUILT_MARK in the container"
   mkdir -p "$(dirname "$PREPARED")"
   echo "$NAME" >"$PREPARED"
-  step ""
   log "prepared in $((SECONDS - T_START))s: container $NAME (named in $PREPARED): ${TIMES[*]/#/| }"
   exit 0
 fi
-(cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf "$TMP/src.tar") ||
-  fail "could not list this tree's files with git"
-podman exec -i "$NAME" bash -c 'mkdir /src && tar -C /src -xf -' <"$TMP/src.tar" || fail "copying the tree in"
-log "container $NAME: $(podman exec "$NAME" sh -c '. /etc/os-release && echo "$PRETTY_NAME"'), $(tar -tf "$TMP/src.tar" | wc -l) files of the tree in /src"
-
-proxy_port=$(free_port)
-admin_port=$(free_port)
-origin_port=$(free_port)
-mkdir -p "$TMP/www"
-head -c 1048576 /dev/urandom >"$TMP/www/1m.bin"
-"$PYTHON" -m http.server --bind 127.0.0.1 --directory "$TMP/www" "$origin_port" >"$TMP/origin.log" 2>&1 &
-CLEANUP+=("kill $!")
-podman exec "$NAME" bash -c "cd /src && exec nice deploy/quickstart.sh \
-  --listen 127.0.0.1:$proxy_port --admin 127.0.0.1:$admin_port" >"$OUT/quickstart.log" 2>&1 &
-qs_pid=$!
-CLEANUP+=("kill $qs_pid")
-# Installing and compiling take minutes on 2 busy cores.
-deadline=$((SECONDS + 3600))
-until curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$admin_port/ready" 2>/dev/null; do
-  if ! kill -0 "$qs_pid" 2>/dev/null; then
-    tail -n 40 "$OUT/quickstart.log" >&2
-    fail "deploy/quickstart.sh ended before h2gate was ready (log: $OUT/quickstart.log)"
-  fi
-  ((SECONDS < deadline)) || fail "h2gate from deploy/quickstart.sh not ready within an hour"
-  sleep 1
-done
-log "ok: $(grep -m1 -o 'install-deps: installing: .*' "$OUT/quickstart.log" | cut -c1-160)..."
-log "ok: h2gate ready $((SECONDS - STEP_T0))s after deploy/quickstart.sh started ($(podman exec "$NAME" /src/build/h2gate --version))"
-want=$(sha256sum <"$TMP/www/1m.bin" | cut -d' ' -f1)
-got=$(curl -fsS --max-time 30 -x "http://127.0.0.1:$proxy_port" "http://127.0.0.1:$origin_port/1m.bin" | sha256sum | cut -d' ' -f1)
-[[ $got == "$want" ]] || fail "1 MiB through h2gate of deploy/quickstart.sh: not intact"
-curl -fsS -o /dev/null --max-time 10 -X POST -H "X-H2gate-Admin: 1" "http://127.0.0.1:$admin_port/quitquitquit" ||
-  fail "POST /quitquitquit to h2gate's admin port"
-rc=0
-wait "$qs_pid" || rc=$?
-((rc == 0)) || {
-  tail -n 20 "$OUT/quickstart.log" >&2
-  fail "h2gate of deploy/quickstart.sh exited $rc after POST /quitquitquit"
-}
-grep -q '1m.bin' "$OUT/quickstart.log" || fail "no access log line for the request in h2gate's output"
-log "ok: curl -x http://127.0.0.1:$proxy_port fetched 1 MiB intact through it (access log line written); /quitquitquit: exit 0"
-
-# --------------------------------------------------------- 3. the tests ----
-step "deploy/install-deps.sh --test-core"
-EXEC_ENV=("${INSTALL_ENV[@]}")
-in_box install-test-core.log nice deploy/install-deps.sh --test-core
-EXEC_ENV=()
-log "ok: $(grep -o 'installing: .*' "$OUT/install-test-core.log" | head -n1 | wc -w) test packages, $(grep -o 'curl 8 ready: .*' "$OUT/install-test-core.log")"
-
-step "the tests built in build/ (command 1's objects reused; integration: ${SUBSET_FILES[*]})"
-subset_files=$(IFS=';' && echo "${SUBSET_FILES[*]}")
-in_box configure.log cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=ON -DH2GATE_WERROR=ON \
-  "'-DH2GATE_INTEGRATION_FILES=$subset_files'"
-in_box build.log nice cmake --build build
-# Command 1's objects must be reused (CMakeLists.txt keeps their command lines the
-# same when the tree is configured again): a rebuilt h2gate costs minutes here.
-rebuilt=$(grep -c 'Building CXX object CMakeFiles/h2gate_core.dir/' "$OUT/build.log" || true)
-((rebuilt == 0)) || fail "the tests' build compiled $rebuilt of h2gate's objects again, which command 1 had built (log: $OUT/build.log)"
-log "ok: $(grep -c '^\[' "$OUT/build.log") build steps, none of h2gate's; $(grep -E '^-- (Catch2|llhttp|integration tests)' "$OUT/configure.log" | tr '\n' ' ')"
 
 # --------------------------------------------------------- 4. run them ----
 step "unit tests"
@@ -320,4 +334,4 @@ rc=0
 sed 's/^/  /' "$OUT/package-install.log"
 ((rc == 0)) || fail "the package under systemd in a pristine $RELEASE container (log: $OUT/package-install.log)"
 step ""
-log "Debian $RELEASE passed in $((SECONDS - T_START))s: ${TIMES[*]/#/| }"
+log "Debian $RELEASE passed in $((SECONDS - T_START))s$( ((!BUILT)) || echo ", steps 1 to 3 before that by --prepare"): ${TIMES[*]/#/| }"
