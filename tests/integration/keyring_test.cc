@@ -230,9 +230,10 @@ TEST_CASE("keyring: the fixture is a real Secret Service; secret-tool and h2gate
   CHECK(r.code() == 0);
   CHECK(r.out == "h2-pw-2");
   r = s.run({"secret-tool", "search", "--all", "entry", "from-h2gate"});
-  CHECK(has(r.out, "attribute.username = carol"));
-  CHECK(has(r.out, "attribute.xdg:schema = org.h2gate.ProxyCredentials"));
-  CHECK(has(r.out, "label = h2gate proxy credentials: from-h2gate"));
+  // secret-tool writes the item's lines to stdout, its attributes to stderr.
+  CHECK(has(r.out + r.err, "attribute.username = carol"));
+  CHECK(has(r.out + r.err, "schema = org.h2gate.ProxyCredentials"));
+  CHECK(has(r.out + r.err, "label = h2gate proxy credentials: from-h2gate"));
 }
 
 TEST_CASE("keyring: h2gate credentials set, show, delete", "[keyring]") {
@@ -250,7 +251,7 @@ TEST_CASE("keyring: h2gate credentials set, show, delete", "[keyring]") {
   r = s.h2gate({"credentials", "set", "corp", "dave"}, "second-pw\r\n");
   CHECK(r.code() == 0);
   r = s.run({"secret-tool", "search", "--all", "entry", "corp"});
-  CHECK(countOccurrences(r.out, "attribute.entry = corp") == 1);
+  CHECK(countOccurrences(r.out + r.err, "attribute.entry = corp") == 1);
   r = s.run({"secret-tool", "lookup", "entry", "corp"});
   CHECK(r.out == "second-pw");  // the line break (CRLF too) is not part of it
   r = s.h2gate({"credentials", "show", "corp"});
