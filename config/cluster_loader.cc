@@ -147,18 +147,21 @@ void parseHttp2(NodeReader& h2, Http2ProtocolOptions& out) {
   }
 }
 
-// {username, password | password_file: {filename}}: proxy_credentials and
-// proxy_authentication.credentials.
+// {username, password | password_file: {filename} | keyring: NAME}:
+// proxy_credentials and proxy_authentication.credentials.
 std::optional<ProxyCredentials> parseCredentials(NodeReader& creds) {
   if (creds.isNull() || !creds.expectMap()) return std::nullopt;
-  creds.allowOnly({"username", "password", "password_file"});
-  auto user = creds.string("username", true);
+  creds.allowOnly({"username", "password", "password_file", "keyring"});
+  const bool from_file = creds.has("password_file");
+  const bool from_keyring = creds.has("keyring");
+  // From the keyring the user name may come with the password.
+  auto user = creds.string("username", !from_keyring);
   if (user && user->empty()) creds.errorAt("username", "must not be empty");
   std::optional<std::string> pass;
-  std::string file;
-  const bool from_file = creds.has("password_file");
-  if (from_file && creds.has("password")) {
-    creds.errorAt("password_file", "give either password or password_file, not both");
+  std::string file, entry;
+  if (from_file + from_keyring + creds.has("password") > 1) {
+    creds.errorAt(from_keyring ? "keyring" : "password_file",
+                  "give one of password, password_file and keyring");
   } else if (from_file) {
     NodeReader source = creds.child("password_file");
     if (auto path = readableFile(source)) {
@@ -167,6 +170,18 @@ std::optional<ProxyCredentials> parseCredentials(NodeReader& creds) {
       if (!pass) source.errorAt("filename", why);
       file = *path;
     }
+  } else if (from_keyring) {
+    if (auto name = creds.string("keyring", true)) {
+      std::string why;
+      std::optional<std::string> keyring_user;
+      pass = keyringPassword(*name, user ? *user : std::string(), &keyring_user, &why);
+      if (!pass) {
+        creds.errorAt("keyring", why);
+      } else if (!user) {
+        user = keyring_user;
+      }
+      entry = *name;
+    }
   } else {
     pass = creds.string("password", true);  // missing: "missing required field"
   }
@@ -174,7 +189,7 @@ std::optional<ProxyCredentials> parseCredentials(NodeReader& creds) {
     if (pass) wipe(*pass);
     return std::nullopt;
   }
-  ProxyCredentials out{*user, std::move(*pass), std::move(file)};
+  ProxyCredentials out{*user, std::move(*pass), std::move(file), std::move(entry)};
   wipe(*pass);
   return out;
 }

@@ -16,6 +16,7 @@ ProxyCredentials& ProxyCredentials::operator=(const ProxyCredentials& other) {
   username = other.username;
   password = other.password;
   password_file = other.password_file;
+  keyring = other.keyring;
   return *this;
 }
 
@@ -25,6 +26,7 @@ ProxyCredentials& ProxyCredentials::operator=(ProxyCredentials&& other) noexcept
   username = std::move(other.username);
   password = std::move(other.password);
   password_file = std::move(other.password_file);
+  keyring = std::move(other.keyring);
   return *this;
 }
 

@@ -158,10 +158,18 @@ struct ProxyCredentials {
   // Where the password was read from (password_file), for /config_dump and
   // reload; empty when it was given inline (possibly as ${ENV}).
   std::string password_file;
+  // The keyring entry the password (and perhaps the user name) came from
+  // (`keyring: NAME`, gateway/base/keyring.h), for /config_dump; empty when
+  // not from the keyring. Looked up again at every load (start, reload).
+  std::string keyring;
 
   ProxyCredentials() = default;
-  ProxyCredentials(std::string user, std::string pass, std::string file = {})
-      : username(std::move(user)), password(std::move(pass)), password_file(std::move(file)) {}
+  ProxyCredentials(std::string user, std::string pass, std::string file = {},
+                   std::string keyring_entry = {})
+      : username(std::move(user)),
+        password(std::move(pass)),
+        password_file(std::move(file)),
+        keyring(std::move(keyring_entry)) {}
   ProxyCredentials(const ProxyCredentials&) = default;
   ProxyCredentials(ProxyCredentials&&) noexcept = default;
   ProxyCredentials& operator=(const ProxyCredentials& other);

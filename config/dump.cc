@@ -247,11 +247,14 @@ class Writer {
     field("tcp_notsent_lowat", notsent_lowat);
   }
 
-  // {username, password: [redacted]} or {username, password_file: {filename}}.
+  // {username, password: [redacted]}, {username, password_file: {filename}}
+  // or {username, keyring: NAME}.
   void credentials(const char* key, const ProxyCredentials& c) {
     out_ << YAML::Key << key << YAML::Value << YAML::BeginMap;
     field("username", c.username);
-    if (c.password_file.empty())
+    if (!c.keyring.empty())
+      field("keyring", c.keyring);
+    else if (c.password_file.empty())
       field("password", kRedacted);
     else
       file("password_file", c.password_file);

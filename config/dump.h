@@ -15,7 +15,8 @@ inline constexpr const char* kRedacted = "[redacted]";
 // default written out, so loadString(dumpYaml(b)) gives back the same
 // Bootstrap. Secrets are replaced by kRedacted: the password of
 // proxy_credentials and proxy_authentication.credentials (a password_file is
-// named, never read back), and inside filter typed_config the value of every key that
+// named, never read back; a keyring entry is named, its password never
+// shown), and inside filter typed_config the value of every key that
 // isSecretKey() and the `value` of every {key, value} header entry. ${ENV} references kept in
 // typed_config stay as written; values the loader already expanded (e.g. a user name) appear
 // expanded. The first line is a comment naming b.source.

@@ -23,6 +23,7 @@
 #include "config/loader_internal.h"
 #include "config/yaml_guard.h"
 #include "gateway/base/ascii.h"
+#include "gateway/base/keyring.h"
 
 namespace h2gate::config {
 namespace {
@@ -340,6 +341,45 @@ std::optional<std::string> readSecretFile(const std::string& path, std::string* 
   }
   if (!out.empty() && out.back() == '\n') out.pop_back();
   if (!out.empty() && out.back() == '\r') out.pop_back();
+  return out;
+}
+
+std::optional<std::string> keyringPassword(const std::string& name, const std::string& username,
+                                           std::optional<std::string>* entry_user,
+                                           std::string* why) {
+  if (std::string bad = keyring::checkName(name); !bad.empty()) {
+    *why = bad;
+    return std::nullopt;
+  }
+  keyring::Entry entry;
+  std::string error;
+  switch (keyring::lookup(name, &entry, &error)) {
+    case keyring::Status::Ok:
+      break;
+    case keyring::Status::NotFound:
+      *why = "no entry '" + name + "' in " + std::string(keyring::backendName()) +
+             " (h2gate credentials set " + name + " USER stores one)";
+      return std::nullopt;
+    case keyring::Status::Failed:
+      *why = "keyring entry '" + name + "': " + error;
+      return std::nullopt;
+  }
+  if (!username.empty() && !entry.username.empty() && username != entry.username) {
+    *why = "username '" + username + "' differs from '" + entry.username +
+           "', the user name keyring entry '" + name + "' holds";
+    return std::nullopt;
+  }
+  if (username.empty() && entry.username.empty()) {
+    *why = "keyring entry '" + name + "' holds no user name: give username";
+    return std::nullopt;
+  }
+  if (entry.password.empty()) {
+    *why = "keyring entry '" + name + "' holds an empty password";
+    return std::nullopt;
+  }
+  *entry_user = entry.username.empty() ? std::optional<std::string>() : entry.username;
+  std::string out;
+  out.swap(entry.password);  // moved, not copied: no stray copy of the secret
   return out;
 }
 

@@ -64,6 +64,16 @@ std::string checkReadableFile(const std::string& path);
 // one trailing line break. nullopt, with *why set, when it cannot be read or
 // is larger than 64 KiB. The caller wipes what it gets.
 std::optional<std::string> readSecretFile(const std::string& path, std::string* why);
+// The password of keyring entry `name` (gateway/base/keyring.h): a
+// credentials' `keyring: NAME` and the flag --proxy-credentials keyring:NAME.
+// *entry_user: the user name the entry holds (nullopt: none). A `username`
+// (empty: not given) that differs from the entry's is an error, as are an
+// entry with neither, no such entry and a keyring that cannot be read:
+// nullopt with *why (the keyring's reason and what to do). The caller wipes
+// what it gets.
+std::optional<std::string> keyringPassword(const std::string& name, const std::string& username,
+                                           std::optional<std::string>* entry_user,
+                                           std::string* why);
 // An IPv4 or IPv6 literal, without brackets ("::1", "fe80::1%eth0").
 bool isIpLiteral(std::string_view text);
 // A DNS name as a proxy endpoint may use (letters, digits, '-', '_', '.').

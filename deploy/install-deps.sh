@@ -48,10 +48,12 @@ set -euo pipefail
 
 # libkrb5-dev: GSSAPI (MIT Kerberos) for Negotiate to upstream proxies; gss-ntlmssp:
 # NTLM as a GSSAPI mechanism (loaded at run time, only for NTLM).
+# libsecret-1-dev: proxy passwords in the Secret Service (GNOME Keyring, KWallet;
+# gateway/base/keyring_posix.cc).
 RUNTIME_PKGS=(
   build-essential cmake ninja-build pkg-config
   libnghttp2-dev libssl-dev libyaml-cpp-dev prometheus-cpp-dev libasio-dev libidn2-dev
-  libkrb5-dev gss-ntlmssp
+  libkrb5-dev gss-ntlmssp libsecret-1-dev
   duktape-dev libpsl-dev ca-certificates pandoc
 )
 # The test tools of --test-core: the peers and tools of the unit and integration
@@ -62,6 +64,7 @@ CORE_TEST_PKGS=(
   dpkg-dev systemd lintian man-db python3-venv python3-dev faketime
   libglib2.0-bin gsettings-desktop-schemas
   krb5-kdc krb5-admin-server krb5-user
+  gnome-keyring libsecret-tools dbus-daemon dbus-bin
 )
 # The Windows cross build and its tests under wine (tests/windows/run.sh): the zip and
 # the MSI (deploy/windows/); prometheus: promtool, for tests/windows/deps_test.sh (and
@@ -78,6 +81,9 @@ TEST_PKGS=(
   wrk iperf3 linux-perf valgrind
   podman runc mmdebstrap
 )
+# gnome-keyring (gnome-keyring-daemon), libsecret-tools (secret-tool), dbus-daemon
+# (dbus-daemon --session) and dbus-bin (dbus-send): a Secret Service on a private session
+# bus for tests/integration/keyring_test.cc; the same names in Debian 12 and 13.
 # krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
 # authentication tests (tests/support/kerberos.h); winbind: Samba's ntlm_auth, which wine's
 # NTLM package runs (the SSPI backend's tests under wine).

@@ -10,6 +10,7 @@
 #include "filters/pac_routing_config.h"
 #include "filters/registry.h"
 #include "gateway/base/ascii.h"
+#include "gateway/base/keyring.h"
 #include "gateway/base/log.h"
 #include "gateway/net/ip_address.h"
 #include "gateway/pac_engine/fetch.h"
@@ -150,11 +151,16 @@ void checkPacFlags(ParseResult& r, bool upstream_env) {
     r.errors.push_back(
         "--proxy-auth needs the proxies it is for: --upstream URL, --pac, --wpad or "
         "--system-proxy (for clusters in a config file set proxy_authentication instead)");
-  if (pac && o.proxy_auth == "basic")
+  if (pac && o.proxy_auth == "basic" && o.proxy_keyring.empty())
     r.errors.push_back(
         "--proxy-auth basic needs a password, which flags never carry: for the "
-        "proxies a PAC file names, write proxy_authentication.credentials "
+        "proxies a PAC file names, give --proxy-credentials keyring:NAME (h2gate "
+        "credentials set NAME USER stores it) or write proxy_authentication.credentials "
         "(password_file) in a config file (config/README.md)");
+  if (!o.proxy_keyring.empty() && !o.proxy_auth)
+    r.errors.push_back(
+        "--proxy-credentials gives --proxy-auth's user name and password, but there is no "
+        "--proxy-auth");
   if (pac && o.insecure)
     r.errors.push_back(
         "--insecure applies to --upstream proxies; give the CA of the proxies a "
@@ -196,7 +202,7 @@ void setRoute(config::Listener& l, const char* key, const YAML::Node& value) {
 //       trusted_ca: CACERT             # an https:// url
 //       proxies:
 //         trusted_ca: CACERT
-//         proxy_authentication: {scheme: SCHEME}
+//         proxy_authentication: {scheme: SCHEME, credentials: {keyring: NAME}}
 //         authenticate_to: [ALLOW, ...]
 YAML::Node pacRoutes(const Options& o) {
   using Source = Options::PacSource;
@@ -212,6 +218,11 @@ YAML::Node pacRoutes(const Options& o) {
   if (o.proxy_auth) {
     YAML::Node auth(YAML::NodeType::Map);
     auth["scheme"] = *o.proxy_auth;
+    if (!o.proxy_keyring.empty()) {
+      YAML::Node credentials(YAML::NodeType::Map);
+      credentials["keyring"] = o.proxy_keyring;
+      auth["credentials"] = credentials;
+    }
     proxies["proxy_authentication"] = auth;
   }
   if (!o.proxy_auth_allow.empty()) {
@@ -427,6 +438,7 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
                                               "--max-config-size",
                                               "--proxy-auth",
                                               "--proxy-auth-allow",
+                                              "--proxy-credentials",
                                               "--pac",
                                               "--log-file",
                                               "--log-file-max-size",
@@ -502,6 +514,18 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
                      value.find("://") != std::string::npos ? Options::PacSource::Url
                                                             : Options::PacSource::File,
                      value);
+    } else if (name == "--proxy-credentials") {
+      // Only from the keyring: a password in a flag would be in ps and the
+      // shell's history.
+      constexpr std::string_view kPrefix = "keyring:";
+      const std::string entry =
+          value.rfind(kPrefix, 0) == 0 ? value.substr(kPrefix.size()) : std::string();
+      if (value.rfind(kPrefix, 0) != 0)
+        addError(r, name, "expected keyring:NAME (a keyring entry; see h2gate credentials)");
+      else if (std::string why = keyring::checkName(entry); !why.empty())
+        addError(r, name, why);
+      else
+        o.proxy_keyring = entry;
     } else if (name == "--proxy-auth-allow") {
       // "a,b" or a repeated flag; each entry as authenticate_to takes it.
       std::size_t start = 0;
@@ -552,6 +576,7 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
 std::string usage() {
   return R"(Usage: h2gate [options]
        h2gate check [URL] [options]
+       h2gate credentials set NAME USER | show NAME | delete NAME
        h2gate service install|uninstall [options]     (Windows)
 
 A local forward proxy: applications use it as their HTTP(S) proxy
@@ -591,10 +616,14 @@ Options:
       --proxy-auth SCHEME  authenticate to the --upstream proxy, or to the
                            proxies the PAC file names: negotiate (Kerberos:
                            your kinit ticket), ntlm (user:pass@ in the
-                           --upstream URL; without it $NTLM_USER_FILE, or on
-                           Windows the logged-on user), basic (--upstream
-                           only: user:pass@ in its URL) or auto (the
-                           strongest the proxy asks for)
+                           --upstream URL or --proxy-credentials; without
+                           them $NTLM_USER_FILE, or on Windows the logged-on
+                           user), basic (user:pass@ in the --upstream URL or
+                           --proxy-credentials) or auto (the strongest the
+                           proxy asks for)
+      --proxy-credentials keyring:NAME
+                           --proxy-auth's user name and password from the
+                           keyring entry NAME (h2gate credentials set)
       --proxy-auth-allow HOST|.DOMAIN|IP|*
                            the proxies a PAC file names that get --proxy-auth's
                            credentials (repeat, or a comma list). Default: the
@@ -630,6 +659,16 @@ Commands:
                            the proxy's DNS, TCP and TLS take the cluster's
                            connect_timeout), e.g. 30s; default 10s. A
                            response head is at most 64 KiB
+  credentials set NAME USER
+                           store USER and a password (typed without echo, or
+                           one line on standard input) as the entry NAME of
+                           the system's keyring: the Secret Service (GNOME
+                           Keyring, KWallet) or Windows Credential Manager.
+                           A config's credentials: {keyring: NAME} and
+                           --proxy-credentials keyring:NAME read it
+  credentials show NAME    print the entry's user name and whether it holds a
+                           password (never the password); exit 1 if absent
+  credentials delete NAME  delete the entry; exit 1 if absent
   service install [options]
                            Windows: register the service "h2gate" (started
                            automatically at boot, as LocalSystem) that runs
@@ -780,6 +819,29 @@ config::LoadResult buildBootstrap(const Options& options,
     }
   }
 
+  if (!options.proxy_keyring.empty() && !pac) {
+    if (flag_cluster == nullptr) {
+      fail(
+          "--proxy-credentials applies to --upstream (or H2GATE_UPSTREAM) proxies and to those "
+          "a PAC file names; for clusters in a config file write credentials: {keyring: " +
+          options.proxy_keyring + "}");
+    } else if (flag_cluster->credentials) {
+      fail("--proxy-credentials and user:pass@ in the --upstream URL: give the credentials once");
+    } else {
+      std::string why;
+      std::optional<std::string> user;
+      std::optional<std::string> password =
+          config::keyringPassword(options.proxy_keyring, {}, &user, &why);
+      if (!password) {
+        fail("--proxy-credentials: " + why);
+      } else {
+        flag_cluster->credentials.emplace(*user, std::move(*password), std::string(),
+                                          options.proxy_keyring);
+        config::wipe(*password);
+      }
+    }
+  }
+
   if (options.proxy_auth && !pac) {
     using Scheme = config::ProxyAuthentication::Scheme;
     const std::string& v = *options.proxy_auth;
@@ -792,7 +854,7 @@ config::LoadResult buildBootstrap(const Options& options,
           "--proxy-auth applies to --upstream (or H2GATE_UPSTREAM) proxies; for clusters in a "
           "config file set proxy_authentication instead");
     } else if (scheme == Scheme::Basic && !flag_cluster->credentials) {
-      fail("--proxy-auth basic needs user:pass@ in the --upstream URL");
+      fail("--proxy-auth basic needs user:pass@ in the --upstream URL or --proxy-credentials");
     } else {
       flag_cluster->authentication.emplace();
       flag_cluster->authentication->scheme = scheme;

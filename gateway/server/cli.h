@@ -50,6 +50,10 @@ struct Options {
   // PAC route's proxies.authenticate_to; empty: its default (the PAC file's
   // own domain).
   std::vector<std::string> proxy_auth_allow;
+  // --proxy-credentials keyring:NAME: --proxy-auth's user name and password
+  // from keyring entry NAME (gateway/base/keyring.h), looked up with the
+  // config (start, reload). The entry's name; empty: not given.
+  std::string proxy_keyring;
   std::optional<uint32_t> concurrency;   // --concurrency N
   std::optional<std::string> log_level;  // --log-level LEVEL
   // --max-config-size SIZE: a larger config file is refused (start, reload).

@@ -17,6 +17,7 @@
 #include "gateway/net/fd_limit.h"
 #include "gateway/pac_engine/worker.h"
 #include "gateway/server/cli.h"
+#include "gateway/server/credentials_command.h"
 #include "gateway/server/server.h"
 #include "gateway/server/server_signals.h"
 #include "gateway/server/service.h"
@@ -27,6 +28,9 @@ int main(int argc, char** argv) {
   // h2gate started again by itself to run PAC files (gateway/pac_engine/worker.h).
   if (pac::isPacWorker(argc, argv)) return pac::runPacWorker();
   ServerSignals::prepareProcess();
+  // `h2gate credentials set|show|delete`: the keyring, no config, no server.
+  if (credentials::isCommand(argc, argv))
+    return credentials::run(std::vector<std::string>(argv + 2, argv + argc), std::cout, std::cerr);
 
   std::optional<std::string> upstream_env;
   if (const char* v = std::getenv("H2GATE_UPSTREAM"); v && *v) upstream_env = v;

@@ -706,3 +706,83 @@ TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its wor
   CHECK(exit->code == 0);
   CHECK(gone(busy_again));
 }
+
+TEST_CASE("h2gate.exe under wine: credentials set, show, delete in Credential Manager",
+          "[windows-exe][keyring]") {
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  TempDir work("windows-keyring");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  const std::string name = "h2gate-exe-test-" + std::to_string(::getpid());
+  int runs = 0;
+  // The wrapper with `args`, `input` on its standard input (a file: not a
+  // console, so h2gate.exe reads one line without a prompt).
+  auto run = [&](std::vector<std::string> args, const std::string& input = "") {
+    Process::Options o;
+    o.argv = {wrapper};
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.log_dir = work.path().string();
+    o.name = "run" + std::to_string(++runs);
+    o.stdin_file = work.write(o.name + ".stdin", input);
+    Process p(o);
+    CommandResult r;
+    const std::optional<ExitStatus> status = p.wait(milliseconds(60000));
+    if (!status) p.stop();
+    r.exit_code = status && status->exited ? status->code : -1;
+    r.out = p.stdoutText();
+    r.err = p.stderrText();
+    UNSCOPED_INFO("h2gate.exe " << args.at(0) << " " << args.at(1) << ": exit " << r.exit_code
+                                << "\n"
+                                << r.out << r.err);
+    return r;
+  };
+  struct Cleanup {
+    std::function<void()> f;
+    ~Cleanup() { f(); }
+  } cleanup{[&] { run({"credentials", "delete", name}); }};
+
+  CommandResult r = run({"credentials", "set", name, "CORP\\alice"}, "win-pw-5\n");
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "stored entry '" + name + "' (user CORP\\alice) in Windows Credential Manager\n");
+  r = run({"credentials", "show", name});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "entry '" + name +
+                     "' in Windows Credential Manager: user CORP\\alice, a password is stored\n");
+  CHECK(r.out.find("win-pw-5") == std::string::npos);
+  CHECK(r.err.find("win-pw-5") == std::string::npos);
+
+  // A config that reads it: valid while the entry is there.
+  const std::string config = work.write(
+      "h2gate.yaml",
+      "static_resources:\n"
+      "  listeners:\n" +
+          listenerYaml("local_proxy",
+                       "      - name: h2gate.filters.forward_proxy\n"
+                       "        typed_config: {cluster: corp}\n") +
+          "  clusters:\n"
+          "  - name: corp\n"
+          "    load_assignment:\n"
+          "      endpoints:\n"
+          "      - lb_endpoints:\n"
+          "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 9}}}\n"
+          "    proxy_authentication:\n"
+          "      scheme: ntlm\n"
+          "      credentials: {keyring: " +
+          name + "}\n");
+  r = run({"--validate", "-c", "Z:" + config});
+  CHECK(r.exit_code == 0);
+
+  r = run({"credentials", "delete", name});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out == "deleted entry '" + name + "' from Windows Credential Manager\n");
+  r = run({"credentials", "show", name});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "h2gate: no entry '" + name + "' in Windows Credential Manager\n");
+  r = run({"--validate", "-c", "Z:" + config});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("proxy_authentication.credentials.keyring: no entry '" + name +
+                   "' in Windows Credential Manager") != std::string::npos);
+}

@@ -190,7 +190,7 @@ void Squid::start() {
          << "shutdown_lifetime 1 seconds\n"
          << "hosts_file " << d << "/hosts\n"
          << "logformat h2gate %>a:%>p %rm %ru %>Hs %<st %Ss %err_code/%err_detail"
-         << (negotiate ? " %un" : "") << "\n"
+         << (negotiate || options_.log_user ? " %un" : "") << "\n"
          << "access_log stdio:" << d << "/access.log h2gate\n"
          << "cache_log " << d << "/cache.log\n"
          << "pid_filename " << d << "/squid.pid\n"

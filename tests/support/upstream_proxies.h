@@ -43,6 +43,9 @@ class Squid {
     std::string username = "alice";
     std::string password = "s3cret";
     std::string realm = "h2gate-test";
+    // The access log lines end with the authenticated user (%un, "-" for
+    // none), as they do with Negotiate.
+    bool log_user = false;
     // With `auth`: only requests to this domain and its subdomains need the
     // credentials ("" = every request).
     std::string auth_domain;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "config/loader.h"
+#include "gateway/base/keyring.h"
 #include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -148,7 +149,7 @@ TEST_CASE("proxy_authentication: errors name file, line, column and field",
        "    proxy_authentication:\n"
        "      credentials: {username: a, password: b, password_file: {filename: /x}}\n",
        "cfg.yaml:11:62: " + p +
-           ".credentials.password_file: give either password or password_file, not both"},
+           ".credentials.password_file: give one of password, password_file and keyring"},
       {"neither password nor password_file",
        "    proxy_authentication:\n"
        "      credentials: {username: a}\n",
@@ -180,4 +181,118 @@ TEST_CASE("proxy_authentication: errors name file, line, column and field",
   CHECK(hasProblem(r.problems, "cfg.yaml:10:36: " + p +
                                    ".scheme: NTLM needs HTTP/1.1 connections, but "
                                    "alpn_protocols does not offer http/1.1"));
+}
+
+namespace {
+
+// The keyring, as config's parser sees it (gateway/base/keyring.h
+// setLookupForTesting): entry "corp" holds alice and "kr-pw", entry
+// "nouser" only a password, "locked" fails as a locked keyring does; any
+// other name is absent. Restored at the end of the scope.
+class FakeKeyring {
+ public:
+  FakeKeyring() {
+    h2gate::keyring::setLookupForTesting(
+        [this](const std::string& name, h2gate::keyring::Entry* out, std::string* error) {
+          ++lookups;
+          using h2gate::keyring::Status;
+          if (name == "locked") {
+            *error = "the keyring is locked and was not unlocked";
+            return Status::Failed;
+          }
+          if (name != "corp" && name != "nouser") return Status::NotFound;
+          if (name == "corp") out->username = "alice";
+          out->password = "kr-pw";
+          return Status::Ok;
+        });
+  }
+  ~FakeKeyring() { h2gate::keyring::setLookupForTesting({}); }
+  int lookups = 0;
+};
+
+}  // namespace
+
+TEST_CASE("credentials from the keyring: keyring: NAME", "[config][auth][keyring]") {
+  FakeKeyring keyring;
+  SECTION("the entry's user name and password") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: basic\n"
+                      "      credentials: {keyring: corp}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters[0];
+    REQUIRE(c.credentials);
+    CHECK(c.credentials->username == "alice");
+    CHECK(c.credentials->password == "kr-pw");
+    CHECK(c.credentials->keyring == "corp");
+    CHECK(c.credentials->password_file.empty());
+    CHECK(keyring.lookups == 1);
+  }
+  SECTION("the same user name given beside it; proxy_credentials too") {
+    const LoadResult r =
+        load(withAuth("    proxy_credentials: {username: alice, keyring: corp}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters[0].credentials->password == "kr-pw");
+  }
+  SECTION("an entry without a user name takes the config's") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      credentials: {username: 'CORP\\bob', keyring: nouser}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    CHECK(r.bootstrap.clusters[0].credentials->username == "CORP\\bob");
+    CHECK(r.bootstrap.clusters[0].credentials->password == "kr-pw");
+  }
+}
+
+TEST_CASE("credentials from the keyring: errors name file, line, column, field and the reason",
+          "[config][auth][keyring][errors]") {
+  FakeKeyring keyring;
+  const std::string p = "static_resources.clusters[0].proxy_authentication.credentials";
+  struct Case {
+    const char* what;
+    std::string auth;
+    std::string problem;
+  };
+  const std::vector<Case> cases{
+      {"no such entry",
+       "    proxy_authentication:\n"
+       "      credentials: {keyring: nope}\n",
+       "cfg.yaml:11:30: " + p + ".keyring: no entry 'nope' in " +
+           std::string(h2gate::keyring::backendName()) +
+           " (h2gate credentials set nope USER stores one)"},
+      {"a keyring that cannot be read",
+       "    proxy_authentication:\n"
+       "      credentials: {keyring: locked}\n",
+       "cfg.yaml:11:30: " + p +
+           ".keyring: keyring entry 'locked': the keyring is locked and was not unlocked"},
+      {"a user name other than the entry's",
+       "    proxy_authentication:\n"
+       "      credentials: {username: bob, keyring: corp}\n",
+       "cfg.yaml:11:45: " + p +
+           ".keyring: username 'bob' differs from 'alice', the user name keyring entry 'corp' "
+           "holds"},
+      {"an entry without a user name, none given",
+       "    proxy_authentication:\n"
+       "      credentials: {keyring: nouser}\n",
+       "cfg.yaml:11:30: " + p +
+           ".keyring: keyring entry 'nouser' holds no user name: give username"},
+      {"keyring and password both",
+       "    proxy_authentication:\n"
+       "      credentials: {username: a, password: b, keyring: corp}\n",
+       "cfg.yaml:11:56: " + p + ".keyring: give one of password, password_file and keyring"},
+      {"an empty name",
+       "    proxy_authentication:\n"
+       "      credentials: {keyring: ''}\n",
+       "cfg.yaml:11:30: " + p + ".keyring: an entry's name must not be empty"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const LoadResult r = load(withAuth(c.auth));
+    INFO(allProblems(r.problems));
+    CHECK(hasProblem(r.problems, c.problem));
+    CHECK(allProblems(r.problems).find("kr-pw") == std::string::npos);
+  }
 }

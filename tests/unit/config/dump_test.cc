@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "config/loader.h"
+#include "gateway/base/keyring.h"
 #include "gateway/server/load_config.h"
 #include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
@@ -137,9 +138,10 @@ void checkEquivalent(const Bootstrap& a, const Bootstrap& b) {
     if (x.credentials) {
       CHECK(x.credentials->username == y.credentials->username);
       CHECK(x.credentials->password_file == y.credentials->password_file);
+      CHECK(x.credentials->keyring == y.credentials->keyring);
       // y was loaded from a dump: an inline password is redacted, a
-      // password_file is read again.
-      if (x.credentials->password_file.empty())
+      // password_file and a keyring entry are read again.
+      if (x.credentials->password_file.empty() && x.credentials->keyring.empty())
         CHECK(y.credentials->password == kRedacted);
       else
         CHECK(y.credentials->password == x.credentials->password);
@@ -282,6 +284,43 @@ TEST_CASE("proxy_authentication: dumped in full, its password redacted", "[confi
     CHECK(a["scheme"].as<std::string>() == "ntlm");
     CHECK(a["credentials"]["password_file"]["filename"].as<std::string>() == file);
     CHECK_FALSE(a["credentials"]["password"]);
+  }
+}
+
+TEST_CASE("a keyring entry is named in the dump, its password never shown",
+          "[config][dump][keyring]") {
+  // The keyring as config's parser sees it (gateway/base/keyring.h).
+  h2gate::keyring::setLookupForTesting(
+      [](const std::string& name, h2gate::keyring::Entry* out, std::string*) {
+        if (name != "corp") return h2gate::keyring::Status::NotFound;
+        out->username = "CORP\\alice";
+        out->password = kPassword;
+        return h2gate::keyring::Status::Ok;
+      });
+  struct Restore {
+    ~Restore() { h2gate::keyring::setLookupForTesting({}); }
+  } restore;
+  SECTION("in proxy_authentication") {
+    const Bootstrap b = loadWithCluster(R"(    proxy_authentication:
+      scheme: ntlm
+      credentials: {keyring: corp}
+)");
+    REQUIRE(b.clusters[0].credentials->password == kPassword);
+    const std::string dump = roundTrip(b);
+    CHECK_FALSE(contains(dump, kPassword));
+    const YAML::Node c =
+        YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_authentication"]["credentials"];
+    CHECK(c["keyring"].as<std::string>() == "corp");
+    CHECK(c["username"].as<std::string>() == "CORP\\alice");
+    CHECK_FALSE(c["password"]);
+    CHECK_FALSE(c["password_file"]);
+  }
+  SECTION("in proxy_credentials") {
+    const Bootstrap b = loadWithCluster("    proxy_credentials: {keyring: corp}\n");
+    const std::string dump = roundTrip(b);
+    CHECK_FALSE(contains(dump, kPassword));
+    CHECK(YAML::Load(dump)["static_resources"]["clusters"][0]["proxy_credentials"]["keyring"]
+              .as<std::string>() == "corp");
   }
 }
 

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "filter_env.h"
+#include "gateway/base/keyring.h"
 #include "tests/support/config_util.h"
 
 using namespace h2gate;
@@ -200,6 +201,44 @@ proxies:
   REQUIRE(c);
   CHECK_FALSE(c->proxies.cluster.authentication);
   CHECK_FALSE(c->proxies.cluster.credentials);
+}
+
+TEST_CASE("pac route config: the proxies' credentials from the keyring",
+          "[filters][pac_routing_config][pac_auth][keyring]") {
+  // The keyring as config's parser sees it (gateway/base/keyring.h): "corp"
+  // holds CORP\alice and a password, any other name is absent.
+  keyring::setLookupForTesting([](const std::string& name, keyring::Entry* out, std::string*) {
+    if (name != "corp") return keyring::Status::NotFound;
+    out->username = "CORP\\alice";
+    out->password = "kr-pw";
+    return keyring::Status::Ok;
+  });
+  struct Restore {
+    ~Restore() { keyring::setLookupForTesting({}); }
+  } restore;
+  Env e;
+  auto c = e.parse(R"(file: /x.pac
+proxies:
+  proxy_authentication:
+    scheme: ntlm
+    credentials: {keyring: corp}
+)");
+  INFO(e.problems());
+  REQUIRE(c);
+  REQUIRE(c->proxies.cluster.credentials);
+  CHECK(c->proxies.cluster.credentials->username == "CORP\\alice");
+  CHECK(c->proxies.cluster.credentials->password == "kr-pw");
+  CHECK(c->proxies.cluster.credentials->keyring == "corp");
+
+  Env bad;
+  c = bad.parse(R"(file: /x.pac
+proxies:
+  proxy_authentication:
+    scheme: basic
+    credentials: {keyring: other}
+)");
+  CHECK(bad.problems().find("p.yaml:5:28: routes[0].pac.proxies.proxy_authentication.credentials."
+                            "keyring: no entry 'other' in ") != std::string::npos);
 }
 
 TEST_CASE("pac route config: proxy_authentication errors name file, line, column and field",

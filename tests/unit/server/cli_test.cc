@@ -12,6 +12,7 @@
 #include "filters/forward_proxy.h"
 #include "filters/pac_routing.h"
 #include "filters/registry.h"
+#include "gateway/base/keyring.h"
 #include "tests/support/config_util.h"
 #include "tests/support/temp_dir.h"
 
@@ -440,15 +441,34 @@ TEST_CASE("--proxy-auth sets the --upstream cluster's proxy_authentication", "[c
                         run({"--upstream", "https://p.example", "--proxy-auth", "basic"}).options,
                         std::nullopt)
                         .problems) ==
-        "--proxy-auth basic needs user:pass@ in the --upstream URL\n");
+        "--proxy-auth basic needs user:pass@ in the --upstream URL or --proxy-credentials\n");
 }
 
 TEST_CASE("usage mentions every flag", "[cli]") {
   const std::string u = usage();
-  for (const char* flag : {"--help", "--version", "--config", "--validate", "--listen", "--admin",
-                           "--upstream", "--cacert", "--insecure", "--proxy-auth", "--concurrency",
-                           "--log-level", "--max-config-size", "H2GATE_UPSTREAM", "--pac", "--wpad",
-                           "--system-proxy", "--proxy-auth-allow", "--allow"}) {
+  for (const char* flag : {"--help",
+                           "--version",
+                           "--config",
+                           "--validate",
+                           "--listen",
+                           "--admin",
+                           "--upstream",
+                           "--cacert",
+                           "--insecure",
+                           "--proxy-auth",
+                           "--concurrency",
+                           "--log-level",
+                           "--max-config-size",
+                           "H2GATE_UPSTREAM",
+                           "--pac",
+                           "--wpad",
+                           "--system-proxy",
+                           "--proxy-auth-allow",
+                           "--allow",
+                           "--proxy-credentials",
+                           "credentials set NAME USER",
+                           "credentials show NAME",
+                           "credentials delete NAME"}) {
     INFO(flag);
     CHECK(u.find(flag) != std::string::npos);
   }
@@ -717,7 +737,8 @@ TEST_CASE("--pac: bad combinations are usage errors", "[cli][pac_auth]") {
   }
   CHECK(errorsOf(run({"--wpad", "--proxy-auth", "basic"})) ==
         "--proxy-auth basic needs a password, which flags never carry: for the proxies a PAC "
-        "file names, write proxy_authentication.credentials (password_file) in a config file "
+        "file names, give --proxy-credentials keyring:NAME (h2gate credentials set NAME USER "
+        "stores it) or write proxy_authentication.credentials (password_file) in a config file "
         "(config/README.md)\n");
   CHECK(errorsOf(run({"--wpad", "--insecure"})) ==
         "--insecure applies to --upstream proxies; give the CA of the proxies a PAC file names "
@@ -818,4 +839,97 @@ TEST_CASE("--allow with -c: replaces the first listener's list", "[cli][sources]
             "the clients' ranges, or 0.0.0.0/0 (and ::/0) to allow everyone on purpose\n");
   REQUIRE(r.bootstrap.listeners.at(0).source_prefix_ranges.size() == 1);
   CHECK(r.bootstrap.listeners.at(0).source_prefix_ranges[0].address_prefix == "192.168.0.0");
+}
+
+TEST_CASE("--proxy-credentials keyring:NAME: --proxy-auth's credentials from the keyring",
+          "[cli][keyring]") {
+  // The keyring as config's parser sees it (gateway/base/keyring.h): "corp"
+  // holds alice and kr-pw; "locked" fails; any other name is absent.
+  keyring::setLookupForTesting([](const std::string& name, keyring::Entry* out, std::string* e) {
+    if (name == "locked") {
+      *e = "the keyring is locked";
+      return keyring::Status::Failed;
+    }
+    if (name != "corp") return keyring::Status::NotFound;
+    out->username = "alice";
+    out->password = "kr-pw";
+    return keyring::Status::Ok;
+  });
+  struct Restore {
+    ~Restore() { keyring::setLookupForTesting({}); }
+  } restore;
+
+  SECTION("--upstream: the cluster's credentials, named in the dump") {
+    const ParseResult p = run({"--upstream", "http://p.example:3128", "--proxy-auth", "basic",
+                               "--proxy-credentials", "keyring:corp"});
+    INFO(errorsOf(p));
+    REQUIRE(p.ok());
+    CHECK(p.options.proxy_keyring == "corp");
+    const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const config::Cluster& c = r.bootstrap.clusters.at(0);
+    REQUIRE(c.credentials);
+    CHECK(c.credentials->username == "alice");
+    CHECK(c.credentials->password == "kr-pw");
+    CHECK(c.credentials->keyring == "corp");
+    const std::string dump = config::dumpYaml(r.bootstrap);
+    CHECK(dump.find("keyring: corp") != std::string::npos);
+    CHECK(dump.find("kr-pw") == std::string::npos);
+  }
+  SECTION("--pac: the PAC route's proxy_authentication.credentials; basic allowed") {
+    const std::string file = pacFile();
+    const ParseResult p =
+        run({"--pac", file.c_str(), "--proxy-auth", "basic", "--proxy-credentials=keyring:corp"});
+    INFO(errorsOf(p));
+    REQUIRE(p.ok());
+    const config::LoadResult r = buildBootstrap(p.options, std::nullopt);
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const filters::PacRouteConfig& route = pacRouteOf(r.bootstrap);
+    REQUIRE(route.proxies.cluster.credentials);
+    CHECK(route.proxies.cluster.credentials->username == "alice");
+    CHECK(route.proxies.cluster.credentials->password == "kr-pw");
+    CHECK(route.proxies.cluster.authentication->scheme ==
+          config::ProxyAuthentication::Scheme::Basic);
+    const std::string dump = config::dumpYaml(r.bootstrap);
+    INFO(dump);
+    CHECK(dump.find("keyring: corp") != std::string::npos);
+    CHECK(dump.find("kr-pw") == std::string::npos);
+  }
+  SECTION("the keyring's reason, the entry's absence") {
+    const config::LoadResult locked =
+        buildBootstrap(run({"--upstream", "http://p.example:3128", "--proxy-auth", "ntlm",
+                            "--proxy-credentials", "keyring:locked"})
+                           .options,
+                       std::nullopt);
+    CHECK(allProblems(locked.problems) ==
+          "--proxy-credentials: keyring entry 'locked': the keyring is locked\n");
+    const config::LoadResult absent =
+        buildBootstrap(run({"--upstream", "http://p.example:3128", "--proxy-auth", "ntlm",
+                            "--proxy-credentials", "keyring:nope"})
+                           .options,
+                       std::nullopt);
+    CHECK(allProblems(absent.problems) == "--proxy-credentials: no entry 'nope' in " +
+                                              std::string(keyring::backendName()) +
+                                              " (h2gate credentials set nope USER stores one)\n");
+  }
+  SECTION("usage errors") {
+    CHECK(errorsOf(run({"--upstream", "http://p.example", "--proxy-auth", "basic",
+                        "--proxy-credentials", "alice:pw"})) ==
+          "--proxy-credentials: expected keyring:NAME (a keyring entry; see h2gate credentials)\n");
+    CHECK(errorsOf(run({"--upstream", "http://p.example", "--proxy-auth", "basic",
+                        "--proxy-credentials", "keyring:"})) ==
+          "--proxy-credentials: an entry's name must not be empty\n");
+    CHECK(
+        errorsOf(run({"--upstream", "http://p.example", "--proxy-credentials", "keyring:corp"})) ==
+        "--proxy-credentials gives --proxy-auth's user name and password, but there is no "
+        "--proxy-auth\n");
+    CHECK(allProblems(buildBootstrap(run({"--upstream", "http://u:p@p.example", "--proxy-auth",
+                                          "basic", "--proxy-credentials", "keyring:corp"})
+                                         .options,
+                                     std::nullopt)
+                          .problems) ==
+          "--proxy-credentials and user:pass@ in the --upstream URL: give the credentials once\n");
+  }
 }

@@ -1,0 +1,443 @@
+// Proxy credentials in the system's keyring (gateway/base/keyring_posix.cc)
+// with a real Secret Service: gnome-keyring-daemon on a private D-Bus
+// session bus (dbus-daemon --session, its socket in the test's own
+// XDG_RUNTIME_DIR), its login keyring created and unlocked with a password
+// the test gives on standard input. secret-tool (libsecret-tools), an
+// independent client, proves the fixture and reads what h2gate wrote.
+//
+// Then: h2gate credentials set/show/delete; h2gate sending the keyring's
+// password as Basic to a squid that checks it (config `credentials:
+// {keyring: NAME}`, --upstream and --pac with --proxy-credentials); and the
+// failures a user meets, each a clear message within keyring::kTimeout: a
+// locked keyring (no desktop for its unlock prompt), a Secret Service that
+// does not answer (its daemon stopped), no session bus at all.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/support/h2gate.h"
+#include "tests/support/origin.h"
+#include "tests/support/process.h"
+#include "tests/support/scrape.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/upstream_proxies.h"
+#include "tests/support/util.h"
+
+using namespace h2gate::test;
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+using Env = std::map<std::string, std::optional<std::string>>;
+
+// The bound of every keyring operation (gateway/base/keyring.h kTimeout).
+constexpr auto kBound = std::chrono::seconds(10);
+const std::string kLoginPassword = "fixture-login-keyring-pw";
+const std::string kProxyPassword = "kr-Proxy-pw-7";
+
+bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+
+std::string num(uint64_t n) {
+  return std::to_string(n);
+}
+
+std::string toolsMissing() {
+  std::string missing;
+  for (const char* tool : {"dbus-daemon", "dbus-send", "gnome-keyring-daemon", "secret-tool"})
+    if (findProgram(tool).empty()) missing += std::string(" ") + tool;
+  return missing;
+}
+
+struct Run {
+  std::optional<ExitStatus> status;  // nullopt: still running at the timeout (killed)
+  std::string out, err;
+  double seconds = 0;
+  int code() const { return status && status->exited ? status->code : -1; }
+};
+
+// gnome-keyring-daemon's Secret Service on a bus of its own.
+class SecretService {
+ public:
+  explicit SecretService(bool unlock = true) {
+    const std::string missing = toolsMissing();
+    if (!missing.empty())
+      FAIL("not installed:" << missing << " (deploy/install-deps.sh --test-core)");
+    const std::string run = dir_.file("run"), home = dir_.file("home");
+    ::mkdir(run.c_str(), 0700);
+    ::mkdir(home.c_str(), 0700);
+    bus_ = "unix:path=" + run + "/bus";
+    // Nothing of the machine's session: no bus, no display for prompts.
+    env_ = {{"DBUS_SESSION_BUS_ADDRESS", bus_},
+            {"HOME", home},
+            {"XDG_RUNTIME_DIR", run},
+            {"XDG_DATA_HOME", home + "/.local/share"},
+            {"XDG_CONFIG_HOME", home + "/.config"},
+            {"DISPLAY", std::nullopt},
+            {"WAYLAND_DISPLAY", std::nullopt}};
+    Process::Options d;
+    d.argv = {"dbus-daemon", "--session", "--nofork", "--address=" + bus_, "--print-address=1"};
+    d.env = env_;
+    d.log_dir = dir_.path().string();
+    bus_daemon_ = std::make_unique<Process>(d);
+    REQUIRE(bus_daemon_->waitForLog("unix:path=", milliseconds(10000), Stream::Stdout));
+
+    Process::Options k;
+    k.argv = {"gnome-keyring-daemon", "--foreground", "--components=secrets"};
+    if (unlock) {
+      // --unlock: the login keyring's password on standard input (created
+      // with it the first time).
+      k.argv.push_back("--unlock");
+      k.stdin_file = dir_.write("login-password", kLoginPassword);
+    }
+    k.env = env_;
+    k.log_dir = dir_.path().string();
+    keyring_daemon_ = std::make_unique<Process>(k);
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    for (;;) {
+      const CommandResult owner =
+          runCommand({"dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus",
+                      "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                      "string:org.freedesktop.secrets"},
+                     env_, milliseconds(5000));
+      if (has(owner.out, "boolean true")) break;
+      if (Clock::now() > deadline || !keyring_daemon_->running())
+        FAIL("gnome-keyring-daemon did not take org.freedesktop.secrets: "
+             << keyring_daemon_->logTail());
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+  }
+
+  const Env& env() const { return env_; }
+  const TempDir& dir() const { return dir_; }
+  Process& keyringDaemon() { return *keyring_daemon_; }
+
+  // Runs argv with this session's environment (plus `extra`), `input` on
+  // its standard input.
+  Run run(std::vector<std::string> argv, const std::string& input = "", const Env& extra = {},
+          milliseconds timeout = milliseconds(30000)) const {
+    Process::Options o;
+    o.argv = std::move(argv);
+    o.env = env_;
+    for (const auto& [k, v] : extra) o.env[k] = v;
+    o.log_dir = dir_.path().string();
+    o.name = "run" + num(++runs_);
+    o.stdin_file = dir_.write(o.name + ".stdin", input);
+    const auto start = Clock::now();
+    Process p(o);
+    Run r;
+    r.status = p.wait(timeout);
+    r.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!r.status) p.stop();
+    r.out = p.stdoutText();
+    r.err = p.stderrText();
+    UNSCOPED_INFO("$ " << o.argv[0] << " ... (" << r.seconds << " s, "
+                       << (r.status ? r.status->str() : "still running") << ")\n"
+                       << r.out << r.err);
+    return r;
+  }
+
+  Run h2gate(std::vector<std::string> args, const std::string& input = "",
+             const Env& extra = {}) const {
+    args.insert(args.begin(), H2gate::binaryPath(H2GATE_BINARY));
+    return run(std::move(args), input, extra);
+  }
+
+  // Locks the login keyring as a screen lock does (Secret Service Lock).
+  void lock() const {
+    const CommandResult r =
+        runCommand({"dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.secrets",
+                    "/org/freedesktop/secrets", "org.freedesktop.Secret.Service.Lock",
+                    "array:objpath:/org/freedesktop/secrets/collection/login"},
+                   env_, milliseconds(10000));
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+
+ private:
+  TempDir dir_{"keyring"};
+  std::string bus_;
+  Env env_;
+  std::unique_ptr<Process> bus_daemon_;
+  std::unique_ptr<Process> keyring_daemon_;
+  mutable int runs_ = 0;
+};
+
+// A config whose one listener goes through cluster "corp" (squid on
+// `port`), Basic with `credentials` (a flow mapping).
+std::string clusterConfig(uint16_t port, const std::string& credentials) {
+  return "admin:\n"
+         "  address: {socket_address: {address: 127.0.0.1, port_value: 0}}\n"
+         "static_resources:\n"
+         "  listeners:\n" +
+         listenerYaml("local_proxy",
+                      "      - name: h2gate.filters.forward_proxy\n"
+                      "        typed_config: {cluster: corp}\n") +
+         "  clusters:\n"
+         "  - name: corp\n"
+         "    load_assignment:\n"
+         "      endpoints:\n"
+         "      - lb_endpoints:\n"
+         "        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: " +
+         num(port) +
+         "}}}\n"
+         "    proxy_authentication:\n"
+         "      scheme: basic\n"
+         "      credentials: " +
+         credentials + "\n";
+}
+
+std::string statusThrough(const H2gate& gate, const std::string& url) {
+  const CommandResult r =
+      runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x", gate.proxyUrl(), url});
+  UNSCOPED_INFO("curl " << url << ": " << r.out << r.err);
+  return r.out;
+}
+
+}  // namespace
+
+TEST_CASE("keyring: the fixture is a real Secret Service; secret-tool and h2gate read each other",
+          "[keyring]") {
+  SecretService s;
+  // An entry written by another client (secret-tool) with h2gate's schema.
+  Run r = s.run({"secret-tool", "store", "--label=from secret-tool", "xdg:schema",
+                 "org.h2gate.ProxyCredentials", "entry", "from-tool", "username", "bob"},
+                "tool-pw-1");
+  REQUIRE(r.code() == 0);
+  r = s.run({"secret-tool", "lookup", "entry", "from-tool"});
+  REQUIRE(r.code() == 0);
+  CHECK(r.out == "tool-pw-1");
+  r = s.h2gate({"credentials", "show", "from-tool"});
+  CHECK(r.code() == 0);
+  CHECK(r.out == "entry 'from-tool' in the Secret Service: user bob, a password is stored\n");
+  CHECK_FALSE(has(r.out + r.err, "tool-pw-1"));
+
+  // An entry h2gate wrote, as secret-tool sees it.
+  r = s.h2gate({"credentials", "set", "from-h2gate", "carol"}, "h2-pw-2\n");
+  REQUIRE(r.code() == 0);
+  r = s.run({"secret-tool", "lookup", "entry", "from-h2gate"});
+  CHECK(r.code() == 0);
+  CHECK(r.out == "h2-pw-2");
+  r = s.run({"secret-tool", "search", "--all", "entry", "from-h2gate"});
+  // secret-tool writes the item's lines to stdout, its attributes to stderr.
+  CHECK(has(r.out + r.err, "attribute.username = carol"));
+  CHECK(has(r.out + r.err, "schema = org.h2gate.ProxyCredentials"));
+  CHECK(has(r.out + r.err, "label = h2gate proxy credentials: from-h2gate"));
+}
+
+TEST_CASE("keyring: h2gate credentials set, show, delete", "[keyring]") {
+  SecretService s;
+  Run r = s.h2gate({"credentials", "set", "corp", "alice"}, kProxyPassword + "\n");
+  CHECK(r.code() == 0);
+  CHECK(r.out == "stored entry 'corp' (user alice) in the Secret Service\n");
+  CHECK(r.err.empty());  // stdin is not a terminal: no prompt
+  r = s.h2gate({"credentials", "show", "corp"});
+  CHECK(r.code() == 0);
+  CHECK(r.out == "entry 'corp' in the Secret Service: user alice, a password is stored\n");
+  CHECK_FALSE(has(r.out + r.err, kProxyPassword));
+
+  // Set again: replaced, one item.
+  r = s.h2gate({"credentials", "set", "corp", "dave"}, "second-pw\r\n");
+  CHECK(r.code() == 0);
+  r = s.run({"secret-tool", "search", "--all", "entry", "corp"});
+  CHECK(countOccurrences(r.out + r.err, "attribute.entry = corp") == 1);
+  r = s.run({"secret-tool", "lookup", "entry", "corp"});
+  CHECK(r.out == "second-pw");  // the line break (CRLF too) is not part of it
+  r = s.h2gate({"credentials", "show", "corp"});
+  CHECK(r.out == "entry 'corp' in the Secret Service: user dave, a password is stored\n");
+
+  r = s.h2gate({"credentials", "show", "nope"});
+  CHECK(r.code() == 1);
+  CHECK(r.err == "h2gate: no entry 'nope' in the Secret Service\n");
+
+  r = s.h2gate({"credentials", "delete", "corp"});
+  CHECK(r.code() == 0);
+  CHECK(r.out == "deleted entry 'corp' from the Secret Service\n");
+  r = s.h2gate({"credentials", "show", "corp"});
+  CHECK(r.code() == 1);
+  r = s.run({"secret-tool", "lookup", "entry", "corp"});
+  CHECK(r.code() != 0);
+  r = s.h2gate({"credentials", "delete", "corp"});
+  CHECK(r.code() == 1);
+  CHECK(r.err == "h2gate: no entry 'corp' in the Secret Service\n");
+
+  // No password, no entry; usage errors.
+  r = s.h2gate({"credentials", "set", "corp", "alice"}, "");
+  CHECK(r.code() == 1);
+  CHECK(r.err == "h2gate: credentials set: no password read from standard input\n");
+  r = s.h2gate({"credentials", "show", "corp"});
+  CHECK(r.code() == 1);
+  r = s.h2gate({"credentials", "set", "corp"});
+  CHECK(r.code() == 2);
+  CHECK(r.err == "h2gate: usage: h2gate credentials set NAME USER | show NAME | delete NAME\n");
+}
+
+TEST_CASE("keyring: h2gate sends the keyring's password as Basic to squid", "[keyring]") {
+  SecretService s;
+  Squid::Options so;
+  so.auth = true;
+  so.username = "alice";
+  so.password = kProxyPassword;
+  so.log_user = true;
+  Squid squid(so);
+  Nginx::Options no;
+  no.with_sink = false;
+  Nginx nginx(no);
+  const std::string url = nginx.httpUrl("/1k");
+
+  REQUIRE(s.h2gate({"credentials", "set", "corp", "alice"}, kProxyPassword + "\n").code() == 0);
+
+  SECTION("a config's credentials: {keyring: corp}; /config_dump names the entry") {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = clusterConfig(squid.httpPort(), "{keyring: corp}");
+    o.args = {"--log-level", "debug"};
+    o.env = s.env();
+    H2gate gate(o);
+    CHECK(statusThrough(gate, url) == "200");
+    const auto lines = squid.waitForAccessLines(1, "GET", milliseconds(5000));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].ends_with(" alice"));
+    const std::string dump = adminGet(gate.adminPort(), "/config_dump").body;
+    INFO(dump);
+    CHECK(has(dump, "keyring: corp"));
+    CHECK(has(dump, "username: alice"));
+    CHECK_FALSE(has(dump, kProxyPassword));
+    CHECK_FALSE(has(gate.stderrText(), kProxyPassword));
+    CHECK_FALSE(has(gate.process().stdoutText(), kProxyPassword));
+  }
+  SECTION("--upstream with --proxy-auth basic --proxy-credentials keyring:corp") {
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.args = {"--listen",     "127.0.0.1:0", "--admin",
+              "127.0.0.1:0",  "--upstream",  "http://127.0.0.1:" + num(squid.httpPort()),
+              "--proxy-auth", "basic",       "--proxy-credentials",
+              "keyring:corp", "--log-level", "debug"};
+    o.env = s.env();
+    H2gate gate(o);
+    CHECK(statusThrough(gate, url) == "200");
+    const auto lines = squid.waitForAccessLines(1, "GET", milliseconds(5000));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].ends_with(" alice"));
+    CHECK_FALSE(has(gate.stderrText(), kProxyPassword));
+  }
+  SECTION("--pac FILE with --proxy-auth basic --proxy-credentials keyring:corp") {
+    const std::string pac = s.dir().write(
+        "proxy.pac", "function FindProxyForURL(url, host) { return \"PROXY 127.0.0.1:" +
+                         num(squid.httpPort()) + "\"; }\n");
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.args = {"--listen",    "127.0.0.1:0",  "--admin", "127.0.0.1:0",         "--pac",
+              pac,           "--proxy-auth", "basic",   "--proxy-credentials", "keyring:corp",
+              "--log-level", "debug"};
+    o.env = s.env();
+    H2gate gate(o);
+    REQUIRE(gate.process().waitForLog("using the PAC file from", kPacLoadTimeout));
+    CHECK(statusThrough(gate, url) == "200");
+    const auto lines = squid.waitForAccessLines(1, "GET", milliseconds(5000));
+    REQUIRE(lines.size() == 1);
+    CHECK(lines[0].ends_with(" alice"));
+    CHECK_FALSE(has(gate.stderrText(), kProxyPassword));
+  }
+  SECTION("the password squid checks is the keyring's: a wrong one there gets 407") {
+    REQUIRE(s.h2gate({"credentials", "set", "corp", "alice"}, "not-the-password\n").code() == 0);
+    H2gate::Options o;
+    o.binary = H2GATE_BINARY;
+    o.yaml = clusterConfig(squid.httpPort(), "{username: alice, keyring: corp}");
+    o.env = s.env();
+    H2gate gate(o);
+    CHECK(statusThrough(gate, url) == "407");
+  }
+}
+
+TEST_CASE("keyring: a locked keyring is a clear error within the bound, not a hang", "[keyring]") {
+  SecretService s;
+  REQUIRE(s.h2gate({"credentials", "set", "corp", "alice"}, kProxyPassword + "\n").code() == 0);
+  const std::string config = s.dir().write("h2gate.yaml", clusterConfig(9, "{keyring: corp}"));
+  // Locked, as after a screen lock; no desktop shows its unlock prompt.
+  s.lock();
+  const std::string locked = "the keyring is locked and was not unlocked";
+
+  Run r = s.h2gate({"credentials", "show", "corp"});
+  CHECK(r.code() == 1);
+  CHECK(r.err.starts_with("h2gate: credentials show corp: " + locked));
+  CHECK(has(r.err, "use password_file or ${ENV} instead"));
+  CHECK(r.seconds < std::chrono::duration<double>(kBound).count() + 3);
+
+  r = s.h2gate({"--validate", "-c", config});
+  CHECK(r.code() == 1);
+  CHECK(regexSearch(r.out, "(^|\n)" + regexEscape(config) +
+                               ":[0-9]+:[0-9]+: static_resources\\.clusters\\[0\\]\\."
+                               "proxy_authentication\\.credentials\\.keyring: keyring entry "
+                               "'corp': " +
+                               regexEscape(locked)));
+  CHECK(r.seconds < std::chrono::duration<double>(kBound).count() + 3);
+
+  // The daemon does not start with it.
+  r = s.h2gate({"-c", config});
+  CHECK(r.code() == 1);
+  CHECK(has(r.err, "keyring entry 'corp': " + locked));
+  CHECK(has(r.err, "not starting"));
+
+  r = s.h2gate({"credentials", "set", "other", "alice"}, "pw\n");
+  CHECK(r.code() == 1);
+  CHECK(r.err.starts_with("h2gate: credentials set other: " + locked));
+  CHECK(r.seconds < std::chrono::duration<double>(kBound).count() + 3);
+}
+
+TEST_CASE("keyring: a Secret Service that does not answer: the error after the bound",
+          "[keyring]") {
+  SecretService s;
+  REQUIRE(s.h2gate({"credentials", "set", "corp", "alice"}, kProxyPassword + "\n").code() == 0);
+  // Its daemon stopped: the bus takes the calls, nobody answers them.
+  s.keyringDaemon().signalMain(SIGSTOP);
+  const Run r = s.h2gate({"credentials", "show", "corp"});
+  s.keyringDaemon().signalMain(SIGCONT);
+  CHECK(r.code() == 1);
+  CHECK(r.err ==
+        "h2gate: credentials show corp: the Secret Service (org.freedesktop.secrets on the "
+        "D-Bus session bus) did not answer within 10 s: is its keyring daemon "
+        "(gnome-keyring-daemon, KWallet) hung? use password_file or ${ENV} instead\n");
+  CHECK(r.seconds >= std::chrono::duration<double>(kBound).count() - 0.5);
+  CHECK(r.seconds < std::chrono::duration<double>(kBound).count() + 4);
+  // Answering again, it works.
+  CHECK(s.h2gate({"credentials", "show", "corp"}).code() == 0);
+}
+
+TEST_CASE("keyring: no D-Bus session bus at all", "[keyring]") {
+  SecretService s;  // for its directory and tools; its bus is not given
+  const std::string empty_runtime = s.dir().file("no-runtime");
+  ::mkdir(empty_runtime.c_str(), 0700);
+  const Env no_bus{{"DBUS_SESSION_BUS_ADDRESS", std::nullopt}, {"XDG_RUNTIME_DIR", empty_runtime}};
+  const std::string reason =
+      "no Secret Service: DBUS_SESSION_BUS_ADDRESS is not set (there is no D-Bus session bus, "
+      "as in a system service or an ssh login); use password_file or ${ENV} instead";
+  Run r = s.h2gate({"credentials", "show", "corp"}, "", no_bus);
+  CHECK(r.code() == 1);
+  CHECK(r.err == "h2gate: credentials show corp: " + reason + "\n");
+  CHECK(r.seconds < 3);
+  r = s.h2gate({"credentials", "set", "corp", "alice"}, "pw\n", no_bus);
+  CHECK(r.code() == 1);
+  CHECK(r.err == "h2gate: credentials set corp: " + reason + "\n");
+
+  const std::string config = s.dir().write("h2gate.yaml", clusterConfig(9, "{keyring: corp}"));
+  r = s.h2gate({"--validate", "-c", config}, "", no_bus);
+  CHECK(r.code() == 1);
+  CHECK(regexSearch(r.out, regexEscape(config) +
+                               ":[0-9]+:[0-9]+: static_resources\\.clusters\\[0\\]\\."
+                               "proxy_authentication\\.credentials\\.keyring: keyring entry "
+                               "'corp': " +
+                               regexEscape(reason)));
+  CHECK(r.seconds < 3);
+}
