@@ -65,11 +65,17 @@ std::vector<Warning> checkWarnings(const config::Bootstrap& b) {
     if (Warning w = localSystemWarning(singleSignOnProxies(b), "h2gate runs"); !w.empty())
       out.push_back(std::move(w));
   const std::optional<service::Installed> svc = service::installed();
-  if (!svc || svc->args.size() < 3 || !localSystemAccount(svc->account)) return out;
+  if (!svc || !localSystemAccount(svc->account)) return out;
   // The service's flags after "<exe> service run", parsed and built as the
-  // service does at its start.
+  // service does at its start. (Found by the words, not their place: wine's
+  // msi registers C:\Program Files\h2gate\h2gate.exe unquoted: two words.)
+  size_t run = 1;
+  while (run + 1 < svc->args.size() &&
+         !(svc->args[run] == "service" && svc->args[run + 1] == "run"))
+    ++run;
+  if (run + 1 >= svc->args.size()) return out;
   std::vector<const char*> argv = {"h2gate"};
-  for (size_t i = 3; i < svc->args.size(); ++i) argv.push_back(svc->args[i].c_str());
+  for (size_t i = run + 2; i < svc->args.size(); ++i) argv.push_back(svc->args[i].c_str());
   const cli::ParseResult parsed = cli::parse(static_cast<int>(argv.size()), argv.data());
   if (!parsed.ok()) return out;
   const config::LoadResult loaded = cli::buildBootstrap(parsed.options, std::nullopt);
