@@ -677,7 +677,8 @@ Commands:
                            the config is checked first, paths made absolute.
                            No console window stays open; the log goes to
                            --log-file FILE, default
-                           %LOCALAPPDATA%\h2gate\h2gate.log. Again: replaced
+                           %LOCALAPPDATA%\h2gate\h2gate.log. Installing
+                           again replaces the value
   autostart uninstall      Windows: remove that value (a running h2gate goes on)
   autostart status         Windows: print it; exit 0 if there, 1 if not
   autostart run [options]  what the Run value starts: h2gate without a console
