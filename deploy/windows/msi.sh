@@ -3,7 +3,8 @@
 # built with wixl from h2gate.wxs (this folder). It installs h2gate.exe, the
 # default configuration (h2gate.yaml) and README-windows.txt to
 # C:\Program Files\h2gate and registers and starts the service "h2gate"
-# (deploy/windows/README.md, "MSI").
+# (deploy/windows/README.md, "MSI"); with MODE=user, for the current user
+# into %LOCALAPPDATA%\Programs\h2gate with a start at the user's logon instead.
 #
 #   deploy/windows/msi.sh [BUILD_DIR] [OUT_DIR]
 #     BUILD_DIR: the cross build (default build-windows/, built by
@@ -69,6 +70,33 @@ upgrade_code=$(msiinfo export "$MSI" Property | tr -d '\r' | sed -n 's/^UpgradeC
 }
 msibuild "$MSI" -q "DELETE FROM \`Upgrade\` WHERE \`ActionProperty\` = 'WIX_UPGRADE_DETECTED'" \
   -q "INSERT INTO \`Upgrade\` (\`UpgradeCode\`, \`VersionMax\`, \`Attributes\`, \`ActionProperty\`) VALUES ('$upgrade_code', '$VERSION', 513, 'WIX_UPGRADE_DETECTED')"
+# The per-user choice, MODE=user (h2gate.wxs says what it installs). wixl
+# writes neither component conditions nor custom actions that set a
+# directory, so they are added here: the service's component (Exe) and the
+# log folder in ProgramData only when MODE is not "user"; the component
+# with the Run value (ExeUser) and the log folder in LocalAppData only when
+# it is. Then two property-setting custom actions (type 51) when MODE is
+# "user": ALLUSERS emptied (a per-user installation, before
+# FindRelatedProducts looks for an installed one to upgrade in that
+# context) and INSTALLDIR moved to %LOCALAPPDATA%\Programs\h2gate\ (before
+# CostFinalize resolves the folders). AppSearch, which reads the mode an
+# installed per-user h2gate left in HKCU\Software\h2gate, runs first, so an
+# uninstall or upgrade (msiexec /x, no MODE given) finds the per-user
+# product and its folder. MODE is a secure public property (passed to the
+# installation's server side).
+msibuild "$MSI" \
+  -q "UPDATE \`Component\` SET \`Condition\` = 'MODE <> \"user\"' WHERE \`Component\` = 'Exe' OR \`Component\` = 'LogDir'" \
+  -q "UPDATE \`Component\` SET \`Condition\` = 'MODE = \"user\"' WHERE \`Component\` = 'ExeUser' OR \`Component\` = 'LogDirUser'" \
+  -q "INSERT INTO \`CustomAction\` (\`Action\`, \`Type\`, \`Source\`, \`Target\`) VALUES ('PerUserScope', 51, 'ALLUSERS', '')" \
+  -q "INSERT INTO \`CustomAction\` (\`Action\`, \`Type\`, \`Source\`, \`Target\`) VALUES ('PerUserDir', 51, 'INSTALLDIR', '[LocalAppDataFolder]Programs\\h2gate\\')"
+for table in InstallExecuteSequence InstallUISequence; do
+  msibuild "$MSI" \
+    -q "UPDATE \`$table\` SET \`Sequence\` = 5 WHERE \`Action\` = 'AppSearch'" \
+    -q "INSERT INTO \`$table\` (\`Action\`, \`Condition\`, \`Sequence\`) VALUES ('PerUserScope', 'MODE = \"user\"', 10)" \
+    -q "INSERT INTO \`$table\` (\`Action\`, \`Condition\`, \`Sequence\`) VALUES ('PerUserDir', 'MODE = \"user\"', 990)"
+done
+secure=$(msiinfo export "$MSI" Property | tr -d '\r' | sed -n 's/^SecureCustomProperties\t//p')
+msibuild "$MSI" -q "UPDATE \`Property\` SET \`Value\` = 'MODE;$secure' WHERE \`Property\` = 'SecureCustomProperties'"
 # (The table is read once: `msiinfo | grep -q` under pipefail fails when
 # grep stops early and msiinfo gets SIGPIPE.)
 components=$(msiinfo export "$MSI" Component)
@@ -81,6 +109,20 @@ grep -q $'^Service\th2gate\th2gate\t16\t2\t32769\t' <<<"$services" || {
   echo "msi: setting the service's ErrorControl failed" >&2
   exit 2
 }
+grep -q $'^ExeUser\t[^\t]*\tINSTALLDIR\t256\tMODE = "user"\t' <<<"$components" &&
+  grep -q $'^Exe\t[^\t]*\tINSTALLDIR\t256\tMODE <> "user"\t' <<<"$components" || {
+  echo "msi: setting the components' MODE conditions failed" >&2
+  exit 2
+}
+for table in InstallExecuteSequence InstallUISequence; do
+  sequence=$(msiinfo export "$MSI" "$table" | tr -d '\r')
+  for row in $'AppSearch\t\t5' $'PerUserScope\tMODE = "user"\t10' $'PerUserDir\tMODE = "user"\t990'; do
+    grep -qxF "$row" <<<"$sequence" || {
+      echo "msi: $table lacks the row '${row//$'\t'/ | }'" >&2
+      exit 2
+    }
+  done
+done
 upgrades=$(msiinfo export "$MSI" Upgrade | tr -d '\r')
 grep -qxF "$upgrade_code"$'\t\t'"$VERSION"$'\t\t513\t\tWIX_UPGRADE_DETECTED' <<<"$upgrades" || {
   echo "msi: setting the Upgrade row's same-version attribute failed" >&2

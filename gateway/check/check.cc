@@ -163,6 +163,7 @@ class Checker {
     }
     target_ = std::move(t);
     out_ << "h2gate check " << options_.url << " (config " << bootstrap_.source << ")\n";
+    for (const Options::Warning& w : options_.warnings) report_.warn("account", w.detail, w.advice);
     bool ok = route();
     if (ok) ok = routes();
     if (!ok || report_.failed()) {

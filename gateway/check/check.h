@@ -9,6 +9,7 @@
 #include <chrono>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -24,6 +25,14 @@ struct Options {
   // Limit for each step that waits for the network (DNS, TCP and TLS to
   // the proxy use the cluster's connect_timeout instead, as the pool does).
   std::chrono::milliseconds step_timeout{10000};
+  // Printed first, as WARN lines of the step "account": what the caller
+  // knows of the account the daemon authenticates as (gateway/server/run_as.h:
+  // LocalSystem with single sign-on), each what happens and what to do.
+  struct Warning {
+    std::string detail;
+    std::string advice;
+  };
+  std::vector<Warning> warnings;
 };
 
 // Prints one line per step to `out` ("  ok    tls        4.2 ms  …"), then

@@ -249,6 +249,28 @@ std::string allowRange(const std::string& text, config::SourcePrefixRange* out) 
   return {};
 }
 
+// `autostart ACTION` (gateway/server/autostart.h): the action at argv[i + 1]
+// into o.autostart; returns the index of the last argument taken.
+int parseAutostart(int argc, const char* const* argv, int i, ParseResult& r) {
+  static constexpr std::string_view kActions[] = {"install", "uninstall", "status", "run"};
+  if (i + 1 < argc && std::find(std::begin(kActions), std::end(kActions),
+                                std::string_view(argv[i + 1])) != std::end(kActions)) {
+    r.options.autostart = argv[i + 1];
+    return i + 1;
+  }
+  r.errors.push_back("autostart: expected install, uninstall, status or run");
+  return i;
+}
+
+// What does not go with `autostart ACTION`.
+void checkAutostart(int argc, ParseResult& r) {
+  const Options& o = r.options;
+  if (o.autostart.empty()) return;
+  if (o.validate) r.errors.push_back("autostart and --validate cannot be combined");
+  if ((o.autostart == "uninstall" || o.autostart == "status") && argc > 3)
+    r.errors.push_back("autostart " + o.autostart + " takes no flags");
+}
+
 }  // namespace
 
 std::string parseHostPort(const std::string& text, config::SocketAddress* out) {
@@ -397,6 +419,9 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
       } else {
         r.errors.push_back("service: expected install, uninstall or run");
       }
+      continue;
+    } else if (arg == "autostart" && i == 1) {
+      i = parseAutostart(argc, argv, i, r);
       continue;
     } else if (o.check && o.check_url.empty() && arg.rfind("-", 0) != 0) {
       if (arg.find("://") == std::string::npos)
@@ -567,6 +592,7 @@ ParseResult parse(int argc, const char* const* argv, bool upstream_env) {
   if (!o.service.empty() && o.validate)
     r.errors.push_back("service and --validate cannot be combined");
   if (o.service == "uninstall" && argc > 3) r.errors.push_back("service uninstall takes no flags");
+  checkAutostart(argc, r);
   if (o.validate && o.config_path.empty()) {
     r.errors.push_back("--validate needs -c FILE (the built-in default is always valid)");
   }
@@ -578,6 +604,7 @@ std::string usage() {
        h2gate check [URL] [options]
        h2gate credentials set NAME USER | show NAME | delete NAME
        h2gate service install|uninstall [options]     (Windows)
+       h2gate autostart install|uninstall|status [options]   (Windows)
 
 A local forward proxy: applications use it as their HTTP(S) proxy
 (127.0.0.1:3128 by default); it carries their traffic to upstream HTTPS
@@ -679,6 +706,21 @@ Commands:
   service uninstall        Windows: stop the service if it runs (it drains)
                            and remove it
   service run [options]    what the service manager starts (not for a console)
+  autostart install [options]
+                           Windows: start h2gate with these options at each of
+                           your logons, as you (no administrator needed; single
+                           sign-on to proxies is then yours, where the service
+                           is the computer's account): the value "h2gate" of
+                           HKCU\Software\Microsoft\Windows\CurrentVersion\Run,
+                           runs "<this h2gate.exe>" autostart run [options];
+                           the config is checked first, paths made absolute.
+                           No console window stays open; the log goes to
+                           --log-file FILE, default
+                           %LOCALAPPDATA%\h2gate\h2gate.log. Installing
+                           again replaces the value
+  autostart uninstall      Windows: remove that value (a running h2gate goes on)
+  autostart status         Windows: print it; exit 0 if there, 1 if not
+  autostart run [options]  what the Run value starts: h2gate without a console
 
 Flags accept --flag VALUE and --flag=VALUE.
 Exit status: 0 on a clean stop, 1 on a configuration or start error, 2 on a

@@ -25,6 +25,10 @@ struct Options {
   // `h2gate service ACTION`: "install", "uninstall" or "run" (what the
   // Windows service manager starts; gateway/server/service.h); empty otherwise.
   std::string service;
+  // `h2gate autostart ACTION`: "install", "uninstall", "status" or "run"
+  // (the per-user start at logon on Windows; gateway/server/autostart.h);
+  // empty otherwise.
+  std::string autostart;
   std::string log_file;  // --log-file FILE: log there (appended), not to stderr
   // --log-file-max-size SIZE (0: never rotate), --log-file-keep N: rotation
   // of the log file (log::setOutputFile).

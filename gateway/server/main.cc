@@ -16,8 +16,10 @@
 #include "gateway/metrics/cells.h"
 #include "gateway/net/fd_limit.h"
 #include "gateway/pac_engine/worker.h"
+#include "gateway/server/autostart.h"
 #include "gateway/server/cli.h"
 #include "gateway/server/credentials_command.h"
+#include "gateway/server/run_as.h"
 #include "gateway/server/server.h"
 #include "gateway/server/server_signals.h"
 #include "gateway/server/service.h"
@@ -87,6 +89,8 @@ int main(int argc, char** argv) {
       H2G_LOG(Warn, 0, 0, note);
     check::Options o;
     if (!opts.check_url.empty()) o.url = opts.check_url;
+    for (run_as::Warning& w : run_as::checkWarnings(loaded.bootstrap))
+      o.warnings.push_back({std::move(w.detail), std::move(w.advice)});
     if (opts.step_timeout) o.step_timeout = *opts.step_timeout;
     return check::run(loaded.bootstrap, o, std::cout);
   }
@@ -101,10 +105,23 @@ int main(int argc, char** argv) {
     return service::install(std::vector<std::string>(argv + 3, argv + argc));
   }
   if (opts.service == "uninstall") return service::uninstall();
+  if (opts.autostart == "install") {
+    // As for the service: a config that would fail at logon is refused now.
+    if (!loaded.ok()) {
+      for (const auto& p : loaded.problems) std::cerr << "h2gate: " << p.str() << "\n";
+      std::cerr << "h2gate: autostart not installed: " << loaded.problems.size()
+                << " configuration problem(s)\n";
+      return 1;
+    }
+    return autostart::install(std::vector<std::string>(argv + 3, argv + argc));
+  }
+  if (opts.autostart == "uninstall") return autostart::uninstall();
+  if (opts.autostart == "status") return autostart::status();
 
-  // Without a console (a service) the log goes to a file.
+  // Without a console (a service, the start at logon) the log goes to a file.
   std::string log_file = opts.log_file;
   if (log_file.empty() && opts.service == "run") log_file = service::defaultLogFile();
+  if (log_file.empty() && opts.autostart == "run") log_file = autostart::defaultLogFile();
   if (!log_file.empty()) {
     // Open for the rest of the process. (Not stderr replaced: a Windows
     // service has no standard handles, and its stderr cannot be reopened.)
@@ -114,6 +131,22 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
+  // Started at logon: the console window Windows opened goes (the log is
+  // in the file now).
+  if (opts.autostart == "run")
+    if (const std::string why = autostart::detachConsole(); !why.empty())
+      H2G_LOG(Warn, 0, 0, "autostart run: " << why);
+
+  // Single sign-on as LocalSystem is the computer's account: said at start
+  // and at each reload (gateway/server/run_as.h).
+  const std::string user_sid = run_as::processUserSid();
+  auto warnAccount = [user_sid](const config::Bootstrap& b) {
+    if (!run_as::isLocalSystem(user_sid)) return;
+    if (const run_as::Warning w =
+            run_as::localSystemWarning(run_as::singleSignOnProxies(b), "h2gate runs");
+        !w.empty())
+      H2G_LOG(Warn, 0, 0, w.line());
+  };
 
   auto serve = [&](const std::function<void()>& running) -> int {
     if (!loaded.ok()) {
@@ -139,9 +172,15 @@ int main(int argc, char** argv) {
       H2G_LOG(Warn, 0, 0, note);
     // A reload builds the configuration exactly as now: the same file, with
     // the same flags applied on top. Without -c there is nothing to re-read.
+    if (!user_sid.empty()) H2G_LOG(Debug, 0, 0, "running as the user SID " << user_sid);
+    warnAccount(loaded.bootstrap);
     Server::Reloader reloader;
     if (!opts.config_path.empty())
-      reloader = [opts, upstream_env] { return cli::buildBootstrap(opts, upstream_env); };
+      reloader = [opts, upstream_env, warnAccount] {
+        config::LoadResult r = cli::buildBootstrap(opts, upstream_env);
+        if (r.ok()) warnAccount(r.bootstrap);
+        return r;
+      };
     Server server(std::move(loaded.bootstrap), std::move(reloader));
     if (std::string err = server.start(); !err.empty()) {
       H2G_LOG(Error, 0, 0, err);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,18 @@ int uninstall();
 // manager (said on stderr).
 using Serve = std::function<int(const std::function<void()>& running)>;
 int run(const Serve& serve);
+
+// The installed service "h2gate", as the service manager has it
+// (QueryServiceConfig, QueryServiceStatus); nullopt when there is none, it
+// cannot be read, or on POSIX.
+struct Installed {
+  std::string account;   // lpServiceStartName: "LocalSystem", "NT AUTHORITY\\LocalService", ...
+  bool running = false;  // RUNNING or START_PENDING
+  // Its command line split as the C runtime splits it (CommandLineToArgvW):
+  // [0] the executable, then "service", "run" and the flags.
+  std::vector<std::string> args;
+};
+std::optional<Installed> installed();
 
 // The log file of a service started without --log-file
 // (%ProgramData%\h2gate\h2gate.log, its folder created); "" on POSIX.

@@ -25,6 +25,10 @@ int run(const Serve&) {
   return unsupported();
 }
 
+std::optional<Installed> installed() {
+  return std::nullopt;
+}
+
 std::string defaultLogFile() {
   return {};
 }

@@ -4,16 +4,20 @@
 // control handler; the service manager starts serviceMain() on a thread of
 // its own, which runs the gateway (serve) to its end.
 #include <windows.h>
+// windows.h first: shellapi.h builds on its types.
+#include <shellapi.h>
 
 #include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "gateway/base/log.h"
+#include "gateway/server/command_line.h"
 #include "gateway/server/server_signals.h"
 #include "gateway/server/server_signals_win.h"
 #include "gateway/server/service.h"
@@ -55,32 +59,6 @@ std::string narrow(const std::wstring& s) {
   return out;
 }
 
-// One argument quoted so that the C runtime's command-line parser (the
-// CommandLineToArgvW rules) gives it back unchanged.
-std::wstring quoteArg(const std::wstring& a) {
-  if (!a.empty() && a.find_first_of(L" \t\n\v\"") == std::wstring::npos) return a;
-  std::wstring out = L"\"";
-  for (auto it = a.begin();; ++it) {
-    size_t backslashes = 0;
-    while (it != a.end() && *it == L'\\') {
-      ++it;
-      ++backslashes;
-    }
-    if (it == a.end()) {
-      out.append(backslashes * 2, L'\\');
-      break;
-    }
-    if (*it == L'"') {
-      out.append(backslashes * 2 + 1, L'\\');
-    } else {
-      out.append(backslashes, L'\\');
-    }
-    out.push_back(*it);
-  }
-  out.push_back(L'"');
-  return out;
-}
-
 std::wstring absolutePath(const std::wstring& p) {
   DWORD n = ::GetFullPathNameW(p.c_str(), 0, nullptr, nullptr);
   if (n == 0) return p;
@@ -88,10 +66,6 @@ std::wstring absolutePath(const std::wstring& p) {
   n = ::GetFullPathNameW(p.c_str(), n, out.data(), nullptr);
   out.resize(n);
   return out;
-}
-
-bool isPathFlag(const std::string& name) {
-  return name == "-c" || name == "--config" || name == "--cacert" || name == "--log-file";
 }
 
 // Closes a service manager handle at scope exit.
@@ -226,24 +200,18 @@ int install(const std::vector<std::string>& flags) {
               << errorText(::GetLastError()) << "\n";
     return 1;
   }
-  std::wstring command = quoteArg(exe) + L" service run";
+  std::vector<std::wstring> wide;
+  for (const std::string& f : flags) wide.push_back(widen(f));
   bool has_log_file = false;
-  for (size_t i = 0; i < flags.size(); ++i) {
-    const std::string& f = flags[i];
-    const size_t eq = f.find('=');
-    if (f.rfind("--", 0) == 0 && eq != std::string::npos && isPathFlag(f.substr(0, eq))) {
-      has_log_file = has_log_file || f.substr(0, eq) == "--log-file";
-      command +=
-          L" " + quoteArg(widen(f.substr(0, eq + 1)) + absolutePath(widen(f.substr(eq + 1))));
-      continue;
-    }
-    command += L" " + quoteArg(widen(f));
-    if (isPathFlag(f) && i + 1 < flags.size()) {
-      has_log_file = has_log_file || f == "--log-file";
-      command += L" " + quoteArg(absolutePath(widen(flags[++i])));
-    }
+  std::vector<std::wstring> args = {exe, L"service", L"run"};
+  for (std::wstring& a :
+       command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, &has_log_file))
+    args.push_back(std::move(a));
+  if (!has_log_file) {
+    args.push_back(L"--log-file");
+    args.push_back(widen(defaultLogFile()));
   }
-  if (!has_log_file) command += L" --log-file " + quoteArg(widen(defaultLogFile()));
+  const std::wstring command = command_line::join(args);
 
   ScHandle scm(::OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CONNECT | SC_MANAGER_CREATE_SERVICE));
   if (!scm.h) {
@@ -271,6 +239,35 @@ int install(const std::vector<std::string>& flags) {
   std::cout << "installed the service " << kName << " (starts at boot): " << narrow(command)
             << "\nstart it now with: sc start " << kName << "\n";
   return 0;
+}
+
+std::optional<Installed> installed() {
+  ScHandle scm(::OpenSCManagerW(nullptr, nullptr, SC_MANAGER_CONNECT));
+  if (!scm.h) return std::nullopt;
+  ScHandle svc(::OpenServiceW(scm.h, kNameW, SERVICE_QUERY_CONFIG | SERVICE_QUERY_STATUS));
+  if (!svc.h) return std::nullopt;
+  DWORD bytes = 0;
+  ::QueryServiceConfigW(svc.h, nullptr, 0, &bytes);
+  if (::GetLastError() != ERROR_INSUFFICIENT_BUFFER || bytes == 0) return std::nullopt;
+  std::vector<unsigned char> buf(bytes);
+  auto* config = reinterpret_cast<QUERY_SERVICE_CONFIGW*>(buf.data());
+  if (!::QueryServiceConfigW(svc.h, config, bytes, &bytes)) return std::nullopt;
+  Installed out;
+  // No account given to CreateService is LocalSystem.
+  out.account = config->lpServiceStartName && *config->lpServiceStartName
+                    ? narrow(config->lpServiceStartName)
+                    : std::string("LocalSystem");
+  if (config->lpBinaryPathName && *config->lpBinaryPathName) {
+    int argc = 0;
+    if (LPWSTR* argv = ::CommandLineToArgvW(config->lpBinaryPathName, &argc)) {
+      for (int i = 0; i < argc; ++i) out.args.push_back(narrow(argv[i]));
+      ::LocalFree(argv);
+    }
+  }
+  SERVICE_STATUS st{};
+  out.running = ::QueryServiceStatus(svc.h, &st) && (st.dwCurrentState == SERVICE_RUNNING ||
+                                                     st.dwCurrentState == SERVICE_START_PENDING);
+  return out;
 }
 
 int uninstall() {

@@ -27,6 +27,14 @@
 #  5. `msiexec /x ... /qn` stops it (the log's "stopped, exit code 0"),
 #     removes the service and the program files; h2gate.yaml (Permanent:
 #     an administrator's edits survive) and the log stay.
+#  6. the per-user choice, `msiexec /i ... MODE=user /qn`: files in
+#     %LOCALAPPDATA%\Programs\h2gate, no service, the Run value of HKCU the
+#     same command line as `h2gate.exe autostart install -c <that
+#     h2gate.yaml>` writes (read back with reg.exe); wine's logon (wineboot
+#     runs the HKCU Run values, programs/wineboot/wineboot.c) starts it:
+#     /ready 200, a download through it, its log in
+#     %LOCALAPPDATA%\h2gate; `msiexec /x ... /qn` (no MODE) removes the
+#     value and the program files.
 #   ctest: windows_msi (label windows)
 #
 #   tests/windows/msi_test.sh BUILD_DIR
@@ -345,4 +353,69 @@ done
 [[ -f $PF/h2gate.yaml ]] || fail "the configuration was removed (it is Permanent)"
 ok "uninstall stopped the service (exit code 0), removed it, h2gate.exe and README-windows.txt;" \
   "h2gate.yaml and the log stay"
+# 6. The per-user choice: MODE=user installs for the current user, with a
+# start at the user's logon (the HKCU Run value) instead of the service.
+t1=$SECONDS
+run_key='HKCU\Software\Microsoft\Windows\CurrentVersion\Run'
+run_value() { w reg query "$run_key" /v h2gate 2>/dev/null | sed -n 's/^ *h2gate *REG_SZ *//p' || true; }
+[[ -z $(run_value) ]] || fail "an h2gate Run value exists before the per-user install: $(run_value)"
+out=$(w msiexec /i "$winmsi" MODE=user /qn /l\*v 'Z:'"${TMP//\//\\}"'\user.log') || {
+  tr -d '\r' <"$TMP/user.log" | grep -iE 'error|fail|return value 3' | head -n 20 || true
+  fail "msiexec /i $(basename "$msi") MODE=user /qn: $out"
+}
+UPF=$(find "$WINEPREFIX/drive_c/users" -maxdepth 5 -type d -path '*/AppData/Local/Programs/h2gate' | head -n 1)
+for f in h2gate.exe h2gate.yaml README-windows.txt; do
+  [[ -f $UPF/$f ]] || fail "the per-user install has no %LOCALAPPDATA%\\Programs\\h2gate\\$f"
+done
+[[ ! -e $PF/h2gate.exe ]] || fail "the per-user install put h2gate.exe into C:\\Program Files"
+[[ -z $(state) ]] || fail "the per-user install registered a service: $(w sc query h2gate)"
+key=$(service_key)
+[[ $key != *ImagePath* ]] || fail "the per-user install wrote a service key: $key"
+msi_run=$(run_value)
+[[ -n $msi_run ]] || fail "the per-user install wrote no Run value: $(w reg query "$run_key")"
+# What `h2gate.exe autostart install` writes for the same configuration
+# (into HKCU too: saved, compared, removed again).
+uexe=$(sed -n 's/^"\([^"]*h2gate\.exe\)".*/\1/p' <<<"$msi_run")
+[[ -n $uexe ]] || fail "the Run value does not start with the quoted h2gate.exe: $msi_run"
+ucfg=${uexe%h2gate.exe}h2gate.yaml
+out=$(w "$uexe" autostart install -c "$ucfg") || fail "$uexe autostart install: $out"
+ref_run=$(run_value)
+out=$(w "$uexe" autostart uninstall) || fail "$uexe autostart uninstall: $out"
+[[ ${msi_run//\"/} == "${ref_run//\"/}" ]] ||
+  fail "the MSI's Run value '$msi_run' differs from autostart install's '$ref_run'"
+w reg add "$run_key" /v h2gate /t REG_SZ /d "$msi_run" /f >/dev/null ||
+  fail "cannot put the MSI's Run value back"
+ok "MODE=user: files in $(basename "$(dirname "$(dirname "$UPF")")")\\Programs\\h2gate, no service," \
+  "Run value = autostart install's: $msi_run"
+
+# wine's logon: wineboot (without -i) runs the HKCU Run values.
+"$WINE" wineboot >/dev/null 2>&1 </dev/null || fail "wineboot (the logon) failed"
+for _ in $(seq 1 100); do
+  curl -fsS -o /dev/null http://127.0.0.1:9901/ready 2>/dev/null && break
+  sleep 0.3
+done
+code=$(curl -sS -o /dev/null -w '%{http_code}' http://127.0.0.1:9901/ready) || true
+[[ $code == 200 ]] || fail "after the logon, /ready of the per-user h2gate gave $code"
+got=$(curl -fsS -x http://127.0.0.1:3128 "$url" | sha256sum) ||
+  fail "a download through the per-user h2gate failed"
+[[ $got == "$want" ]] || fail "the download through the per-user h2gate differs from the file"
+ULOG=$(dirname "$(dirname "$UPF")")/h2gate/h2gate.log
+log=$(tr -d '\r' <"$ULOG" 2>/dev/null) || fail "no log at %LOCALAPPDATA%\\h2gate\\h2gate.log ($ULOG)"
+[[ $log == *"listening on 127.0.0.1:3128"* ]] ||
+  fail "the per-user log does not show the listener: $log"
+[[ $log != *"as LocalSystem"* ]] || fail "the per-user h2gate warns of LocalSystem: $log"
+curl -fsS -o /dev/null -X POST http://127.0.0.1:9901/quitquitquit || fail "POST /quitquitquit failed"
+for _ in $(seq 1 50); do
+  curl -fsS -o /dev/null --max-time 1 http://127.0.0.1:9901/ready 2>/dev/null || break
+  sleep 0.3
+done
+ok "the logon started it (wineboot ran the Run value): /ready 200, 1 MiB through it, its log in" \
+  "%LOCALAPPDATA%\\h2gate; stopped by /quitquitquit"
+
+out=$(w msiexec /x "$winmsi" /qn) || fail "msiexec /x /qn (per-user): $out"
+[[ -z $(run_value) ]] || fail "the per-user uninstall left the Run value: $(run_value)"
+[[ ! -e $UPF/h2gate.exe ]] || fail "the per-user uninstall left h2gate.exe"
+[[ -z $(state) ]] || fail "a service appeared: $(w sc query h2gate)"
+ok "msiexec /x (no MODE given) removed the per-user install: no Run value, no h2gate.exe" \
+  "(this step: $((SECONDS - t1)) s)"
 echo "msi_test: passed in $((SECONDS - t0)) s"

@@ -535,6 +535,34 @@ TEST_CASE("check: --step-timeout, one deadline per step", "[cli]") {
   CHECK(errorsOf(run({"--step-timeout", "5s"})) == "--step-timeout is an option of h2gate check\n");
 }
 
+TEST_CASE("autostart: a subcommand with an action", "[cli]") {
+  ParseResult p = run({"autostart", "install", "-c", "h2gate.yaml", "--proxy-auth", "auto",
+                       "--upstream", "http://proxy.corp.example:8080"});
+  INFO(errorsOf(p));
+  CHECK(p.ok());
+  CHECK(p.options.autostart == "install");
+  CHECK(p.options.config_path == "h2gate.yaml");
+  CHECK(p.options.service.empty());
+  CHECK(run({"autostart", "uninstall"}).options.autostart == "uninstall");
+  CHECK(run({"autostart", "status"}).options.autostart == "status");
+  CHECK(run({"autostart", "run", "--log-file=x.log"}).options.log_file == "x.log");
+  CHECK(run({"--listen", "127.0.0.1:3128"}).options.autostart.empty());
+  CHECK(errorsOf(run({"autostart"})) == "autostart: expected install, uninstall, status or run\n");
+  CHECK(errorsOf(run({"autostart", "enable"})) ==
+        "autostart: expected install, uninstall, status or run\nunexpected argument 'enable' "
+        "(see --help)\n");
+  // Only as the first argument.
+  CHECK(errorsOf(run({"--insecure", "autostart", "install"})) ==
+        "unexpected argument 'autostart' (see --help)\nunexpected argument 'install' (see "
+        "--help)\n");
+  CHECK(errorsOf(run({"autostart", "status", "--listen", "127.0.0.1:1"})) ==
+        "autostart status takes no flags\n");
+  CHECK(errorsOf(run({"autostart", "uninstall", "-c", "x"})) ==
+        "autostart uninstall takes no flags\n");
+  CHECK(errorsOf(run({"autostart", "install", "-c", "x", "--validate"})) ==
+        "autostart and --validate cannot be combined\n");
+}
+
 TEST_CASE("service: a subcommand with an action; --log-file", "[cli]") {
   ParseResult p = run({"service", "install", "-c", "h2gate.yaml", "--log-file", "C:\\h2gate.log"});
   REQUIRE(p.ok());

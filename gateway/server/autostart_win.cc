@@ -1,0 +1,236 @@
+// The per-user start at logon (gateway/server/autostart.h): the value
+// "h2gate" of HKCU\Software\Microsoft\Windows\CurrentVersion\Run. A user
+// may write their own HKCU without administrator rights; Explorer starts
+// the command line of each value there when that user logs on, in that
+// user's session, with that user's logon token (so SSPI's single sign-on
+// is that user's). A logon task of the Task Scheduler would do the same but
+// needs administrator rights for a logon trigger (deploy/windows/README.md).
+#include <windows.h>
+
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gateway/server/autostart.h"
+#include "gateway/server/command_line.h"
+#include "gateway/server/service.h"
+
+namespace h2gate::autostart {
+namespace {
+
+const wchar_t kRunKeyW[] = L"Software\\Microsoft\\Windows\\CurrentVersion\\Run";
+const wchar_t kValueNameW[] = L"h2gate";
+
+std::string errorText(LSTATUS code) {
+  char buf[512] = "";
+  DWORD n = ::FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+                             static_cast<DWORD>(code), 0, buf, sizeof buf, nullptr);
+  while (n > 0 && (buf[n - 1] == '\r' || buf[n - 1] == '\n' || buf[n - 1] == '.')) buf[--n] = 0;
+  return (n ? std::string(buf) : std::string("error")) + " (error " + std::to_string(code) + ")";
+}
+
+// Command-line arguments are in the ANSI code page (main's argv).
+std::wstring widen(const std::string& s) {
+  if (s.empty()) return {};
+  int n = ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
+  std::wstring out(static_cast<size_t>(n), L'\0');
+  ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n);
+  return out;
+}
+
+std::string narrow(const std::wstring& s) {
+  if (s.empty()) return {};
+  int n = ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0,
+                                nullptr, nullptr);
+  std::string out(static_cast<size_t>(n), '\0');
+  ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n, nullptr,
+                        nullptr);
+  return out;
+}
+
+std::wstring absolutePath(const std::wstring& p) {
+  DWORD n = ::GetFullPathNameW(p.c_str(), 0, nullptr, nullptr);
+  if (n == 0) return p;
+  std::wstring out(n, L'\0');
+  n = ::GetFullPathNameW(p.c_str(), n, out.data(), nullptr);
+  out.resize(n);
+  return out;
+}
+
+// Closes a registry key at scope exit.
+struct Key {
+  HKEY h = nullptr;
+  ~Key() {
+    if (h) ::RegCloseKey(h);
+  }
+};
+
+// The Run value's command line: nullopt-like "" with *found false when
+// there is none; *error set when the key cannot be read.
+std::wstring readValue(bool* found, std::string* error) {
+  *found = false;
+  Key key;
+  LSTATUS rc = ::RegOpenKeyExW(HKEY_CURRENT_USER, kRunKeyW, 0, KEY_QUERY_VALUE, &key.h);
+  if (rc == ERROR_FILE_NOT_FOUND) return {};
+  if (rc != ERROR_SUCCESS) {
+    *error = errorText(rc);
+    return {};
+  }
+  DWORD type = 0;
+  DWORD bytes = 0;
+  rc = ::RegQueryValueExW(key.h, kValueNameW, nullptr, &type, nullptr, &bytes);
+  if (rc == ERROR_FILE_NOT_FOUND) return {};
+  if (rc != ERROR_SUCCESS) {
+    *error = errorText(rc);
+    return {};
+  }
+  std::wstring value(bytes / sizeof(wchar_t) + 1, L'\0');
+  bytes = static_cast<DWORD>(value.size() * sizeof(wchar_t));
+  rc = ::RegQueryValueExW(key.h, kValueNameW, nullptr, &type, reinterpret_cast<BYTE*>(value.data()),
+                          &bytes);
+  if (rc != ERROR_SUCCESS) {
+    *error = errorText(rc);
+    return {};
+  }
+  value.resize(bytes / sizeof(wchar_t));
+  while (!value.empty() && value.back() == L'\0') value.pop_back();
+  *found = true;
+  return value;
+}
+
+}  // namespace
+
+std::string defaultLogFile() {
+  wchar_t buf[MAX_PATH] = L"";
+  DWORD n = ::GetEnvironmentVariableW(L"LOCALAPPDATA", buf, MAX_PATH);
+  if (n == 0 || n >= MAX_PATH) {
+    n = ::GetEnvironmentVariableW(L"USERPROFILE", buf, MAX_PATH);
+    if (n == 0 || n >= MAX_PATH) return {};
+    std::wstring dir = std::wstring(buf, n) + L"\\AppData\\Local\\h2gate";
+    ::CreateDirectoryW((std::wstring(buf, n) + L"\\AppData").c_str(), nullptr);
+    ::CreateDirectoryW((std::wstring(buf, n) + L"\\AppData\\Local").c_str(), nullptr);
+    ::CreateDirectoryW(dir.c_str(), nullptr);
+    return narrow(dir + L"\\h2gate.log");
+  }
+  std::wstring dir = std::wstring(buf, n) + L"\\h2gate";
+  ::CreateDirectoryW(dir.c_str(), nullptr);  // fails harmlessly when it exists
+  return narrow(dir + L"\\h2gate.log");
+}
+
+int install(const std::vector<std::string>& flags) {
+  wchar_t exe[MAX_PATH * 2] = L"";
+  DWORD n = ::GetModuleFileNameW(nullptr, exe, MAX_PATH * 2);
+  if (n == 0 || n >= MAX_PATH * 2) {
+    std::cerr << "h2gate: autostart install: cannot find h2gate.exe's own path: "
+              << errorText(static_cast<LSTATUS>(::GetLastError())) << "\n";
+    return 1;
+  }
+  std::vector<std::wstring> wide;
+  for (const std::string& f : flags) wide.push_back(widen(f));
+  bool has_log_file = false;
+  std::vector<std::wstring> args = {exe, L"autostart", L"run"};
+  for (std::wstring& a :
+       command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, &has_log_file))
+    args.push_back(std::move(a));
+  if (!has_log_file) {
+    const std::string log = defaultLogFile();
+    if (log.empty()) {
+      std::cerr << "h2gate: autostart install: neither %LOCALAPPDATA% nor %USERPROFILE% is set: "
+                   "give --log-file FILE\n";
+      return 1;
+    }
+    args.push_back(L"--log-file");
+    args.push_back(widen(log));
+  }
+  const std::wstring command = command_line::join(args);
+
+  // The service beside it: both would listen on the same port.
+  if (const std::optional<service::Installed> svc = service::installed()) {
+    std::cerr << "h2gate: autostart install: warning: the service " << service::kName
+              << " is installed too (" << (svc->running ? "running" : "not running") << ", as "
+              << svc->account
+              << "): at logon this h2gate would fail to listen on the port the service "
+                 "holds, or take it first. Remove the service (an administrator: 'h2gate "
+                 "service uninstall', or 'msiexec /x' for the MSI's) or give this one other "
+                 "--listen and --admin addresses\n";
+  }
+
+  bool found = false;
+  std::string error;
+  const std::wstring before = readValue(&found, &error);
+  if (found && before == command) {
+    std::cout << "autostart: already installed, unchanged: " << kRunKey << "\\" << kValueName
+              << " = " << narrow(command) << "\n";
+    return 0;
+  }
+  Key key;
+  LSTATUS rc = ::RegCreateKeyExW(HKEY_CURRENT_USER, kRunKeyW, 0, nullptr, 0, KEY_SET_VALUE, nullptr,
+                                 &key.h, nullptr);
+  if (rc == ERROR_SUCCESS)
+    rc = ::RegSetValueExW(key.h, kValueNameW, 0, REG_SZ,
+                          reinterpret_cast<const BYTE*>(command.c_str()),
+                          static_cast<DWORD>((command.size() + 1) * sizeof(wchar_t)));
+  if (rc != ERROR_SUCCESS) {
+    std::cerr << "h2gate: autostart install: cannot write " << kRunKey << "\\" << kValueName << ": "
+              << errorText(rc) << "\n";
+    return 1;
+  }
+  if (found) std::cout << "autostart: replaced " << narrow(before) << "\n";
+  std::cout << "autostart: installed " << kRunKey << "\\" << kValueName << " = " << narrow(command)
+            << "\nh2gate starts at your next logon, as you, without a console window "
+               "(to start it now, run that command line)\n";
+  return 0;
+}
+
+int uninstall() {
+  bool found = false;
+  std::string error;
+  const std::wstring before = readValue(&found, &error);
+  if (!error.empty()) {
+    std::cerr << "h2gate: autostart uninstall: cannot read " << kRunKey << ": " << error << "\n";
+    return 1;
+  }
+  if (!found) {
+    std::cout << "autostart: not installed (no value " << kValueName << " in " << kRunKey
+              << "): nothing to remove\n";
+    return 0;
+  }
+  Key key;
+  LSTATUS rc = ::RegOpenKeyExW(HKEY_CURRENT_USER, kRunKeyW, 0, KEY_SET_VALUE, &key.h);
+  if (rc == ERROR_SUCCESS) rc = ::RegDeleteValueW(key.h, kValueNameW);
+  if (rc != ERROR_SUCCESS) {
+    std::cerr << "h2gate: autostart uninstall: cannot delete " << kRunKey << "\\" << kValueName
+              << ": " << errorText(rc) << "\n";
+    return 1;
+  }
+  std::cout << "autostart: removed " << kRunKey << "\\" << kValueName << " (was " << narrow(before)
+            << "); an h2gate it started runs on until you log off or POST /quitquitquit\n";
+  return 0;
+}
+
+int status() {
+  bool found = false;
+  std::string error;
+  const std::wstring value = readValue(&found, &error);
+  if (!error.empty()) {
+    std::cerr << "h2gate: autostart status: cannot read " << kRunKey << ": " << error << "\n";
+    return 1;
+  }
+  if (!found) {
+    std::cout << "autostart: not installed (no value " << kValueName << " in " << kRunKey << ")\n";
+    return 1;
+  }
+  std::cout << "autostart: installed: " << kRunKey << "\\" << kValueName << " = " << narrow(value)
+            << "\n";
+  return 0;
+}
+
+std::string detachConsole() {
+  if (::GetConsoleWindow() == nullptr) return {};  // none to leave
+  if (!::FreeConsole())
+    return "cannot detach from the console: " + errorText(static_cast<LSTATUS>(::GetLastError()));
+  return {};
+}
+
+}  // namespace h2gate::autostart
