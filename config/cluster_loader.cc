@@ -254,6 +254,14 @@ std::optional<ProxyAuthentication> parseProxyAuthentication(NodeReader& r, Clust
       c.credentials = parseCredentials(creds);
     }
   }
+  // Negotiate gets its tickets from the keytab or, without one, with the
+  // password of the credentials (no kinit): both would leave one unused.
+  // (auto may use both: the keytab for Negotiate, the credentials for NTLM
+  // and Basic.)
+  if (a.scheme == Scheme::Negotiate && !a.client_keytab.empty() && c.credentials)
+    r.errorAt("client_keytab",
+              "scheme negotiate takes its Kerberos tickets either from client_keytab or with "
+              "the password of credentials, not both: remove one");
   if (a.scheme == Scheme::Basic && !c.credentials && !r.has("credentials"))
     r.error("scheme basic needs credentials (a username and a password)");
   // A ':' in the user name cannot be sent in Basic auth (RFC 7617).

@@ -82,6 +82,11 @@ bool AuthWalk::describe(bool carried, bool* has_credentials) {
   return true;
 }
 
+bool AuthWalk::kerberosPassword() const {
+  return cluster_ && cluster_->credentials && cluster_->authentication &&
+         cluster_->authentication->client_keytab.empty();
+}
+
 std::string AuthWalk::who() const {
   return cluster_ && cluster_->credentials ? " as '" + cluster_->credentials->username + "'"
                                            : std::string();
@@ -129,6 +134,13 @@ bool AuthWalk::prepare(bool h2) {
                         "that it is reachable (kinit works?)");
   authorization_ = std::move(prepared->authorization);
   handshake_ = prepared->handshake;
+  // A Kerberos ticket h2gate got itself (with the configured password):
+  // which, and until when.
+  if (iequals(schemeOf(authorization_), "Negotiate")) {
+    const std::string ticket =
+        auth_->mechanisms().credentialsNote(upstream::auth::Mechanism::Negotiate);
+    if (!ticket.empty()) report_.ok("proxy-auth", ticket);
+  }
   if (!local_failure_.empty())
     report_.note("proxy-auth", "cannot make " +
                                    std::string(upstream::auth::schemeLabel(local_failure_scheme_)) +
@@ -219,10 +231,13 @@ bool AuthWalk::fail407(const ResponseHead& h, const std::string& step, bool has_
     return report_.fail("proxy-auth",
                         "no " + std::string(upstream::auth::schemeLabel(local_failure_scheme_)) +
                             " credentials: " + local_failure_,
-                        kerberos
-                            ? "get a Kerberos ticket: run kinit (klist shows the credential cache "
-                              "KRB5CCNAME names), or give the cluster a client_keytab"
-                            : "give the cluster proxy_authentication.credentials");
+                        !kerberos ? "give the cluster proxy_authentication.credentials"
+                        : kerberosPassword()
+                            ? "h2gate gets the ticket with the password of the cluster's "
+                              "credentials: check the user name (or principal) and the password"
+                            : "get a Kerberos ticket: run kinit (klist shows the credential cache "
+                              "KRB5CCNAME names), or give the cluster a client_keytab or "
+                              "credentials");
   }
   if (!sent_.empty()) {
     report_.failLine(step, what);

@@ -79,6 +79,8 @@ class AuthWalk {
 
  private:
   std::string who() const;
+  // Negotiate gets its tickets with the password of the credentials.
+  bool kerberosPassword() const;
   // The scheme of a Proxy-Authorization value ("Negotiate", "NTLM", …).
   static std::string schemeOf(const std::string& authorization);
   // "Negotiate (1040 characters, not shown)": what went, never the value.

@@ -358,6 +358,60 @@ TEST_CASE("check: Negotiate with a Kerberos ticket, and without one", "[check][a
   checkNoSecretsPrinted(r, {"alice-pw"});
 }
 
+TEST_CASE("check: Negotiate with a password, no kinit: the ticket it got; a wrong password",
+          "[check][auth][kerberos][password]") {
+  REQUIRE_AUTH_TOOLS();
+  KerberosSquidEnv env("check-krb-pw");
+  const std::string url = env.nginx.httpsUrl("/1k");
+  env.realm.kdc.addPrincipal("bob", "Bob-pw-check");
+  // The fixture: bob's own ticket gets curl through squid.
+  {
+    CommandResult c =
+        env.realm.curl(env.realm.kdc.kinit("bob", "Bob-pw-check"),
+                       {"-o", "/dev/null", "-w", "%{http_code}", "--proxy",
+                        "http://localhost:" + str(env.squid->httpPort()), "--proxy-negotiate", "-U",
+                        ":", "--cacert", env.ca.caCertPath(), url});
+    INFO(c.err);
+    REQUIRE(c.out == "200");
+  }
+  const auto no_cache = env.realm.kdc.env("FILE:" + env.work.file("no-such-cache"));
+  auto yaml = [&](const std::string& password) {
+    return authConfigYaml("localhost", env.squid->httpsPort(), env.ca.caCertPath(),
+                          "      scheme: negotiate\n"
+                          "      credentials: {username: bob, password: " +
+                              password + "}\n");
+  };
+  CommandResult r = checkWith(env.work, yaml("Bob-pw-check"), url, no_cache);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(has(r.out, "configured: negotiate as 'bob'"));
+  CHECK(has(r.out, "sending Negotiate ("));
+  CHECK(has(r.out,
+            " ms  Kerberos ticket for bob@H2GATE.TEST got with the configured "
+            "password (no kinit; kept in memory), valid until "));
+  CHECK(has(r.out, "Negotiate accepted (200"));
+  CHECK(lastLine(r.out).rfind("OK: " + url, 0) == 0);
+  checkNoSecretsPrinted(r, {"Bob-pw-check"});
+  const auto lines = env.squid->waitForAccessLines(2, "CONNECT", milliseconds(5000));
+  INFO(env.squid->accessLog());
+  CHECK(std::count_if(lines.begin(), lines.end(),
+                      [](const std::string& l) { return l.ends_with(" bob@H2GATE.TEST"); }) == 2);
+
+  // A wrong password: said, with what to do.
+  r = checkWith(env.work, yaml("Wrong-pw-check"), url, no_cache);
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(has(r.out, "cannot make negotiate credentials: Negotiate (Kerberos) to proxy "));
+  CHECK(lastLine(r.out).rfind("FAIL (proxy-auth): no negotiate credentials: ", 0) == 0);
+  CHECK(has(lastLine(r.out),
+            "getting a ticket for bob@H2GATE.TEST with the configured password: "
+            "the KDC rejected the password"));
+  CHECK(has(lastLine(r.out),
+            "— h2gate gets the ticket with the password of the cluster's "
+            "credentials: check the user name (or principal) and the password"));
+  checkNoSecretsPrinted(r, {"Bob-pw-check", "Wrong-pw-check"});
+}
+
 TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer fails",
           "[check][auth][kerberos]") {
   REQUIRE_AUTH_TOOLS();
@@ -371,6 +425,9 @@ TEST_CASE("check: Negotiate's mutual authentication is verified, a forged answer
   o.ntlm_users = {"CORP:alice:ntlm-pw"};
   o.basic = "CORP\\alice:ntlm-pw";
   AuthProxy proxy(realm.negotiateProxyOptions(o));
+  // As in a domain, one password serves every scheme: with credentials,
+  // Negotiate's ticket is got with it.
+  env.realm.kdc.changePassword("alice", "ntlm-pw");
   const std::string url = env.nginx.httpsUrl("/1k");
   CommandResult r =
       checkWith(env.work,

@@ -503,6 +503,9 @@ TEST_CASE("auto picks Negotiate when offered, NTLM when only NTLM is, Basic last
   o.one_line = c.one_line;
   o.basic = "CORP\\alice:ntlm-pw";
   ProxyEnv env(o, /*kerberos=*/true);
+  // As in a domain, one password serves every scheme: with credentials,
+  // Negotiate's ticket is got with it (not taken from alice's cache).
+  env.realm->kdc.changePassword("alice", "ntlm-pw");
   H2gate& gate = env.startGate(
       "      scheme: auto\n"
       "      credentials: {username: 'CORP\\alice', password: ntlm-pw}\n");
@@ -630,6 +633,9 @@ TEST_CASE("NTLM, Negotiate and Basic over HTTP/1.1 with 407s of every framing", 
   CHECK(proof.out == (fails ? "407" : "200"));
   const size_t proof_entries = env.proxy->requests().size();
 
+  // With credentials, Negotiate's ticket is got with their password: as in
+  // a domain, one password serves every scheme.
+  if (env.realm) env.realm->kdc.changePassword("alice", "ntlm-pw");
   H2gate& gate = env.startGate(
       "      scheme: auto\n"
       "      credentials: {username: 'CORP\\alice', password: ntlm-pw}\n");

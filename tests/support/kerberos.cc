@@ -128,6 +128,14 @@ void Kdc::addRandomKey(const std::string& name) {
   kadmin("addprinc -randkey " + name);
 }
 
+void Kdc::modifyPrincipal(const std::string& name, const std::string& options) {
+  kadmin("modprinc " + options + " " + name);
+}
+
+void Kdc::changePassword(const std::string& name, const std::string& password) {
+  kadmin("cpw -pw " + password + " " + name);
+}
+
 std::string Kdc::keytab(const std::string& file_name, const std::vector<std::string>& principals) {
   const std::string path = dir_.file(file_name);
   for (const auto& p : principals) kadmin("ktadd -k " + path + " " + p);

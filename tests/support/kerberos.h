@@ -42,6 +42,12 @@ class Kdc {
   // kadmin.local: a principal with this password, or with a random key.
   void addPrincipal(const std::string& name, const std::string& password);
   void addRandomKey(const std::string& name);
+  // kadmin.local modprinc with these options, e.g. "-maxlife \"60 seconds\""
+  // (the principal's tickets end a minute after they are issued),
+  // "+requires_preauth", "-pwexpire \"2020-01-01 00:00:00 UTC\"".
+  void modifyPrincipal(const std::string& name, const std::string& options);
+  // kadmin.local cpw: the principal's new password.
+  void changePassword(const std::string& name, const std::string& password);
   // kadmin.local ktadd: the principals' keys into a new keytab file; returns
   // its path.
   std::string keytab(const std::string& file_name, const std::vector<std::string>& principals);

@@ -3,12 +3,14 @@
 //
 // Kerberos credentials. With a client keytab, tickets come from it into a
 // credential cache in memory (MIT's "client_keytab" credential store).
-// Otherwise the user's cache (KRB5CCNAME, as after kinit) is used through a
-// snapshot in memory: MIT reads a FILE cache from disk on every
-// gss_init_sec_context (measured: 165 µs a token from a FILE cache, 49 µs
-// from a MEMORY copy), so its credentials are copied into a MEMORY cache and
-// the copy is made again when the file changes (kinit, kinit -R, kdestroy:
-// one stat() per token notices). Service tickets h2gate obtains stay in the
+// With a password (credentials, no keytab), h2gate gets them itself, an AS
+// exchange into a cache in memory, and renews them before they end
+// (PasswordTgt below). Otherwise the user's cache (KRB5CCNAME, as after
+// kinit) is used through a snapshot in memory: MIT reads a FILE cache from
+// disk on every gss_init_sec_context (measured: 165 µs a token from a FILE
+// cache, 49 µs from a MEMORY copy), so its credentials are copied into a
+// MEMORY cache and the copy is made again when the file changes (kinit,
+// kinit -R, kdestroy: one stat() per token notices). Service tickets h2gate obtains stay in the
 // copy. SPNEGO offers Kerberos only (gss_set_neg_mechs): NTLM is its own
 // scheme here, and an optimistic token for a mechanism the proxy lacks is
 // useless. Thread-safety: MIT's credential handles lock themselves; the
@@ -33,7 +35,10 @@
 
 #include <openssl/crypto.h>
 
+#include "gateway/base/log.h"
 #include "gateway/upstream/auth/mechanism.h"
+#include "gateway/upstream/auth/ticket_schedule.h"
+#include "gateway/upstream/auth/token_threads.h"
 
 namespace h2gate::upstream::auth {
 namespace {
@@ -129,6 +134,359 @@ class Krb5Error {
   std::string text_;
 };
 
+// Tells a credential from its successors, across every GssMechanisms (a
+// PasswordTgt's credentials are shared by several).
+uint64_t nextGeneration() {
+  static std::atomic<uint64_t> generations{0};
+  return ++generations;
+}
+
+// A SPNEGO credential (Kerberos only) from MIT's credential store `store`;
+// `memory_cache` (a MEMORY cache of ours, or "") goes with it and is
+// destroyed with it. Null with *fail set.
+std::shared_ptr<Cred> acquireSpnego(gss_name_t name, std::vector<gss_key_value_element_desc> store,
+                                    std::string memory_cache, std::string cache_name, Step* fail) {
+  auto cred = std::make_shared<Cred>();
+  cred->in_memory = !memory_cache.empty();
+  cred->memory_cache = std::move(memory_cache);
+  cred->cache_name = std::move(cache_name);
+  cred->generation = nextGeneration();
+  gss_key_value_set_desc set{static_cast<OM_uint32>(store.size()), store.data()};
+  gss_OID_set_desc mechs{1, &kSpnegoOid};
+  OM_uint32 minor = 0;
+  OM_uint32 major = gss_acquire_cred_from(&minor, name, GSS_C_INDEFINITE, &mechs, GSS_C_INITIATE,
+                                          &set, &cred->handle, nullptr, nullptr);
+  if (GSS_ERROR(major)) {
+    fail->error = gssError("acquiring Kerberos credentials", major, minor, &kSpnegoOid);
+    fail->hint = kerberosHint(fail->error);
+    return nullptr;
+  }
+  // SPNEGO offers Kerberos only (see the top of this file).
+  gss_OID_set_desc krb5{1, const_cast<gss_OID>(gss_mech_krb5)};
+  major = gss_set_neg_mechs(&minor, cred->handle, &krb5);
+  if (GSS_ERROR(major)) {
+    fail->error = gssError("limiting SPNEGO to Kerberos", major, minor, &kSpnegoOid);
+    return nullptr;
+  }
+  return cred;
+}
+
+std::string utcText(int64_t t) {
+  return log::utcSeconds(std::chrono::system_clock::from_time_t(static_cast<std::time_t>(t)));
+}
+
+// The Kerberos principal a password belongs to: `principal`, else the
+// credentials' user name. NTLM's "DOMAIN\\user" form stands for user in
+// krb5.conf's default realm (the NetBIOS domain is not a realm; a backslash
+// would be an escape in a Kerberos name); "user" and "user@REALM" are
+// Kerberos names already.
+std::string passwordPrincipal(const CredentialSource& source) {
+  std::string name = source.principal.empty() ? source.username : source.principal;
+  if (const size_t slash = name.find('\\'); slash != std::string::npos && source.principal.empty())
+    name = name.substr(slash + 1);
+  return name;
+}
+
+// What a failed krb5_get_init_creds_password means, in words a user acts on.
+struct InitCredsFailure {
+  std::string error;
+  std::string hint;
+  TicketFailure kind = TicketFailure::Transient;
+};
+InitCredsFailure describeInitCreds(krb5_error_code code, const std::string& message) {
+  const std::string said = " (the KDC says: " + message + ")";
+  switch (code) {
+    case KRB5KDC_ERR_PREAUTH_FAILED:
+    case KRB5KRB_AP_ERR_BAD_INTEGRITY:  // a principal without preauthentication
+      return {"the KDC rejected the password" + said,
+              "the password is wrong: correct the cluster's credentials (password or "
+              "password_file) and reload",
+              TicketFailure::Credentials};
+    case KRB5KDC_ERR_KEY_EXP:
+      return {"the password has expired" + said,
+              "change it (kpasswd, or at a desktop of the domain), put the new one in the "
+              "cluster's credentials and reload",
+              TicketFailure::Credentials};
+    case KRB5KDC_ERR_C_PRINCIPAL_UNKNOWN:
+      return {"the KDC does not know this principal" + said,
+              "credentials.username (or principal) must be the Kerberos principal: user or "
+              "user@REALM",
+              TicketFailure::Credentials};
+    case KRB5KDC_ERR_CLIENT_REVOKED:
+      return {"the account is locked or disabled" + said, "ask the realm's administrators",
+              TicketFailure::Credentials};
+    case KRB5KDC_ERR_NAME_EXP:
+      return {"the principal has expired" + said, "ask the realm's administrators",
+              TicketFailure::Credentials};
+    case KRB5_KDC_UNREACH:
+    case KRB5_REALM_CANT_RESOLVE:
+    case KRB5_REALM_UNKNOWN:
+      return {"no KDC answered" + said, "check the network and krb5.conf's kdc for the realm",
+              TicketFailure::Transient};
+    case KRB5KRB_AP_ERR_SKEW:
+      return {"clock skew" + said, "this machine's clock differs from the KDC's",
+              TicketFailure::Transient};
+    default:
+      return {message, "", TicketFailure::Transient};
+  }
+}
+
+// Kerberos without kinit: tickets h2gate gets with a password (the
+// cluster's credentials, no client_keytab). krb5_get_init_creds_password
+// into a MEMORY cache of ours — never the user's cache, never the disk —
+// and a GSSAPI credential from that cache, as for a snapshot of the user's.
+// Not gss_acquire_cred_with_password (which NTLM uses): MIT's mechanism
+// would then get fresh tickets by itself inside whichever
+// gss_init_sec_context finds them due, possibly a token made on the event
+// loop, and would report failures as GSSAPI text only. Here h2gate knows the
+// ticket's end (renewal, the log) and the KDC's error code (one clear line
+// per cause, and the back-off of ticket_schedule.h).
+//
+// Renewal: the first token wanted after renewalTime() (5 minutes before the
+// end, or 20% of a short lifetime) queues a new AS exchange with the
+// password on a token thread; tokens go on from the current ticket until the
+// fresh one replaces it, so no request waits or fails for it. Without
+// requests nothing is renewed; the next token after the end then waits for
+// a fresh ticket (off the event loop: firstStepIsLocal is false without a
+// valid ticket).
+//
+// One per principal and password in the process, shared by the clusters,
+// workers and PAC-named proxies that use them: one AS exchange, one renewal,
+// one back-off however many workers there are (a wrong password is tried
+// once, not once per worker). A reload with another password makes another.
+// One that failed outlives its users until its back-off ends, so that
+// clusters made again (a PAC-named proxy's, a reload's) do not ask the KDC
+// with the same password sooner.
+class PasswordTgt : public std::enable_shared_from_this<PasswordTgt> {
+ public:
+  static std::shared_ptr<PasswordTgt> shared(const std::string& principal,
+                                             const std::string& password) {
+    static std::mutex mu;
+    static std::vector<std::shared_ptr<PasswordTgt>> all;
+    std::lock_guard lock(mu);
+    // Unused (only this list holds it; a queued renewal holds it too) and
+    // not backing off: forgotten, its password wiped.
+    std::erase_if(all, [](const std::shared_ptr<PasswordTgt>& t) {
+      return t.use_count() == 1 && !t->backingOff();
+    });
+    for (const auto& t : all)
+      if (t->matches(principal, password)) return t;
+    all.push_back(std::make_shared<PasswordTgt>(principal, password));
+    return all.back();
+  }
+
+  PasswordTgt(std::string principal, std::string password)
+      : principal_(std::move(principal)), shown_(principal_), password_(std::move(password)) {}
+  ~PasswordTgt() { OPENSSL_cleanse(password_.data(), password_.size()); }
+
+  // The credential, got now (an AS exchange: blocks, off the event loop
+  // only) when there is no valid one; null with *fail set, at once while a
+  // failure's back-off lasts.
+  std::shared_ptr<Cred> get(Step* fail) {
+    bool renew = false;
+    std::shared_ptr<Cred> cred;
+    {
+      std::lock_guard lock(mu_);
+      const int64_t now = std::time(nullptr);
+      if (usable(now)) {
+        cred = cred_;
+        if (now >= renew_at_ && !renewing_ && now >= retry_at_) renew = renewing_ = true;
+      }
+    }
+    if (cred) {
+      if (renew) TokenThreads::instance().post([self = shared_from_this()] { self->renew(); });
+      return cred;
+    }
+    std::lock_guard acquiring(acquire_mu_);
+    {
+      std::lock_guard lock(mu_);
+      const int64_t now = std::time(nullptr);
+      if (usable(now)) return cred_;  // another thread got one meanwhile
+      if (now < retry_at_) return failed(fail);
+    }
+    obtain(/*renewal=*/false);
+    std::lock_guard lock(mu_);
+    if (usable(std::time(nullptr))) return cred_;
+    return failed(fail);
+  }
+
+  // The valid credential in memory, or null; no I/O.
+  std::shared_ptr<Cred> current() {
+    std::lock_guard lock(mu_);
+    return usable(std::time(nullptr)) ? cred_ : nullptr;
+  }
+
+  // For `h2gate check`: the ticket now, or why there is none.
+  std::string describe() {
+    std::lock_guard lock(mu_);
+    if (usable(std::time(nullptr)))
+      return "Kerberos ticket for " + shown_ +
+             " got with the configured password (no kinit; kept in memory), valid until " +
+             utcText(end_) + ", renewed from " + utcText(renew_at_);
+    if (!error_.empty()) return "no Kerberos ticket for " + shown_ + ": " + error_;
+    return "";
+  }
+
+ private:
+  bool backingOff() {
+    std::lock_guard lock(mu_);
+    return std::time(nullptr) < retry_at_;
+  }
+
+  bool matches(const std::string& principal, const std::string& password) const {
+    return principal == principal_ && password.size() == password_.size() &&
+           CRYPTO_memcmp(password.data(), password_.data(), password.size()) == 0;
+  }
+
+  // Whether the ticket is good for a token now: a few seconds before its end
+  // at most (the token still has to reach the proxy), less for tiny lifetimes.
+  bool usable(int64_t now) const {
+    return cred_ && now + std::min<int64_t>(5, (end_ - start_) / 10) < end_;
+  }
+
+  std::shared_ptr<Cred> failed(Step* fail) const {
+    fail->error = error_;
+    fail->hint = hint_;
+    return nullptr;
+  }
+
+  // On a token thread.
+  void renew() {
+    {
+      std::lock_guard acquiring(acquire_mu_);
+      bool due = false;
+      {
+        std::lock_guard lock(mu_);
+        due = std::time(nullptr) >= renew_at_;  // else another thread got one meanwhile
+      }
+      if (due) obtain(/*renewal=*/true);
+    }
+    std::lock_guard lock(mu_);
+    renewing_ = false;
+  }
+
+  // One AS exchange with the password; acquire_mu_ held.
+  void obtain(bool renewal) {
+    std::shared_ptr<Cred> cred;
+    InitCredsFailure why;
+    int64_t start = 0;
+    int64_t end = 0;
+    std::string shown = principal_;
+    krb5_context kc = nullptr;
+    if (krb5_error_code e = krb5_init_context(&kc); e != 0) {
+      why = {"cannot initialise Kerberos (krb5.conf): error " + std::to_string(e),
+             "check krb5.conf (KRB5_CONFIG)", TicketFailure::Credentials};
+      kc = nullptr;
+    }
+    krb5_principal client = nullptr;
+    if (kc) {
+      if (krb5_error_code e = krb5_parse_name(kc, principal_.c_str(), &client); e != 0) {
+        why = {"'" + principal_ + "' is not a Kerberos principal: " + Krb5Error(kc, e).str(),
+               "credentials.username (or principal) is the Kerberos principal: user or "
+               "user@REALM (without @REALM, krb5.conf's default_realm)",
+               TicketFailure::Credentials};
+        client = nullptr;
+      } else {
+        char* text = nullptr;
+        if (krb5_unparse_name(kc, client, &text) == 0) {
+          shown = text;
+          krb5_free_unparsed_name(kc, text);
+        }
+      }
+    }
+    if (client) {
+      const std::string memory = uniqueMemoryCache("password");
+      krb5_ccache mem = nullptr;
+      krb5_get_init_creds_opt* opt = nullptr;
+      krb5_creds creds;
+      std::memset(&creds, 0, sizeof creds);
+      krb5_error_code e = krb5_cc_resolve(kc, memory.c_str(), &mem);
+      if (e == 0) e = krb5_get_init_creds_opt_alloc(kc, &opt);
+      if (e == 0) e = krb5_get_init_creds_opt_set_out_ccache(kc, opt, mem);
+      if (e == 0)
+        e = krb5_get_init_creds_password(kc, &creds, client, password_.c_str(), nullptr, nullptr, 0,
+                                         nullptr, opt);
+      if (e == 0) {
+        start = creds.times.starttime != 0 ? creds.times.starttime : creds.times.authtime;
+        end = creds.times.endtime;
+        krb5_free_cred_contents(kc, &creds);
+        krb5_cc_close(kc, mem);  // closing a MEMORY cache keeps its contents
+        mem = nullptr;
+        Step fail;
+        cred = acquireSpnego(GSS_C_NO_NAME, {{"ccache", memory.c_str()}}, memory, memory, &fail);
+        if (!cred) why = {fail.error, fail.hint, TicketFailure::Transient};
+        // (Without a credential, nothing holds the cache: Cred's destructor
+        // destroyed it.)
+      } else {
+        why = describeInitCreds(e, Krb5Error(kc, e).str());
+        if (mem) krb5_cc_destroy(kc, mem);
+        mem = nullptr;
+      }
+      if (opt) krb5_get_init_creds_opt_free(kc, opt);
+      if (mem) krb5_cc_close(kc, mem);
+      krb5_free_principal(kc, client);
+    }
+    if (kc) krb5_free_context(kc);
+
+    std::lock_guard lock(mu_);
+    shown_ = shown;
+    if (cred) {
+      cred_ = std::move(cred);
+      start_ = start;
+      end_ = end;
+      renew_at_ = renewalTime(start, end);
+      retry_at_ = 0;
+      error_.clear();
+      hint_.clear();
+      logged_.clear();
+      H2G_LOG(Info, 0, 0,
+              "Kerberos: " << (renewal ? "renewed the ticket" : "got a ticket") << " for " << shown
+                           << " with the configured password (no kinit; kept in memory), valid "
+                              "until "
+                           << utcText(end) << "; next renewal from " << utcText(renew_at_));
+      return;
+    }
+    const int64_t delay = retryDelay(why.kind);
+    error_ = "getting a ticket for " + shown + " with the configured password: " + why.error;
+    hint_ = why.hint + (why.hint.empty() ? "" : "; ") +
+            (why.kind == TicketFailure::Credentials
+                 ? "h2gate asks the KDC with this password again in " + std::to_string(delay / 60) +
+                       " minutes (so that it cannot lock the account), or at once after a "
+                       "reload with another"
+                 : "h2gate asks the KDC again in " + std::to_string(delay) + " s");
+    retry_at_ = std::time(nullptr) + delay;
+    if (renewal && cred_) {
+      // The current ticket goes on until its end; requests do not fail
+      // yet, so this is the only word of it. Once per cause.
+      const std::string line = "Kerberos: renewing the ticket for " + shown +
+                               " failed: " + why.error + " (" + hint_ +
+                               "); the current one is valid until " + utcText(end_);
+      if (logged_ != why.error) {
+        H2G_LOG(Warn, 0, 0, line);
+      } else {
+        H2G_LOG(Debug, 0, 0, line);
+      }
+      logged_ = why.error;
+    }
+  }
+
+  const std::string principal_;  // as configured
+  std::string shown_;            // with its realm, once parsed
+  std::string password_;         // a secret: wiped in the destructor
+  std::mutex acquire_mu_;        // one AS exchange at a time
+  std::mutex mu_;                // what follows
+  std::shared_ptr<Cred> cred_;
+  int64_t start_ = 0;
+  int64_t end_ = 0;
+  int64_t renew_at_ = 0;
+  bool renewing_ = false;  // a renewal is queued or running
+  // The last failure, told to every request until retry_at_.
+  std::string error_;
+  std::string hint_;
+  int64_t retry_at_ = 0;
+  std::string logged_;  // the renewal failure last logged at warn
+};
+
 class GssMechanisms;
 
 class GssContext : public SecurityContext {
@@ -169,16 +527,27 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
 
   // The credential for `m`, acquired (or refreshed) now; null with *fail set.
   std::shared_ptr<Cred> credential(Mechanism m, Step* fail) {
+    // A password's tickets: outside mu_, which the event loop takes
+    // (firstStepIsLocal), as an AS exchange may take seconds.
+    if (m == Mechanism::Negotiate && withPassword()) return passwordTgt()->get(fail);
     std::lock_guard<std::mutex> lock(mu_);
     return m == Mechanism::Negotiate ? kerberos(fail) : ntlm(fail);
+  }
+
+  std::string credentialsNote(Mechanism m) override {
+    if (m != Mechanism::Negotiate || !withPassword()) return "";
+    return passwordTgt()->describe();
   }
 
   // A Negotiate step failed with this credential: acquire a fresh one next
   // time (the user may have run kinit meanwhile). An NTLM credential is
   // kept: a password does not change by itself, and gss-ntlmssp 1.2 leaks
-  // some 6 KiB in OpenSSL with every acquisition (tests/lsan.supp).
+  // some 6 KiB in OpenSSL with every acquisition (tests/lsan.supp). So is a
+  // ticket got with a password: it is renewed before it ends, and dropping
+  // it on a failure that is not its fault (a wrong spn) would send every
+  // request to the KDC for a new one.
   void forget(Mechanism m, const std::shared_ptr<Cred>& cred) {
-    if (m != Mechanism::Negotiate) return;
+    if (m != Mechanism::Negotiate || withPassword()) return;
     std::lock_guard<std::mutex> lock(mu_);
     if (krb_ == cred) krb_.reset();
   }
@@ -191,11 +560,24 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
   // local (hashes of the password in memory).
   bool firstStepIsLocal(Mechanism m, const std::string& spn) override {
     if (m == Mechanism::Ntlm) return true;
+    std::shared_ptr<Cred> cred;
+    if (withPassword()) {
+      // The password's ticket, while valid (renewal is queued, not waited for).
+      std::shared_ptr<PasswordTgt> tgt;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        tgt = tgt_;
+      }
+      if (!tgt || !(cred = tgt->current())) return false;
+    }
     std::lock_guard<std::mutex> lock(mu_);
-    if (!krb_ || !krb_->in_memory) return false;
-    if (!file_cache_.empty() && stampOf(file_cache_) != stamp_) return false;
+    if (!cred) {
+      if (!krb_ || !krb_->in_memory) return false;
+      if (!file_cache_.empty() && stampOf(file_cache_) != stamp_) return false;
+      cred = krb_;
+    }
     const auto it = tickets_.find(spn);
-    if (it == tickets_.end() || it->second.generation != krb_->generation) return false;
+    if (it == tickets_.end() || it->second.generation != cred->generation) return false;
     return std::time(nullptr) + kTicketMargin < it->second.endtime;
   }
 
@@ -264,33 +646,13 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
     return FileStamp{st.st_dev, st.st_ino, st.st_size, st.st_mtim};
   }
 
-  std::shared_ptr<Cred> spnegoFromStore(gss_name_t name,
-                                        std::vector<gss_key_value_element_desc> store,
-                                        std::string memory_cache, std::string cache_name,
-                                        Step* fail) {
-    auto cred = std::make_shared<Cred>();
-    cred->in_memory = !memory_cache.empty();
-    cred->memory_cache = std::move(memory_cache);
-    cred->cache_name = std::move(cache_name);
-    cred->generation = ++generations_;
-    gss_key_value_set_desc set{static_cast<OM_uint32>(store.size()), store.data()};
-    gss_OID_set_desc mechs{1, &kSpnegoOid};
-    OM_uint32 minor = 0;
-    OM_uint32 major = gss_acquire_cred_from(&minor, name, GSS_C_INDEFINITE, &mechs, GSS_C_INITIATE,
-                                            &set, &cred->handle, nullptr, nullptr);
-    if (GSS_ERROR(major)) {
-      fail->error = gssError("acquiring Kerberos credentials", major, minor, &kSpnegoOid);
-      fail->hint = kerberosHint(fail->error);
-      return nullptr;
-    }
-    // SPNEGO offers Kerberos only (see the top of this file).
-    gss_OID_set_desc krb5{1, const_cast<gss_OID>(gss_mech_krb5)};
-    major = gss_set_neg_mechs(&minor, cred->handle, &krb5);
-    if (GSS_ERROR(major)) {
-      fail->error = gssError("limiting SPNEGO to Kerberos", major, minor, &kSpnegoOid);
-      return nullptr;
-    }
-    return cred;
+  // Kerberos tickets come from the password: credentials with a user name
+  // and no client keytab (then the keytab's; see mechanism.h).
+  bool withPassword() const { return source_.client_keytab.empty() && !source_.username.empty(); }
+  std::shared_ptr<PasswordTgt> passwordTgt() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tgt_) tgt_ = PasswordTgt::shared(passwordPrincipal(source_), source_.password);
+    return tgt_;
   }
 
   gss_name_t principalName(Step* fail) {
@@ -313,7 +675,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
       gss_name_t name = principalName(fail);
       if (!source_.principal.empty() && name == GSS_C_NO_NAME) return nullptr;
       std::string memory = uniqueMemoryCache("keytab");
-      krb_ = spnegoFromStore(
+      krb_ = acquireSpnego(
           name, {{"client_keytab", source_.client_keytab.c_str()}, {"ccache", memory.c_str()}},
           memory, memory, fail);
       OM_uint32 minor = 0;
@@ -382,7 +744,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
         fail->error = "cannot read credential cache " + name + ": " + Krb5Error(kc, e).str();
         fail->hint = kerberosHint("No credentials cache");
       } else {
-        out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", memory.c_str()}}, memory, memory, fail);
+        out = acquireSpnego(GSS_C_NO_NAME, {{"ccache", memory.c_str()}}, memory, memory, fail);
         if (out && stamp) {
           file_cache_ = path;
           stamp_ = *stamp;
@@ -395,7 +757,7 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
       }
     } else {
       file_cache_.clear();
-      out = spnegoFromStore(GSS_C_NO_NAME, {{"ccache", name.c_str()}}, "", name, fail);
+      out = acquireSpnego(GSS_C_NO_NAME, {{"ccache", name.c_str()}}, "", name, fail);
     }
     krb5_free_principal(kc, client);
     krb5_cc_close(kc, src);
@@ -475,9 +837,9 @@ class GssMechanisms : public Mechanisms, public std::enable_shared_from_this<Gss
   krb5_context profile_keeper_ = nullptr;
   std::mutex mu_;
   std::map<std::string, Ticket> tickets_;  // by spn
-  uint64_t generations_ = 0;
   std::shared_ptr<Cred> krb_;
-  std::string file_cache_;  // the user's FILE cache krb_ is a copy of ("" otherwise)
+  std::shared_ptr<PasswordTgt> tgt_;  // with a password
+  std::string file_cache_;            // the user's FILE cache krb_ is a copy of ("" otherwise)
   FileStamp stamp_;
   std::shared_ptr<Cred> ntlm_;
 };

@@ -23,10 +23,14 @@ inline std::string_view mechanismName(Mechanism m) {
 
 // Where a cluster's credentials come from.
 struct CredentialSource {
-  // An explicit identity, for NTLM: "DOMAIN\user" or "user@DOMAIN". Empty:
-  // the platform's own credentials (Kerberos: the user's credential cache,
+  // An explicit identity: "DOMAIN\user" or "user@DOMAIN". Empty: the
+  // platform's own credentials (Kerberos: the user's credential cache,
   // KRB5CCNAME; NTLM on Linux: gss-ntlmssp's NTLM_USER_FILE; Windows: the
-  // logged-on user, single sign-on).
+  // logged-on user, single sign-on). Given, it serves Negotiate too unless
+  // there is a client_keytab: GSSAPI gets Kerberos tickets with the
+  // password itself (no kinit; the principal is `principal`, else this
+  // name, "DOMAIN\user" meaning user in the default realm), SSPI uses the
+  // identity as it does for NTLM.
   std::string username;
   // With username. The backend copies what it needs and wipes its copies;
   // the caller wipes this one.
@@ -34,8 +38,9 @@ struct CredentialSource {
   // GSSAPI Negotiate for service accounts: tickets come from this keytab
   // (into a credential cache in memory). Ignored by SSPI.
   std::string client_keytab;
-  // GSSAPI Negotiate: the client principal to use (from the keytab, or the
-  // cache collection). Empty: the keytab's first / the cache's default.
+  // GSSAPI Negotiate: the client principal to use (from the keytab, the
+  // cache collection, or whose password `password` is). Empty: the keytab's
+  // first / the cache's default / `username`.
   std::string principal;
 };
 
@@ -79,6 +84,14 @@ class Mechanisms {
     (void)m;
     (void)spn;
     return false;
+  }
+  // For `h2gate check`: what the credentials for `m` are now, when the
+  // backend got them itself ("Kerberos ticket for alice@REALM got with the
+  // configured password ..., valid until ..."), or why it could not; "" when
+  // there is nothing to add. No I/O.
+  virtual std::string credentialsNote(Mechanism m) {
+    (void)m;
+    return "";
   }
 };
 

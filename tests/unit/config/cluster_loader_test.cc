@@ -94,6 +94,19 @@ TEST_CASE("proxy_authentication: each scheme loads", "[config][auth]") {
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters[0].credentials->username == "bob");
   }
+  SECTION("negotiate with a password: no keytab, the principal optional") {
+    const LoadResult r =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: negotiate\n"
+                      "      principal: alice@CORP.EXAMPLE\n"
+                      "      credentials: {username: 'CORP\\alice', password: x}\n"));
+    INFO(allProblems(r.problems));
+    REQUIRE(r.ok());
+    const Cluster& c = r.bootstrap.clusters[0];
+    CHECK(c.authentication->principal == "alice@CORP.EXAMPLE");
+    CHECK(c.authentication->client_keytab.empty());
+    CHECK(c.credentials->username == "CORP\\alice");
+  }
   SECTION("a keytab, a principal and an spn") {
     h2gate::test::TempDir dir("auth");
     const std::string kt = dir.write("svc.keytab", "x");
@@ -172,6 +185,31 @@ TEST_CASE("proxy_authentication: errors name file, line, column and field",
     const LoadResult r = load(withAuth(c.auth));
     INFO(allProblems(r.problems));
     CHECK(hasProblem(r.problems, c.problem));
+  }
+  {
+    // negotiate with a keytab and a password: which would it use?
+    h2gate::test::TempDir dir("auth");
+    const std::string kt = dir.write("svc.keytab", "x");
+    const LoadResult both =
+        load(withAuth("    proxy_authentication:\n"
+                      "      scheme: negotiate\n"
+                      "      credentials: {username: alice, password: pw}\n"
+                      "      client_keytab: {filename: " +
+                      kt + "}\n"));
+    INFO(allProblems(both.problems));
+    CHECK(hasProblem(both.problems,
+                     "cfg.yaml:13:22: " + p +
+                         ".client_keytab: scheme negotiate takes its Kerberos tickets either from "
+                         "client_keytab or with the password of credentials, not both: remove "
+                         "one"));
+    // auto may: the keytab for Negotiate, the credentials for NTLM and Basic.
+    const LoadResult in_auto =
+        load(withAuth("    proxy_authentication:\n"
+                      "      credentials: {username: alice, password: pw}\n"
+                      "      client_keytab: {filename: " +
+                      kt + "}\n"));
+    INFO(allProblems(in_auto.problems));
+    CHECK(in_auto.ok());
   }
   // ntlm where the TLS settings offer h2 only.
   std::string yaml = withAuth("    proxy_authentication: {scheme: ntlm}\n");

@@ -7,7 +7,9 @@
 #include <gssapi/gssapi_ext.h>
 #include <gssapi/gssapi_krb5.h>
 
+#include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -15,7 +17,10 @@
 #include "gateway/upstream/auth/mechanism.h"
 #include "tests/support/config_util.h"
 #include "tests/support/kerberos.h"
+#include "tests/support/net.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/upstream_proxies.h"
+#include "tests/support/util.h"
 
 using namespace h2gate::upstream::auth;
 using h2gate::test::Kdc;
@@ -233,4 +238,146 @@ TEST_CASE("GSSAPI NTLM (gss-ntlmssp): NTLMv2 with an explicit identity",
   CHECK(type3.compare(0, 8, std::string("NTLMSSP\0", 8)) == 0);
   CHECK(u16(20) > 24);
   CHECK_FALSE(run("wrong-pw", &type3));
+}
+
+namespace {
+
+// AS requests for `principal` in the KDC's log with `result` ("ISSUE",
+// "PREAUTH_FAILED", "CLIENT KEY EXPIRED", "CLIENT_NOT_FOUND").
+size_t asRequests(const Kdc& kdc, const std::string& principal, const std::string& result) {
+  size_t n = 0;
+  std::istringstream in(kdc.log());
+  for (std::string line; std::getline(in, line);)
+    if (line.find("AS_REQ") != std::string::npos && line.find(result + ": ") != std::string::npos &&
+        line.find(principal + "@" + kdc.realm() + " for krbtgt/") != std::string::npos)
+      ++n;
+  return n;
+}
+
+CredentialSource withPassword(const std::string& user, const std::string& password) {
+  CredentialSource source;
+  source.username = user;
+  source.password = password;
+  return source;
+}
+
+}  // namespace
+
+TEST_CASE("GSSAPI Negotiate with a password: no kinit, no cache, one AS exchange",
+          "[auth][gssapi][kerberos][password]") {
+  Realm realm;
+  ScopedKrb5Env env(realm.kdc, "FILE:" + realm.kdc.dir().file("no-such-cache"));
+  // NTLM's DOMAIN\user form: user in the default realm.
+  auto mechs = platformMechanisms(withPassword("CORP\\alice", "alice-pw"));
+  CHECK(mechs->credentialsNote(Mechanism::Negotiate).empty());  // nothing asked yet
+  CHECK_FALSE(mechs->firstStepIsLocal(Mechanism::Negotiate, "HTTP@localhost"));
+  Step mutual;
+  CHECK(negotiate(*mechs, realm.http_keytab, &mutual) == "alice@H2GATE.TEST");
+  CHECK(mutual.status == Step::Status::Complete);
+  CHECK_THAT(mechs->credentialsNote(Mechanism::Negotiate),
+             Catch::StartsWith("Kerberos ticket for alice@H2GATE.TEST got with the configured "
+                               "password (no kinit; kept in memory), valid until "));
+  // The service ticket is in memory: the next token may be made on the loop.
+  CHECK(mechs->firstStepIsLocal(Mechanism::Negotiate, "HTTP@localhost"));
+  // Another cluster (or worker) with the same principal and password shares
+  // the ticket: no second AS exchange.
+  auto other = platformMechanisms(withPassword("alice", "alice-pw"));
+  CHECK(negotiate(*other, realm.http_keytab, &mutual) == "alice@H2GATE.TEST");
+  CHECK(negotiate(*mechs, realm.http_keytab, &mutual) == "alice@H2GATE.TEST");
+  CHECK(asRequests(realm.kdc, "alice", "ISSUE") == 1);
+  // `principal` names the Kerberos principal when the user name is NTLM's.
+  CredentialSource bob = withPassword("CORP\\someone-else", "bob-pw");
+  bob.principal = "bob@H2GATE.TEST";
+  CHECK(negotiate(*platformMechanisms(bob), realm.http_keytab, &mutual) == "bob@H2GATE.TEST");
+  CHECK_FALSE(std::filesystem::exists(realm.kdc.dir().file("no-such-cache")));
+}
+
+TEST_CASE("GSSAPI Negotiate with a password: each failure says why, and the KDC is asked once",
+          "[auth][gssapi][kerberos][password]") {
+  Realm realm;
+  ScopedKrb5Env env(realm.kdc, "FILE:" + realm.kdc.dir().file("no-such-cache"));
+  std::string user;
+  std::string password;
+  std::string error;
+  std::string hint;
+  std::string kdc_result;
+  SECTION("a wrong password (preauthentication required)") {
+    realm.kdc.modifyPrincipal("alice", "+requires_preauth");
+    user = "alice";
+    password = "wrong-pw-unit-1";
+    error =
+        "getting a ticket for alice@H2GATE.TEST with the configured password: the KDC "
+        "rejected the password (the KDC says: ";
+    hint = "the password is wrong";
+    kdc_result = "PREAUTH_FAILED";
+  }
+  SECTION("an expired password") {
+    realm.kdc.modifyPrincipal("bob", "-pwexpire \"2020-01-01 00:00:00 UTC\"");
+    user = "bob";
+    password = "bob-pw";
+    error =
+        "getting a ticket for bob@H2GATE.TEST with the configured password: the password has "
+        "expired (the KDC says: Password has expired)";
+    hint = "change it (kpasswd";
+    kdc_result = "CLIENT KEY EXPIRED";
+  }
+  SECTION("a principal the KDC does not know") {
+    user = "nobody";
+    password = "nobody-pw-unit";
+    error =
+        "getting a ticket for nobody@H2GATE.TEST with the configured password: the KDC does "
+        "not know this principal";
+    hint = "credentials.username (or principal) must be the Kerberos principal";
+    kdc_result = "CLIENT_NOT_FOUND";
+  }
+  auto mechs = platformMechanisms(withPassword(user, password));
+  for (int i = 0; i < 3; ++i) {
+    const Step s = mechs->newContext(Mechanism::Negotiate, "HTTP@localhost")->step({});
+    CHECK(s.status == Step::Status::Failed);
+    CHECK(s.token.empty());
+    CHECK_THAT(s.error, Catch::StartsWith(error));
+    CHECK_THAT(s.hint, Catch::Contains(hint));
+    CHECK_THAT(s.hint, Catch::EndsWith("h2gate asks the KDC with this password again in 15 "
+                                       "minutes (so that it cannot lock the account), or at once "
+                                       "after a reload with another"));
+    CHECK(s.error.find(password) == std::string::npos);
+  }
+  // Three tokens wanted, one question to the KDC.
+  CHECK(asRequests(realm.kdc, user, kdc_result) == 1);
+  CHECK_THAT(mechs->credentialsNote(Mechanism::Negotiate),
+             Catch::StartsWith("no Kerberos ticket for " + user + "@H2GATE.TEST: " + error));
+}
+
+TEST_CASE("GSSAPI Negotiate with a password: an unreachable KDC is not asked again at once",
+          "[auth][gssapi][kerberos][password]") {
+  Realm realm;
+  // A krb5.conf whose KDC port nobody listens on; MIT's trace shows each
+  // attempt to get a ticket.
+  h2gate::test::TempDir dir("nokdc");
+  const uint16_t port = h2gate::test::freePort();
+  const std::string conf =
+      dir.write("krb5.conf",
+                "[libdefaults]\n default_realm = H2GATE.TEST\n dns_lookup_kdc = false\n"
+                " udp_preference_limit = 1\n[realms]\n H2GATE.TEST = {\n  kdc = 127.0.0.1:" +
+                    std::to_string(port) + "\n }\n");
+  const std::string trace = dir.file("trace");
+  ScopedKrb5Env env(realm.kdc, "FILE:" + dir.file("no-such-cache"));
+  h2gate::testing::ScopedEnv krb5_config("KRB5_CONFIG", conf);
+  h2gate::testing::ScopedEnv krb5_trace("KRB5_TRACE", trace);
+  auto mechs = platformMechanisms(withPassword("alice", "alice-pw-unreachable"));
+  for (int i = 0; i < 3; ++i) {
+    const Step s = mechs->newContext(Mechanism::Negotiate, "HTTP@localhost")->step({});
+    CHECK(s.status == Step::Status::Failed);
+    CHECK_THAT(s.error, Catch::StartsWith("getting a ticket for alice@H2GATE.TEST with the "
+                                          "configured password: no KDC answered (the KDC says: "));
+    CHECK_THAT(s.hint, Catch::EndsWith("check the network and krb5.conf's kdc for the realm; "
+                                       "h2gate asks the KDC again in 30 s"));
+  }
+  // Three tokens wanted, one attempt.
+  const std::string traced = h2gate::test::readFile(trace);
+  INFO(traced);
+  CHECK(h2gate::test::countOccurrences(traced,
+                                       "Getting initial credentials for alice@H2GATE.TEST") == 1);
+  CHECK(h2gate::test::countOccurrences(
+            traced, "Initiating TCP connection to stream 127.0.0.1:" + std::to_string(port)) == 1);
 }
