@@ -255,7 +255,7 @@ stage_fuzz() {
     note fuzz "no fuzz targets"
     return 1
   fi
-  local artifacts="$ROOT/build-fuzz/artifacts" works=() running=0 i
+  local artifacts="$ROOT/build-fuzz/artifacts" works=() i
   mkdir -p "$artifacts"
   # Two targets at a time (libFuzzer runs one thread): the stage takes half
   # the wall time on two cores.
@@ -277,21 +277,24 @@ stage_fuzz() {
     done
     rm -f "$artifacts/$name-"*
     echo "fuzzing $name for ${FUZZ_SECONDS}s ($(find "$work/corpus" -type f | wc -l) seeds)"
-    if ((running >= 2)); then
-      wait -n || true
-      running=$((running - 1))
-    fi
+    # Two at most: each writes its rc file when done. Not bash's bare `wait`
+    # or `wait -n`: they also wait for the builds and preparations running in
+    # the background (start_prepare), which outlast this stage.
+    while (($(find "${works[@]}" -maxdepth 1 -name rc 2>/dev/null | wc -l) < ${#works[@]} - 2)); do
+      sleep 1
+    done
     (
       one=0
       ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
         UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
         timeout --kill-after=30 $((FUZZ_SECONDS + 300)) "$t" "${args[@]}" "$work/corpus" \
         >"$work/log" 2>&1 || one=$?
-      echo "$one" >"$work/rc"
+      echo "$one" >"$work/rc.tmp" && mv "$work/rc.tmp" "$work/rc"
     ) &
-    running=$((running + 1))
   done
-  wait
+  while (($(find "${works[@]}" -maxdepth 1 -name rc 2>/dev/null | wc -l) < ${#works[@]})); do
+    sleep 1
+  done
   for i in "${!targets[@]}"; do
     name=$(basename "${targets[$i]}")
     work=${works[$i]}
