@@ -15,6 +15,7 @@
 #include "gateway/server/autostart.h"
 #include "gateway/server/command_line.h"
 #include "gateway/server/service.h"
+#include "gateway/server/win_text.h"
 
 namespace h2gate::autostart {
 namespace {
@@ -22,41 +23,10 @@ namespace {
 const wchar_t kRunKeyW[] = L"Software\\Microsoft\\Windows\\CurrentVersion\\Run";
 const wchar_t kValueNameW[] = L"h2gate";
 
-std::string errorText(LSTATUS code) {
-  char buf[512] = "";
-  DWORD n = ::FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                             static_cast<DWORD>(code), 0, buf, sizeof buf, nullptr);
-  while (n > 0 && (buf[n - 1] == '\r' || buf[n - 1] == '\n' || buf[n - 1] == '.')) buf[--n] = 0;
-  return (n ? std::string(buf) : std::string("error")) + " (error " + std::to_string(code) + ")";
-}
-
-// Command-line arguments are in the ANSI code page (main's argv).
-std::wstring widen(const std::string& s) {
-  if (s.empty()) return {};
-  int n = ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
-  std::wstring out(static_cast<size_t>(n), L'\0');
-  ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n);
-  return out;
-}
-
-std::string narrow(const std::wstring& s) {
-  if (s.empty()) return {};
-  int n = ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0,
-                                nullptr, nullptr);
-  std::string out(static_cast<size_t>(n), '\0');
-  ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n, nullptr,
-                        nullptr);
-  return out;
-}
-
-std::wstring absolutePath(const std::wstring& p) {
-  DWORD n = ::GetFullPathNameW(p.c_str(), 0, nullptr, nullptr);
-  if (n == 0) return p;
-  std::wstring out(n, L'\0');
-  n = ::GetFullPathNameW(p.c_str(), n, out.data(), nullptr);
-  out.resize(n);
-  return out;
-}
+using win_text::absolutePath;
+using win_text::errorText;
+using win_text::narrow;
+using win_text::widen;
 
 // Closes a registry key at scope exit.
 struct Key {

@@ -404,7 +404,7 @@ log=$(tr -d '\r' <"$ULOG" 2>/dev/null) || fail "no log at %LOCALAPPDATA%\\h2gate
 [[ $log == *"listening on 127.0.0.1:3128"* ]] ||
   fail "the per-user log does not show the listener: $log"
 [[ $log != *"as LocalSystem"* ]] || fail "the per-user h2gate warns of LocalSystem: $log"
-curl -fsS -o /dev/null -X POST http://127.0.0.1:9901/quitquitquit || fail "POST /quitquitquit failed"
+curl -fsS -o /dev/null -X POST -H "X-H2gate-Admin: 1" http://127.0.0.1:9901/quitquitquit || fail "POST /quitquitquit failed"
 for _ in $(seq 1 50); do
   curl -fsS -o /dev/null --max-time 1 http://127.0.0.1:9901/ready 2>/dev/null || break
   sleep 0.3

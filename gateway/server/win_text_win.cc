@@ -1,0 +1,42 @@
+#include "gateway/server/win_text.h"
+
+#include <windows.h>
+
+namespace h2gate::win_text {
+
+std::string errorText(unsigned long code) {
+  char buf[512] = "";
+  DWORD n = ::FormatMessageA(FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+                             static_cast<DWORD>(code), 0, buf, sizeof buf, nullptr);
+  while (n > 0 && (buf[n - 1] == '\r' || buf[n - 1] == '\n' || buf[n - 1] == '.')) buf[--n] = 0;
+  return (n ? std::string(buf) : std::string("error")) + " (error " + std::to_string(code) + ")";
+}
+
+std::wstring widen(const std::string& s) {
+  if (s.empty()) return {};
+  int n = ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
+  std::wstring out(static_cast<size_t>(n), L'\0');
+  ::MultiByteToWideChar(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n);
+  return out;
+}
+
+std::string narrow(const std::wstring& s) {
+  if (s.empty()) return {};
+  int n = ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), nullptr, 0,
+                                nullptr, nullptr);
+  std::string out(static_cast<size_t>(n), '\0');
+  ::WideCharToMultiByte(CP_ACP, 0, s.data(), static_cast<int>(s.size()), out.data(), n, nullptr,
+                        nullptr);
+  return out;
+}
+
+std::wstring absolutePath(const std::wstring& p) {
+  DWORD n = ::GetFullPathNameW(p.c_str(), 0, nullptr, nullptr);
+  if (n == 0) return p;
+  std::wstring out(n, L'\0');
+  n = ::GetFullPathNameW(p.c_str(), n, out.data(), nullptr);
+  out.resize(n);
+  return out;
+}
+
+}  // namespace h2gate::win_text
