@@ -178,6 +178,8 @@ if ((!PREPARE)) && [[ -f $PREPARED ]]; then
   if [[ $(podman container inspect --format '{{.State.Running}}' "$NAME" 2>/dev/null) == true ]] &&
     podman exec "$NAME" test -e "$BUILT_MARK"; then
     BUILT=1
+    # The container's CPU so far is the prepared steps': not this step's.
+    STEP_CPU0=$(box_cpu)
     log "container $NAME from --prepare: steps 1 to 3 done there (README command 1 served a request, the tests built):"
     podman exec "$NAME" cat "$BUILT_MARK" | sed 's/^/  /'
   else
