@@ -23,7 +23,6 @@ namespace {
 const wchar_t kRunKeyW[] = L"Software\\Microsoft\\Windows\\CurrentVersion\\Run";
 const wchar_t kValueNameW[] = L"h2gate";
 
-using win_text::absolutePath;
 using win_text::errorText;
 using win_text::narrow;
 using win_text::widen;
@@ -89,20 +88,14 @@ std::string defaultLogFile() {
 }
 
 int install(const std::vector<std::string>& flags) {
-  wchar_t exe[MAX_PATH * 2] = L"";
-  DWORD n = ::GetModuleFileNameW(nullptr, exe, MAX_PATH * 2);
-  if (n == 0 || n >= MAX_PATH * 2) {
-    std::cerr << "h2gate: autostart install: cannot find h2gate.exe's own path: "
-              << errorText(static_cast<LSTATUS>(::GetLastError())) << "\n";
+  bool has_log_file = false;
+  std::string error;
+  std::vector<std::wstring> args =
+      win_text::ownCommand({L"autostart", L"run"}, flags, &has_log_file, &error);
+  if (args.empty()) {
+    std::cerr << "h2gate: autostart install: " << error << "\n";
     return 1;
   }
-  std::vector<std::wstring> wide;
-  for (const std::string& f : flags) wide.push_back(widen(f));
-  bool has_log_file = false;
-  std::vector<std::wstring> args = {exe, L"autostart", L"run"};
-  for (std::wstring& a :
-       command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, &has_log_file))
-    args.push_back(std::move(a));
   if (!has_log_file) {
     const std::string log = defaultLogFile();
     if (log.empty()) {
@@ -127,7 +120,7 @@ int install(const std::vector<std::string>& flags) {
   }
 
   bool found = false;
-  std::string error;
+  error.clear();
   const std::wstring before = readValue(&found, &error);
   if (found && before == command) {
     std::cout << "autostart: already installed, unchanged: " << kRunKey << "\\" << kValueName

@@ -33,7 +33,6 @@ const wchar_t kDescriptionW[] =
     L"upstream HTTPS proxies over HTTP/2.";
 
 // The system's text for a Win32 error code, with the code.
-using win_text::absolutePath;
 using win_text::errorText;
 using win_text::narrow;
 using win_text::widen;
@@ -163,20 +162,14 @@ std::string defaultLogFile() {
 }
 
 int install(const std::vector<std::string>& flags) {
-  wchar_t exe[MAX_PATH * 2] = L"";
-  DWORD n = ::GetModuleFileNameW(nullptr, exe, MAX_PATH * 2);
-  if (n == 0 || n >= MAX_PATH * 2) {
-    std::cerr << "h2gate: service install: cannot find h2gate.exe's own path: "
-              << errorText(::GetLastError()) << "\n";
+  bool has_log_file = false;
+  std::string error;
+  std::vector<std::wstring> args =
+      win_text::ownCommand({L"service", L"run"}, flags, &has_log_file, &error);
+  if (args.empty()) {
+    std::cerr << "h2gate: service install: " << error << "\n";
     return 1;
   }
-  std::vector<std::wstring> wide;
-  for (const std::string& f : flags) wide.push_back(widen(f));
-  bool has_log_file = false;
-  std::vector<std::wstring> args = {exe, L"service", L"run"};
-  for (std::wstring& a :
-       command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, &has_log_file))
-    args.push_back(std::move(a));
   if (!has_log_file) {
     args.push_back(L"--log-file");
     args.push_back(widen(defaultLogFile()));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace h2gate::win_text {
 
@@ -17,5 +18,14 @@ std::string narrow(const std::wstring& s);
 // GetFullPathNameW: `p` made absolute against the current directory; `p`
 // itself when that fails.
 std::wstring absolutePath(const std::wstring& p);
+
+// The command line that starts this h2gate.exe again as `verb` (e.g. L"service",
+// L"run") with `flags`, the paths in them made absolute
+// (command_line::withAbsolutePaths): what service install and autostart install
+// store. *has_log_file: whether the flags name one. Empty, with *error set, when
+// the executable's own path cannot be found.
+std::vector<std::wstring> ownCommand(const std::vector<std::wstring>& verb,
+                                     const std::vector<std::string>& flags, bool* has_log_file,
+                                     std::string* error);
 
 }  // namespace h2gate::win_text

@@ -2,6 +2,8 @@
 
 #include <windows.h>
 
+#include "gateway/server/command_line.h"
+
 namespace h2gate::win_text {
 
 std::string errorText(unsigned long code) {
@@ -37,6 +39,24 @@ std::wstring absolutePath(const std::wstring& p) {
   n = ::GetFullPathNameW(p.c_str(), n, out.data(), nullptr);
   out.resize(n);
   return out;
+}
+
+std::vector<std::wstring> ownCommand(const std::vector<std::wstring>& verb,
+                                     const std::vector<std::string>& flags, bool* has_log_file,
+                                     std::string* error) {
+  wchar_t exe[MAX_PATH * 2] = L"";
+  DWORD n = ::GetModuleFileNameW(nullptr, exe, MAX_PATH * 2);
+  if (n == 0 || n >= MAX_PATH * 2) {
+    *error = "cannot find h2gate.exe's own path: " + errorText(::GetLastError());
+    return {};
+  }
+  std::vector<std::wstring> wide;
+  for (const std::string& f : flags) wide.push_back(widen(f));
+  std::vector<std::wstring> args = {exe};
+  args.insert(args.end(), verb.begin(), verb.end());
+  for (std::wstring& a : command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, has_log_file))
+    args.push_back(std::move(a));
+  return args;
 }
 
 }  // namespace h2gate::win_text
