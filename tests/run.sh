@@ -13,11 +13,12 @@
 #   bench    the benchmark suite once in its quick mode (QUICK=1 tests/bench/run.sh,
 #            about a minute) with build/h2gate: every workload runs and the table
 #            has a figure in every row; the figures and their targets are not judged
-#   asan     ASan+UBSan build (RelWithDebInfo) in build-asan/ of h2gate, the PAC
-#            probe and the unit tests; then the unit tests, and the release build's
-#            integration and client tests with h2gate and the probe from build-asan/
-#   fuzz     clang + libFuzzer build in build-fuzz/, each *_fuzz target for
-#            H2GATE_FUZZ_SECONDS (default 30) seconds from its seed corpus
+#   asan     the sanitizer build (clang, ASan+UBSan, libFuzzer's coverage) in
+#            build-asan/ of h2gate, the PAC probe, the unit tests and the fuzz
+#            targets; then the unit tests, and the release build's integration and
+#            client tests with h2gate and the probe from build-asan/
+#   fuzz     each *_fuzz target of build-asan/ for H2GATE_FUZZ_SECONDS (default 30)
+#            seconds from its seed corpus
 #   windows  tests/windows/run.sh: the Windows builds of OpenSSL, nghttp2, yaml-cpp and
 #            prometheus-cpp from Debian's sources (deploy/windows/build-deps.sh, cached
 #            outside the tree), then the mingw-w64 cross build in build-windows/ of the
@@ -43,7 +44,7 @@
 #            the background (check_debian.sh trixie --prepare): they overlap the
 #            stages before it
 #
-# The builds of asan, fuzz and windows run niced in the background from the
+# The builds of asan (and fuzz) and windows run niced in the background from the
 # start, one after another (see start_prepare below), as do the container
 # stage's image and the trixie stage's root: a stage then mostly runs tests.
 # The summary ends with the wall time and the machine's CPU seconds.
@@ -195,21 +196,34 @@ stage_bench() {
 # times, a property of the release build; the tuner's code runs under ASan in the
 # integration tests.
 #
-# Only what runs under the sanitizers is built here: h2gate, the PAC probe and
-# the unit tests. The tests that start h2gate (labels integration and clients)
-# are the release stage's test programs pointed at these binaries
-# (H2GATE_TEST_BINARY, H2GATE_TEST_PAC_PROBE: tests/support/h2gate.h): the
-# test programs' own code gains nothing from ASan, and building them a second
-# time was a third of this stage. The static checks (docs, monitoring, deploy)
-# look at files, not at a sanitizer, and run in the release stage only.
+# One build for the asan and fuzz stages (build_asan, in build-asan/): clang
+# with ASan + UBSan and libFuzzer's coverage instrumentation
+# (-fsanitize=fuzzer-no-link, CMakeLists.txt H2GATE_FUZZ), so h2gate_core,
+# the biggest part of both, is compiled once; it was compiled twice (GCC's
+# ASan build and clang's fuzz build), each about 100 files at sanitizer
+# flags. The coverage callbacks cost the ASan run little: its integration
+# tests mostly wait on their peers. -Werror holds for clang here as for GCC in
+# the release stage.
 #
-# -O1 -g1, as AddressSanitizer's documentation advises (-O1 for reasonable
-# speed; -g1 keeps the line tables its stack traces need): the build takes
-# about half the CPU time of -O2 -g (h2_connection.cc: 10.7 s against 19.4 s).
+# Only what runs under the sanitizers is built: h2gate, the PAC probe, the
+# unit tests and the fuzz targets (h2gate_fuzzers). The tests that start
+# h2gate (labels integration and clients) are the release stage's test
+# programs pointed at these binaries (H2GATE_TEST_BINARY,
+# H2GATE_TEST_PAC_PROBE: tests/support/h2gate.h): the test programs' own code
+# gains nothing from ASan, and building them a second time was a third of this
+# stage. The static checks (docs, monitoring, deploy) look at files, not at a
+# sanitizer, and run in the release stage only.
+#
+# -O1 -gline-tables-only: AddressSanitizer's documentation advises -O1 for
+# reasonable speed, and these line tables are all its stack traces need; they
+# are OSS-Fuzz's default flags too. The build takes about half the CPU time of
+# -O2 -g (h2_connection.cc: 10.7 s against 19.4 s with GCC's ASan).
 build_asan() {
-  build asan build-asan "h2gate pac_probe h2gate_unit_tests" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
-    -DH2GATE_SANITIZE=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_FUZZ=OFF
+  CC=clang CXX=clang++ build asan build-asan "h2gate pac_probe h2gate_unit_tests h2gate_fuzzers" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
+    -DH2GATE_SANITIZE=ON -DH2GATE_FUZZ=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON
 }
 
 stage_asan() {
@@ -229,33 +243,20 @@ stage_asan() {
   return "$rc"
 }
 
-# -Werror stays with the gcc builds: clang's extra warnings must not hide fuzz results.
-# -O1 -gline-tables-only: OSS-Fuzz's default flags (enough speed, and the
-# line tables for stack traces); the build takes two thirds of the CPU time
-# of -O2 -g (h2_connection.cc with the fuzzer and sanitizers: 19.5 s
-# against 29.6 s).
-build_fuzz() {
-  if ! CC=clang CXX=clang++ timed cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" -DH2GATE_FUZZ=ON -DH2GATE_TESTS=OFF \
-    -DH2GATE_SANITIZE=OFF -DH2GATE_WERROR=OFF ||
-    ! timed cmake --build build-fuzz; then
-    note fuzz "build failed"
+stage_fuzz() {
+  wait_prepared asan
+  if ! build_asan; then
+    note fuzz "the build of build-asan/ failed"
     return 2
   fi
-}
-
-stage_fuzz() {
-  wait_prepared fuzz
-  build_fuzz || return
   local targets=() t name base work corpus dict args rc=0 one
-  mapfile -t targets < <(find build-fuzz -type f -name '*_fuzz' -perm -u+x | sort)
+  mapfile -t targets < <(find build-asan/tests -maxdepth 1 -type f -name '*_fuzz' -perm -u+x | sort)
   if ((${#targets[@]} == 0)); then
     echo "no *_fuzz targets were built"
     note fuzz "no fuzz targets"
     return 1
   fi
-  local artifacts="$ROOT/build-fuzz/artifacts" works=() i
+  local artifacts="$ROOT/build-asan/fuzz-artifacts" works=() i
   mkdir -p "$artifacts"
   # Two targets at a time (libFuzzer runs one thread): the stage takes half
   # the wall time on two cores.
@@ -436,8 +437,8 @@ stage_trixie() {
 # the image's builder) runs niced from the start (check_container.sh build-image),
 # so it takes the CPU the stages before leave idle (their tests mostly wait on
 # their peers); the stage's own podman build then finds every layer cached.
-# And the builds of the asan, fuzz and windows stages (tests/run.sh --build-only
-# STAGE, one after another, logs build/ahead-STAGE.log): compiling is most of
+# And the builds of the asan (which the fuzz stage shares) and windows stages
+# (tests/run.sh --build-only STAGE, one after the other, logs build/ahead-STAGE.log): compiling is most of
 # the CPU of a run, and the release stage's integration tests, the asan
 # stage's and the Windows tests under wine mostly wait on their peers. Each
 # stage waits for its build (reniced to 0: it is the run's critical path
@@ -480,11 +481,15 @@ in_background() {
 start_prepare() {
   mkdir -p build
   trap stop_prepare EXIT
-  # The builds of asan, fuzz and windows, one after another (each waits for
-  # the one before: two at once would only share the same idle CPU).
+  # The builds of asan (shared by fuzz) and windows, one after the other (the
+  # second waits for the first: two at once would only share the same idle CPU).
   local s after=""
-  for s in asan fuzz windows; do
-    [[ $SKIP != *",$s,"* ]] || continue
+  for s in asan windows; do
+    if [[ $s == asan ]]; then
+      [[ $SKIP != *",asan,"* || $SKIP != *",fuzz,"* ]] || continue
+    else
+      [[ $SKIP != *",$s,"* ]] || continue
+    fi
     PREPARE_LOG[$s]=build/ahead-$s.log
     in_background "$s" tests/run.sh --build-only "$s" ${after:+--after "$after"}
     after=${PREPARE_PID[$s]}
