@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "gateway/base/log.h"
+#include "gateway/net/address.h"
 #include "gateway/net/host_addresses.h"
 #include "gateway/net/host_name.h"
 #include "gateway/net/tls_context.h"
@@ -38,13 +39,6 @@ constexpr std::size_t kMaxNoted = 256;
 // starts the list afresh.
 constexpr std::size_t kMaxResolvedNames = 1024;
 
-// An IPv4-mapped IPv6 address as the IPv4 address it connects to.
-asio::ip::address unmapped(const asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped())
-    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  return a;
-}
-
 // What connecting to `host` (a proxy's host as the answer parser left it:
 // lower case, no brackets) reaches when that is known without DNS: an IP
 // literal in any notation, in the canonical form the request parser gives
@@ -63,7 +57,7 @@ std::vector<asio::ip::address> literalAddresses(std::string_view host, bool* nam
   if (std::optional<std::string> canonical = net::canonicalRequestHost(host, v6, &error)) {
     asio::error_code ec;
     const asio::ip::address a = asio::ip::make_address(*canonical, ec);
-    if (!ec) return {unmapped(a)};
+    if (!ec) return {net::unmapped(a)};
     *name = true;  // canonicalRequestHost leaves names as they are
     return {};
   }
@@ -89,7 +83,7 @@ void resolveWithAsio(const std::string& host, asio::any_io_executor ex,
       host, "", [resolver, done = std::move(done)](const asio::error_code& ec, auto results) {
         std::vector<asio::ip::address> out;
         if (!ec)
-          for (const auto& r : results) out.push_back(unmapped(r.endpoint().address()));
+          for (const auto& r : results) out.push_back(net::unmapped(r.endpoint().address()));
         done(std::move(out));
       });
 }
@@ -236,7 +230,7 @@ PacRoute::PacRoute(PacRouteConfig config, std::vector<std::string> own_addresses
     asio::error_code bad;
     const asio::ip::address a = asio::ip::make_address(host, bad);
     if (bad) continue;
-    own_addresses_.push_back({unmapped(a), static_cast<uint16_t>(port)});
+    own_addresses_.push_back({net::unmapped(a), static_cast<uint16_t>(port)});
     if (a.is_unspecified() && interfaces_.empty()) interfaces_ = net::interfaceAddresses();
   }
   auto t = std::make_shared<upstream::ProxyTemplate>();
@@ -387,7 +381,7 @@ bool PacRoute::onOwnPort(uint16_t port) const {
 
 bool PacRoute::reachesOwn(const asio::ip::address& a, uint16_t port) const {
   // An unspecified address connects to this host (Linux: loopback).
-  const asio::ip::address dest = !a.is_unspecified() ? unmapped(a)
+  const asio::ip::address dest = !a.is_unspecified() ? net::unmapped(a)
                                  : a.is_v4() ? asio::ip::address(asio::ip::address_v4::loopback())
                                              : asio::ip::address(asio::ip::address_v6::loopback());
   for (const OwnAddress& own : own_addresses_) {

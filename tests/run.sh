@@ -157,7 +157,7 @@ run_ctest() {
 }
 
 stage_release() {
-  build release build "" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON \
+  build release build "" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON -DH2GATE_UNITY=ON \
     -DH2GATE_TESTS=ON -DH2GATE_SANITIZE=OFF -DH2GATE_FUZZ=OFF || return
   # -LE container: the image test is a stage of its own (stage_container).
   run_ctest release build build/ctest.log -LE container
@@ -223,7 +223,7 @@ build_asan() {
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG" \
-    -DH2GATE_SANITIZE=ON -DH2GATE_FUZZ=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON
+    -DH2GATE_SANITIZE=ON -DH2GATE_FUZZ=ON -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON -DH2GATE_UNITY=ON
 }
 
 stage_asan() {

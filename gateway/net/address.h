@@ -14,4 +14,12 @@ inline std::string endpointText(const asio::ip::tcp::endpoint& ep) {
                    : a.to_string() + ":" + std::to_string(ep.port());
 }
 
+// An IPv4-mapped IPv6 address (::ffff:a.b.c.d, as a dual-stack socket gives
+// an IPv4 peer) as the IPv4 address it stands for; any other address as is.
+inline asio::ip::address unmapped(const asio::ip::address& a) {
+  if (a.is_v6() && a.to_v6().is_v4_mapped())
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  return a;
+}
+
 }  // namespace h2gate::net

@@ -20,13 +20,6 @@ std::string_view hostPart(std::string_view normal) {
   return normal.substr(0, normal.find(':'));
 }
 
-// IPv4-mapped IPv6 (::ffff:a.b.c.d) as IPv4.
-asio::ip::address unmapped(const asio::ip::address& a) {
-  if (a.is_v6() && a.to_v6().is_v4_mapped())
-    return asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  return a;
-}
-
 std::string hostRefusal(std::string_view host, const asio::ip::tcp::endpoint& local_endpoint,
                         const Admin::Options& options) {
   const asio::ip::address local = local_endpoint.address();
@@ -37,8 +30,8 @@ std::string hostRefusal(std::string_view host, const asio::ip::tcp::endpoint& lo
   asio::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(std::string(name), ec);
   if (!ec) {
-    const asio::ip::address a = unmapped(ip);
-    if (a.is_loopback() || a == unmapped(local)) return {};
+    const asio::ip::address a = net::unmapped(ip);
+    if (a.is_loopback() || a == net::unmapped(local)) return {};
   } else if (name == "localhost") {
     return {};
   }

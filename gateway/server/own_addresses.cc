@@ -9,7 +9,7 @@
 namespace h2gate {
 namespace {
 
-asio::ip::address unmapped(const asio::ip::address& a) {
+asio::ip::address unmappedOrCompatible(const asio::ip::address& a) {
   if (!a.is_v6()) return a;
   const asio::ip::address_v6 v6 = a.to_v6();
   if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
@@ -44,7 +44,7 @@ std::vector<asio::ip::address> OwnAddresses::destinationAddresses(std::string_vi
     asio::error_code ec;
     const asio::ip::address_v6 a6 = asio::ip::make_address_v6(h, ec);
     if (ec) return {};
-    return {connectTarget(unmapped(a6))};
+    return {connectTarget(unmappedOrCompatible(a6))};
   }
   // What getaddrinfo() reads for a numeric IPv4 host.
   const std::optional<asio::ip::address_v4> a4 = net::parseIpv4AnyNotation(h);
@@ -53,7 +53,7 @@ std::vector<asio::ip::address> OwnAddresses::destinationAddresses(std::string_vi
 }
 
 void OwnAddresses::add(Socket socket) {
-  socket.endpoint.address(unmapped(socket.endpoint.address()));
+  socket.endpoint.address(unmappedOrCompatible(socket.endpoint.address()));
   sockets_.push_back(std::move(socket));
 }
 
@@ -84,7 +84,7 @@ const OwnAddresses::Socket* OwnAddresses::find(std::string_view host, uint16_t p
 
 const OwnAddresses::Socket* OwnAddresses::find(const asio::ip::address& address,
                                                uint16_t port) const {
-  const asio::ip::address dest = connectTarget(unmapped(address));
+  const asio::ip::address dest = connectTarget(unmappedOrCompatible(address));
   for (const Socket& s : sockets_)
     if (s.endpoint.port() == port && reaches(s, dest)) return &s;
   return nullptr;

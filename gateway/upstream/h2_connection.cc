@@ -13,7 +13,7 @@ namespace {
 
 // One read gathers every TLS record already there, up to this much, so the
 // DATA of a stream reaches its app in few large writes.
-constexpr size_t kReadSize = 256 * 1024;
+constexpr size_t kH2ReadSize = 256 * 1024;
 constexpr size_t kMaxWriteBatch = 256 * 1024;
 // SO_SNDBUF is sampled for its gauge at most this often.
 constexpr auto kSendBufferSampleInterval = std::chrono::seconds(1);
@@ -99,9 +99,9 @@ std::string H2Connection::start() {
   nghttp2_session_set_local_window_size(
       session_, NGHTTP2_FLAG_NONE, 0,
       static_cast<int32_t>(cluster_.http2.initial_connection_window_size));
-  read_buf_.resize(kReadSize);
-  // Many tunnels' bulk data: one recv takes up to kReadSize of TLS records.
-  transport_->keepBuffers(kReadSize);
+  read_buf_.resize(kH2ReadSize);
+  // Many tunnels' bulk data: one recv takes up to kH2ReadSize of TLS records.
+  transport_->keepBuffers(kH2ReadSize);
   // onRead takes the records already there without waiting (readSomeNow).
   asio::error_code nb_ec;
   transport_->socket().non_blocking(true, nb_ec);

@@ -7,7 +7,7 @@
 
 namespace h2gate::upstream {
 namespace {
-constexpr size_t kReadSize = 64 * 1024;
+constexpr size_t kHttp1ReadSize = 64 * 1024;
 }
 
 Http1Exchange::Http1Exchange(std::unique_ptr<Transport> transport, Kind kind,
@@ -159,8 +159,8 @@ void Http1Exchange::readMore() {
     });
     return;
   }
-  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kReadSize);
-  transport_->asyncReadSome(asio::buffer(read_buf_.get(), kReadSize),
+  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kHttp1ReadSize);
+  transport_->asyncReadSome(asio::buffer(read_buf_.get(), kHttp1ReadSize),
                             [self = shared_from_this()](const asio::error_code& ec, size_t n) {
                               if (self->ended()) return;
                               self->onReadDone(ec, n);
@@ -168,9 +168,9 @@ void Http1Exchange::readMore() {
 }
 
 void Http1Exchange::readNow() {
-  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kReadSize);
+  if (!read_buf_) read_buf_ = std::make_unique_for_overwrite<char[]>(kHttp1ReadSize);
   asio::error_code ec;
-  const size_t n = transport_->readSomeNow(asio::buffer(read_buf_.get(), kReadSize), ec);
+  const size_t n = transport_->readSomeNow(asio::buffer(read_buf_.get(), kHttp1ReadSize), ec);
   if (ec == asio::error::would_block || ec == asio::error::try_again) {
     // A spurious wake-up, or TLS records that carried no data (a session
     // ticket): wait again.
@@ -192,7 +192,7 @@ void Http1Exchange::onReadDone(const asio::error_code& ec, size_t n) {
   }
   // A short read found the socket empty (a TLS read returns one record:
   // then only if nothing more is buffered).
-  last_read_drained_ = n < kReadSize && !transport_->hasBufferedInput();
+  last_read_drained_ = n < kHttp1ReadSize && !transport_->hasBufferedInput();
   onRead(n);
 }
 

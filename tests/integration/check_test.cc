@@ -36,10 +36,6 @@ CommandResult check(const std::vector<std::string>& args) {
   return runCommand(argv, milliseconds(60000));
 }
 
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 // The last line the command printed.
 std::string lastLine(const std::string& out) {
   std::string s = out;

@@ -111,10 +111,6 @@ void checkFormsRefused(uint16_t proxy_port, uint16_t http_port, uint16_t tls_por
     check(form, 400, form == "1.2.3.256" ? "IPv4" : "unspecified");
 }
 
-bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, milliseconds(5000)).exit_code == 0;
-}
-
 }  // namespace
 
 TEST_CASE("direct mode: the acl judges every notation of an address as that address",

@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-H2gate::Options gateOptions() {
+H2gate::Options directGateOptions() {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   return o;
@@ -28,7 +28,7 @@ H2gate::Options gateOptions() {
 // nginx + h2gate (direct mode, flags only) + a scratch dir for downloads.
 struct DirectEnv {
   Nginx nginx;
-  H2gate gate{gateOptions()};
+  H2gate gate{directGateOptions()};
   TempDir out{"out"};
 
   // curl through h2gate; adds -sS, -x, --cacert, --max-time.
@@ -52,7 +52,7 @@ std::string port(uint16_t p) {
 }  // namespace
 
 TEST_CASE("direct mode logs that it is in direct mode", "[direct]") {
-  H2gate gate(gateOptions());
+  H2gate gate(directGateOptions());
   CHECK(gate.process().waitForLog("direct mode", milliseconds(2000)));
 }
 

@@ -31,14 +31,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string str(uint64_t n) {
-  return std::to_string(n);
-}
-
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 #define REQUIRE_AUTH_TOOLS()                                                 \
   do {                                                                       \
     const std::string missing = kerberosToolsMissing() + authProxyMissing(); \

@@ -34,7 +34,6 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -44,10 +43,6 @@ using Env = std::map<std::string, std::optional<std::string>>;
 constexpr auto kBound = std::chrono::seconds(10);
 const std::string kLoginPassword = "fixture-login-keyring-pw";
 const std::string kProxyPassword = "kr-Proxy-pw-7";
-
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
 
 std::string num(uint64_t n) {
   return std::to_string(n);

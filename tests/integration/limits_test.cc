@@ -28,21 +28,16 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
 // Direct mode with `listener_fields` (indented 4) on listener "local_proxy".
-H2gate::Options gateOptions(const std::string& listener_fields = "") {
+H2gate::Options limitsGateOptions(const std::string& listener_fields = "") {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   o.yaml = directModeYaml("", listener_fields);
   o.args = {"--log-level", "debug"};
   return o;
-}
-
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
 std::string port(uint16_t p) {
@@ -117,7 +112,7 @@ rlim_t ensureFdLimit(rlim_t want) {
 TEST_CASE("request_headers_timeout: a head trickling in one byte a second gets 408",
           "[limits][request]") {
   Nginx nginx;
-  H2gate gate(gateOptions("    request_headers_timeout: 2s\n    idle_timeout: 4s\n"));
+  H2gate gate(limitsGateOptions("    request_headers_timeout: 2s\n    idle_timeout: 4s\n"));
   TcpServer origin(TcpServer::replyAfterEof(""));  // never asked: the head never completes
   const std::string head = "GET http://127.0.0.1:" + port(origin.port()) +
                            "/ HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + std::string(30, 'a');
@@ -187,7 +182,7 @@ TEST_CASE("request_headers_timeout: a head trickling in one byte a second gets 4
 
 TEST_CASE("tunnel_idle_timeout: a silent tunnel is closed, a busy one stays open",
           "[limits][tunnel]") {
-  H2gate gate(gateOptions("    tunnel_idle_timeout: 1s\n"));
+  H2gate gate(limitsGateOptions("    tunnel_idle_timeout: 1s\n"));
 
   SECTION("no traffic either way: closed after ~1 s, both sides, as a normal end") {
     std::atomic<bool> server_saw_eof{false};
@@ -253,8 +248,9 @@ TEST_CASE("tunnel_idle_timeout: a silent tunnel is closed, a busy one stays open
 TEST_CASE("timeouts near the largest duration mean never, not an overflow into the past",
           "[limits][tunnel]") {
   const std::string huge = "9223372035s";  // ~292 years: now + it overflows steady_clock
-  H2gate gate(gateOptions("    request_headers_timeout: " + huge + "\n    tunnel_idle_timeout: " +
-                          huge + "\n    connect_response_timeout: " + huge + "\n"));
+  H2gate gate(limitsGateOptions("    request_headers_timeout: " + huge +
+                                "\n    tunnel_idle_timeout: " + huge +
+                                "\n    connect_response_timeout: " + huge + "\n"));
   TcpServer server(TcpServer::echo());
   RawConnection silent(gate.port());
   auto tunnel = openTunnel(gate, server.port());
@@ -333,7 +329,7 @@ TEST_CASE("connect_response_timeout: no answer in time gives 504 and aborts the 
       return;
     }
     // direct_connect_timeout (10 s) would answer later; this one is first.
-    H2gate gate(gateOptions("    connect_response_timeout: 1s\n"));
+    H2gate gate(limitsGateOptions("    connect_response_timeout: 1s\n"));
     RawConnection c(gate.port());
     const auto start = Clock::now();
     REQUIRE(c.send(connectRequest("127.0.0.1:" + port(hole.port()))));
@@ -348,7 +344,7 @@ TEST_CASE("connect_response_timeout: no answer in time gives 504 and aborts the 
 
 TEST_CASE("max_connections: beyond it 503 and close; served again once some close", "[limits]") {
   Nginx nginx;
-  H2gate gate(gateOptions("    max_connections: 5\n"));
+  H2gate gate(limitsGateOptions("    max_connections: 5\n"));
   std::vector<std::unique_ptr<RawConnection>> open;
   for (int i = 0; i < 5; ++i) {
     open.push_back(std::make_unique<RawConnection>(gate.port()));
@@ -401,7 +397,7 @@ TEST_CASE("max_connections: beyond it 503 and close; served again once some clos
 TEST_CASE("max_connections across a reload: open connections still count, the new limit applies",
           "[limits][reload]") {
   Nginx nginx;
-  H2gate gate(gateOptions("    max_connections: 3\n"));
+  H2gate gate(limitsGateOptions("    max_connections: 3\n"));
   auto served = [&](RawConnection& c) {
     REQUIRE(c.send(get(nginx.httpPort(), "/1k")));
     return c.readResponse(milliseconds(5000)).status;
@@ -435,7 +431,7 @@ TEST_CASE("1,000 idle app connections do not keep a new app from being served", 
   }
   Nginx nginx;
   // A long head timeout keeps the idle ones open for the whole test.
-  H2gate gate(gateOptions("    request_headers_timeout: 60s\n"));
+  H2gate gate(limitsGateOptions("    request_headers_timeout: 60s\n"));
   // h2gate raised its own limit at start.
   CHECK(gate.process().waitForLog("open-file limit \\(RLIMIT_NOFILE\\) (is|raised)",
                                   milliseconds(1000)));
@@ -497,7 +493,7 @@ TEST_CASE("an app that never reads its download: h2gate's memory stays bounded",
     TcpServer::readUntilEof(fd, milliseconds(30000));
   });
 
-  H2gate gate(gateOptions());
+  H2gate gate(limitsGateOptions());
   const pid_t pid = gate.process().pid();
   TcpServer echo(TcpServer::echo());
   {

@@ -125,10 +125,6 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, milliseconds(5000)).exit_code == 0;
-}
-
 }  // namespace
 
 TEST_CASE("pac: five PAC files x 112 URLs answer as pacparser does, except where documented",

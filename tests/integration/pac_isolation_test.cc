@@ -30,7 +30,6 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 

@@ -75,7 +75,7 @@ std::string directYaml(const std::vector<std::string>& listeners,
   return y;
 }
 
-H2gate::Options gateOptions(std::string yaml, std::vector<std::string> listeners = {}) {
+H2gate::Options reloadGateOptions(std::string yaml, std::vector<std::string> listeners = {}) {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   o.yaml = std::move(yaml);
@@ -240,7 +240,7 @@ TEST_CASE("reload: a broken config is rejected as a whole and the old one keeps 
 TEST_CASE("reload: a listener opened to others needs source_prefix_ranges; a new list applies",
           "[reload][listener][sources]") {
   Nginx nginx;
-  H2gate gate(gateOptions(directYaml({"local_proxy"})));
+  H2gate gate(reloadGateOptions(directYaml({"local_proxy"})));
   const uint16_t admin = gate.adminPort();
   const std::string loopback = directYaml({"local_proxy"});
   const std::string on =
@@ -300,7 +300,7 @@ TEST_CASE("reload: a listener opened to others needs source_prefix_ranges; a new
 
 TEST_CASE("reload: POST /reload adds a listener on a new port", "[reload][listener]") {
   Nginx nginx;
-  H2gate gate(gateOptions(directYaml({"local_proxy"})));
+  H2gate gate(reloadGateOptions(directYaml({"local_proxy"})));
   const uint16_t admin = gate.adminPort();
 
   // concurrency cannot change at runtime: a warning, not an error.
@@ -332,7 +332,7 @@ TEST_CASE("reload: POST /reload adds a listener on a new port", "[reload][listen
 TEST_CASE("reload: a removed listener stops accepting; its open connection finishes",
           "[reload][listener]") {
   Nginx nginx;
-  H2gate gate(gateOptions(directYaml({"local_proxy", "old"}), {"local_proxy", "old"}));
+  H2gate gate(reloadGateOptions(directYaml({"local_proxy", "old"}), {"local_proxy", "old"}));
   const uint16_t admin = gate.adminPort();
   const uint16_t old_port = gate.port("old");
   TempDir out("reload-out");
@@ -437,7 +437,7 @@ std::string aclYaml(size_t hosts) {
 }  // namespace
 
 TEST_CASE("reload: 1,000 reloads keep RSS flat (replaced configurations are freed)", "[reload]") {
-  H2gate gate(gateOptions(aclYaml(100)));  // about 5 KB, like the report's config
+  H2gate gate(reloadGateOptions(aclYaml(100)));  // about 5 KB, like the report's config
   const uint16_t admin = gate.adminPort();
   const pid_t pid = gate.process().pid();
   REQUIRE(rawReload(admin) == 200);
@@ -469,7 +469,7 @@ TEST_CASE("reload: 1,000 reloads keep RSS flat (replaced configurations are free
 }
 
 TEST_CASE("reload: /healthz answers within 1 s while a big config loads; size limit", "[reload]") {
-  H2gate gate(gateOptions(aclYaml(10)));
+  H2gate gate(reloadGateOptions(aclYaml(10)));
   // 4.4 MB; an ASan build parses far slower, and the point stands with 20,000.
   const size_t hosts = gate.sanitized() ? 20000 : 100000;
   const uint16_t admin = gate.adminPort();
@@ -515,7 +515,7 @@ TEST_CASE("reload: /healthz answers within 1 s while a big config loads; size li
 }
 
 TEST_CASE("reload: reloads asked for while one runs read the file again after it", "[reload]") {
-  H2gate gate(gateOptions(aclYaml(10)));
+  H2gate gate(reloadGateOptions(aclYaml(10)));
   const uint16_t admin = gate.adminPort();
   gate.writeFile("h2gate.yaml", aclYaml(20000));
   std::vector<std::thread> threads;

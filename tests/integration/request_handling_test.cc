@@ -18,7 +18,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-H2gate::Options gateOptions() {
+H2gate::Options requestGateOptions() {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   return o;
@@ -62,7 +62,7 @@ void checkErrorResponse(RawConnection& c, const HttpResponse& r, bool must_close
 
 TEST_CASE("bad requests get their status and h2gate keeps serving", "[direct][bad]") {
   Nginx nginx;
-  H2gate gate(gateOptions());
+  H2gate gate(requestGateOptions());
   RawConnection c(gate.port());
 
   SECTION("request head over 64 KiB -> 431") {
@@ -142,7 +142,7 @@ TEST_CASE("bad requests get their status and h2gate keeps serving", "[direct][ba
 
 TEST_CASE("hop-by-hop headers are not forwarded; Via is added", "[direct]") {
   Nginx nginx;
-  H2gate gate(gateOptions());
+  H2gate gate(requestGateOptions());
   RawConnection c(gate.port());
   std::string origin = "127.0.0.1:" + std::to_string(nginx.sinkPort());
   REQUIRE(c.send("GET http://" + origin +
@@ -188,7 +188,7 @@ TEST_CASE("hop-by-hop headers are not forwarded; Via is added", "[direct]") {
 
 TEST_CASE("destination failures: 502 and 504 with a reason", "[direct][failure]") {
   Nginx nginx;
-  H2gate gate(gateOptions());
+  H2gate gate(requestGateOptions());
 
   SECTION("closed port, absolute-form -> 502") {
     uint16_t closed = freePort();
@@ -229,7 +229,7 @@ TEST_CASE("destination failures: 502 and 504 with a reason", "[direct][failure]"
       return;
     }
     // A gate of its own with a short listener direct_connect_timeout.
-    H2gate::Options o = gateOptions();
+    H2gate::Options o = requestGateOptions();
     o.yaml = directModeYaml();
     o.yaml.replace(o.yaml.find("    filter_chains:"), 0, "    direct_connect_timeout: 1s\n");
     H2gate quick(o);

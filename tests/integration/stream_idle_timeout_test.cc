@@ -26,7 +26,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-H2gate::Options gateOptions(const std::string& listener_fields) {
+H2gate::Options idleGateOptions(const std::string& listener_fields) {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   o.yaml = directModeYaml("", listener_fields);
@@ -74,7 +74,7 @@ struct StallingOrigin {
 
 TEST_CASE("stream_idle_timeout: a request body that stalls gets 408", "[limits][stream_idle]") {
   Nginx nginx;
-  H2gate gate(gateOptions("    stream_idle_timeout: 1s\n    max_connections: 1\n"));
+  H2gate gate(idleGateOptions("    stream_idle_timeout: 1s\n    max_connections: 1\n"));
   const std::string origin = "127.0.0.1:" + std::to_string(nginx.httpPort());
   const std::string head = "POST http://" + origin + "/upload HTTP/1.1\r\nHost: " + origin +
                            "\r\nContent-Length: 100\r\n\r\n";
@@ -125,7 +125,7 @@ TEST_CASE("stream_idle_timeout: a request body that stalls gets 408", "[limits][
 
 TEST_CASE("stream_idle_timeout: a response body that stalls ends the app connection",
           "[limits][stream_idle]") {
-  H2gate gate(gateOptions("    stream_idle_timeout: 1s\n"));
+  H2gate gate(idleGateOptions("    stream_idle_timeout: 1s\n"));
 
   SECTION("Content-Length 100, 10 sent: curl sees an incomplete transfer, the origin a close") {
     StallingOrigin origin(10);
@@ -186,7 +186,7 @@ TEST_CASE("stream_idle_timeout: a response body that stalls ends the app connect
 }
 
 TEST_CASE("stream_idle_timeout: bodies that keep moving are not cut", "[limits][stream_idle]") {
-  H2gate gate(gateOptions("    stream_idle_timeout: 1s\n"));
+  H2gate gate(idleGateOptions("    stream_idle_timeout: 1s\n"));
 
   SECTION("a request body trickling in every 300 ms for 3 s") {
     Nginx nginx;

@@ -16,11 +16,10 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-H2gate::Options gateOptions(const std::string& h2gate_yaml = "") {
+H2gate::Options tunnelGateOptions(const std::string& h2gate_yaml = "") {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   if (!h2gate_yaml.empty()) {
@@ -69,7 +68,7 @@ bool waitFor(const std::function<bool()>& cond, milliseconds timeout) {
 
 TEST_CASE("half-close: the app's FIN reaches the destination, which can still answer",
           "[direct][tunnel]") {
-  H2gate gate(gateOptions());
+  H2gate gate(tunnelGateOptions());
   Received got;
   TcpServer server([&](int fd) {
     got.set(TcpServer::readUntilEof(fd, milliseconds(10000)));
@@ -84,7 +83,7 @@ TEST_CASE("half-close: the app's FIN reaches the destination, which can still an
 
 TEST_CASE("half-close: the destination's FIN reaches the app, which can still send",
           "[direct][tunnel]") {
-  H2gate gate(gateOptions());
+  H2gate gate(tunnelGateOptions());
   Received got;
   TcpServer server([&](int fd) {
     TcpServer::writeAll(fd, "greeting");
@@ -100,7 +99,7 @@ TEST_CASE("half-close: the destination's FIN reaches the app, which can still se
 }
 
 TEST_CASE("tunnel carries bytes both ways unchanged", "[direct][tunnel]") {
-  H2gate gate(gateOptions());
+  H2gate gate(tunnelGateOptions());
   TcpServer server(TcpServer::echo());
   auto c = openTunnel(gate, server.port());
   const std::string data = patternBytes(300000);
@@ -112,7 +111,7 @@ TEST_CASE("tunnel carries bytes both ways unchanged", "[direct][tunnel]") {
 }
 
 TEST_CASE("SIGTERM: stop accepting, finish the active tunnel, exit 0", "[direct][drain]") {
-  H2gate gate(gateOptions("  drain_timeout: 10s\n"));
+  H2gate gate(tunnelGateOptions("  drain_timeout: 10s\n"));
   // 6 chunks of 1000 bytes, 250 ms apart: ~1.25 s of transfer.
   TcpServer server(TcpServer::slowSender(6, 1000, milliseconds(250)));
   auto c = openTunnel(gate, server.port());
@@ -143,7 +142,7 @@ TEST_CASE("SIGTERM: stop accepting, finish the active tunnel, exit 0", "[direct]
 }
 
 TEST_CASE("SIGTERM: a tunnel longer than drain_timeout is cut, exit 0", "[direct][drain]") {
-  H2gate gate(gateOptions("  drain_timeout: 2s\n"));
+  H2gate gate(tunnelGateOptions("  drain_timeout: 2s\n"));
   // 100 chunks, 100 ms apart: 10 s, far beyond the 2 s drain timeout.
   TcpServer server(TcpServer::slowSender(100, 1000, milliseconds(100)));
   auto c = openTunnel(gate, server.port());
@@ -169,7 +168,7 @@ TEST_CASE("SIGTERM: a tunnel longer than drain_timeout is cut, exit 0", "[direct
 TEST_CASE("SIGTERM during a slow curl download through nginx: the file completes",
           "[direct][drain]") {
   Nginx nginx;
-  H2gate gate(gateOptions("  drain_timeout: 10s\n"));
+  H2gate gate(tunnelGateOptions("  drain_timeout: 10s\n"));
   const TestFile& f = testFile("1m");
   TempDir out("out");
   std::string dest = out.file("slow");

@@ -19,11 +19,10 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
-H2gate::Options gateOptions() {
+H2gate::Options upgradeGateOptions() {
   H2gate::Options o;
   o.binary = H2GATE_BINARY;
   return o;
@@ -42,16 +41,12 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-double secondsSince(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
 }  // namespace
 
 TEST_CASE("curl --http2 -x h2gate http://a http://b: the h2c offer is declined, both answered",
           "[direct][upgrade]") {
   Nginx nginx;
-  H2gate gate(gateOptions());
+  H2gate gate(upgradeGateOptions());
   const std::string headers_url = nginx.httpUrl("/headers");
   const std::string file_url = nginx.httpUrl("/1k");
 
@@ -96,7 +91,7 @@ TEST_CASE("curl --http2 -x h2gate http://a http://b: the h2c offer is declined, 
 TEST_CASE("raw requests offering Upgrade keep the connection usable: plain, with a body, pipelined",
           "[direct][upgrade]") {
   Nginx nginx;
-  H2gate gate(gateOptions());
+  H2gate gate(upgradeGateOptions());
   const std::string origin = "127.0.0.1:" + std::to_string(nginx.httpPort());
   const std::string websocket =
       "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"

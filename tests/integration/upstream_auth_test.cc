@@ -38,14 +38,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-std::string str(uint64_t n) {
-  return std::to_string(n);
-}
-
-bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 const char* const kAlice = "alice@H2GATE.TEST";
 
 // Skips (with the reason on stdout) where the Kerberos tools or the test

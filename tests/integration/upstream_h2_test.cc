@@ -33,12 +33,6 @@ std::string join(const std::set<std::string>& s) {
   return out;
 }
 
-uint64_t fileSize(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : n;
-}
-
 }  // namespace
 
 TEST_CASE("h2: 50 parallel 20 MiB tunnels share one TLS connection to the proxy",

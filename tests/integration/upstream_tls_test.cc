@@ -23,23 +23,8 @@
 
 using namespace h2gate::test;
 using std::chrono::milliseconds;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string str(uint64_t n) {
-  return std::to_string(n);
-}
-
-uint64_t fileSize(const std::string& path) {
-  std::error_code ec;
-  auto n = std::filesystem::file_size(path, ec);
-  return ec ? 0 : n;
-}
-
-double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The cluster's TLS and protocol settings; the listener is upstreamModeYaml's.
 struct TlsCluster {

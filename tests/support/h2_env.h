@@ -21,16 +21,6 @@
 
 namespace h2gate::test {
 
-using Clock = std::chrono::steady_clock;
-
-inline std::string str(uint64_t n) {
-  return std::to_string(n);
-}
-
-inline double secondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 struct H2EnvOptions {
   uint32_t nghttpx_streams = 100;
   uint32_t window_size = 0;

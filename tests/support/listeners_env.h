@@ -21,11 +21,6 @@
 
 namespace h2gate::test {
 
-// H2gate::Options::hosts needs a mount namespace of h2gate's own (root).
-inline bool haveMountNamespaces() {
-  return runCommand({"unshare", "-m", "true"}, std::chrono::milliseconds(5000)).exit_code == 0;
-}
-
 // The whole config: admin on `admin_address`:0, `listeners` (items of
 // static_resources.listeners), then `clusters` (e.g. "  clusters:\n...").
 inline std::string gateYaml(const std::string& listeners,

@@ -32,10 +32,6 @@ inline const char* const kAlice = "alice@H2GATE.TEST";
     if (!missing.empty()) FAIL("not installed:" << missing);                 \
   } while (0)
 
-inline bool has(const std::string& text, const std::string& needle) {
-  return text.find(needle) != std::string::npos;
-}
-
 // No NTLM message (base64 "NTLMSSP"), password or Basic credentials
 // (checkNotLogged looks for Kerberos tokens itself).
 inline const std::vector<std::string> kSecrets{"Negotiate Y", "TlRMTVNTUA", "alice-pw",

@@ -202,4 +202,10 @@ bool waitForFileSize(const std::string& path, uintmax_t bytes, milliseconds time
   return false;
 }
 
+uint64_t fileSize(const std::string& path) {
+  std::error_code ec;
+  const auto n = std::filesystem::file_size(path, ec);
+  return ec ? 0 : n;
+}
+
 }  // namespace h2gate::test

@@ -24,6 +24,21 @@ std::optional<std::vector<std::string>> regexSearch(const std::string& text,
 std::string regexEscape(const std::string& text);
 // Number of non-overlapping occurrences of `needle` in `text`.
 size_t countOccurrences(const std::string& text, const std::string& needle);
+// Whether `text` contains `needle`.
+inline bool has(const std::string& text, const std::string& needle) {
+  return text.find(needle) != std::string::npos;
+}
+inline std::string str(uint64_t n) {
+  return std::to_string(n);
+}
+
+using Clock = std::chrono::steady_clock;
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The size of the file at `path`; 0 when it cannot be read.
+uint64_t fileSize(const std::string& path);
 
 // Lower-case hex SHA-256.
 std::string sha256Hex(const std::string& data);
@@ -86,6 +101,12 @@ CommandResult runCommand(const std::vector<std::string>& argv,
 CommandResult runCommand(const std::vector<std::string>& argv,
                          const std::map<std::string, std::optional<std::string>>& env,
                          milliseconds timeout = milliseconds(60000));
+
+// Whether this process may make mount namespaces (root): H2gate::Options::hosts
+// needs one of h2gate's own.
+inline bool haveMountNamespaces() {
+  return runCommand({"unshare", "-m", "true"}, std::chrono::milliseconds(5000)).exit_code == 0;
+}
 
 // The curl binary runCurl uses.
 std::string curlBinary();

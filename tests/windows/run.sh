@@ -10,6 +10,7 @@
 #
 #   tests/windows/run.sh [BUILD_DIR]   default: build-windows/ at the repo root
 #   H2GATE_WINDOWS_BUILD_ONLY=1        steps 1 and 2 only
+#   H2GATE_UNITY=OFF                   no unity build (CMakeLists.txt H2GATE_UNITY; ON here)
 #
 # The wine prefix lives in BUILD_DIR/wineprefix (~700 MB; the first run creates it
 # in ~7 s). Needs the mingw-w64 posix compilers, wine64, dpkg-dev and the test peers:
@@ -87,7 +88,7 @@ TARGETS=(h2gate h2gate_unit_tests h2gate_windows_tests h2gate_windows_netmon_tes
 t0=$SECONDS
 if ! cmake -S "$ROOT" -B "$BUILD" "${generator[@]}" --toolchain "$ROOT/cmake/mingw-w64.cmake" \
   -DH2GATE_WIN_SYSROOT="$SYSROOT" -DCMAKE_BUILD_TYPE=Release -DH2GATE_WERROR=ON -DH2GATE_TESTS=ON \
-  -DH2GATE_WINEPREFIX="$WINEPREFIX" ||
+  -DH2GATE_UNITY="${H2GATE_UNITY:-ON}" -DH2GATE_WINEPREFIX="$WINEPREFIX" ||
   ! cmake --build "$BUILD" --target "${TARGETS[@]}"; then
   log "configure or build failed"
   exit 2

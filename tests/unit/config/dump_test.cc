@@ -19,19 +19,16 @@ using std::chrono::seconds;
 namespace {
 
 const std::string kSourceDir = H2GATE_SOURCE_DIR;
-const std::string kExamples = kSourceDir + "/config/examples";
+const std::string kExampleDir = kSourceDir + "/config/examples";
 const char* kPassword = "s3cr3t-Pa55";
 
-const char* const kMinimal = h2gate::testing::kMinimalConfig;
+using h2gate::testing::kMinimalConfig;
+using h2gate::testing::loadYaml;
 
-LoadResult load(const std::string& yaml) {
-  return h2gate::testing::loadYaml(yaml);
-}
-
-// kMinimal and a cluster c (to p.example:443) with `fields`, indented 4,
+// kMinimalConfig and a cluster c (to p.example:443) with `fields`, indented 4,
 // ahead of its load_assignment; REQUIREs that it loads.
 Bootstrap loadWithCluster(const std::string& fields) {
-  const LoadResult r = load(h2gate::testing::withCluster(fields + h2gate::testing::kEndpoint));
+  const LoadResult r = loadYaml(h2gate::testing::withCluster(fields + h2gate::testing::kEndpoint));
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   return r.bootstrap;
@@ -195,7 +192,7 @@ TEST_CASE("every example dumps, reloads and dumps the same again", "[config][dum
   ScopedEnv browser("BROWSER_TOKEN", kPassword);
   ScopedEnv lan("LAN_USER_PASSWORD", kPassword);
   int count = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(kExamples)) {
+  for (const auto& entry : std::filesystem::directory_iterator(kExampleDir)) {
     if (entry.path().extension() != ".yaml") continue;
     ++count;
     const std::string path = entry.path().string();
@@ -221,7 +218,7 @@ TEST_CASE("the built-in default dumps and reloads", "[config][dump]") {
 TEST_CASE("the proxy password never appears in the dump", "[config][dump]") {
   SECTION("from the environment (upstream_auth.yaml)") {
     ScopedEnv password("PROXY_PASSWORD", kPassword);
-    const LoadResult r = h2gate::loadConfigFile(kExamples + "/upstream_auth.yaml");
+    const LoadResult r = h2gate::loadConfigFile(kExampleDir + "/upstream_auth.yaml");
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     REQUIRE(r.bootstrap.clusters.at(0).credentials->password == kPassword);
@@ -325,7 +322,7 @@ TEST_CASE("a keyring entry is named in the dump, its password never shown",
 }
 
 TEST_CASE("secret-named keys in filter typed_config are redacted", "[config][dump]") {
-  const LoadResult r = load(kMinimal);
+  const LoadResult r = loadYaml(kMinimalConfig);
   REQUIRE(r.ok());
   Bootstrap b = r.bootstrap;
   // No shipped filter has such fields; a future one (or a Bootstrap built in
@@ -423,7 +420,7 @@ TEST_CASE("a minimal config dumps with every default written out", "[config][dum
 }
 
 TEST_CASE("durations with fractions round-trip", "[config][dump]") {
-  const LoadResult r = load(R"(h2gate: {drain_timeout: 1m, network_change_timeout: 250ms}
+  const LoadResult r = loadYaml(R"(h2gate: {drain_timeout: 1m, network_change_timeout: 250ms}
 static_resources:
   listeners:
   - name: l
@@ -514,8 +511,8 @@ TEST_CASE("formatDuration writes Envoy's form", "[config][dump]") {
 
 TEST_CASE("TLS, IPv6 and awkward strings round-trip", "[config][dump]") {
   // The loader wants readable files; any file will do.
-  const std::string file = kExamples + "/default.yaml";
-  const LoadResult r = load(R"(admin:
+  const std::string file = kExampleDir + "/default.yaml";
+  const LoadResult r = loadYaml(R"(admin:
   address: {socket_address: {address: "::1", port_value: 9902}}
 h2gate: {concurrency: 3}
 static_resources:
@@ -549,13 +546,13 @@ static_resources:
           tls_params: {tls_minimum_protocol_version: TLSv1_3, tls_maximum_protocol_version: TLSv1_3}
           validation_context:
             trusted_ca: {filename: )" +
-                            file + R"(}
+                                file + R"(}
             trust_chain_verification: ACCEPT_UNTRUSTED
           tls_certificates:
           - certificate_chain: {filename: )" +
-                            file + R"(}
+                                file + R"(}
             private_key: {filename: )" +
-                            file + R"(}
+                                file + R"(}
 )");
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());

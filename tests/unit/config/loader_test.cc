@@ -61,16 +61,13 @@ static_resources:
             connection_keepalive: {interval: 30s, timeout: 5s}
 )";
 
-const char* const kMinimal = h2gate::testing::kMinimalConfig;
-
-LoadResult load(const std::string& yaml) {
-  return h2gate::testing::loadYaml(yaml);
-}
+using h2gate::testing::kMinimalConfig;
+using h2gate::testing::loadYaml;
 
 // A listener with a fixed send buffer and tcp_notsent_lowat, then a cluster
 // c (whose fields follow, indented 4).
 std::string sendBufferBase() {
-  return std::string(kMinimal) +
+  return std::string(kMinimalConfig) +
          "    send_buffer: {mode: fixed, bytes: 65536}\n"
          "    tcp_notsent_lowat: 16384\n"
          "  clusters:\n"
@@ -90,7 +87,7 @@ struct BadConfig {
 };
 
 std::vector<BadConfig> badConfigs() {
-  const std::string k = kMinimal;
+  const std::string k = kMinimalConfig;
   const std::string nested =
       ": YAML nested more than 64 levels deep (sequences and mappings inside each other): gave "
       "up at this one, level 65 (an h2gate config needs about ten)";
@@ -447,7 +444,7 @@ static_resources:
 }  // namespace
 
 TEST_CASE("an Envoy-shaped config loads with every field", "[config][loader]") {
-  const LoadResult r = load(kFullConfig);
+  const LoadResult r = loadYaml(kFullConfig);
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   const Bootstrap& b = r.bootstrap;
@@ -536,7 +533,7 @@ static_resources:
         auto_config:
           http2_protocol_options: {max_concurrent_streams: 2147483647, initial_stream_window_size: 65535}
 )";
-  const LoadResult r = load(yaml);
+  const LoadResult r = loadYaml(yaml);
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   const Bootstrap& b = r.bootstrap;
@@ -574,21 +571,21 @@ static_resources:
 }
 
 TEST_CASE("a cluster without TLS is plain TCP to the proxy", "[config][loader]") {
-  const LoadResult r = load(withCluster(kEndpoint));
+  const LoadResult r = loadYaml(withCluster(kEndpoint));
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   CHECK_FALSE(r.bootstrap.clusters.at(0).tls.has_value());
 }
 
 TEST_CASE("YAML syntax errors name the position", "[config][loader][errors]") {
-  const LoadResult r = load("static_resources:\n  listeners: [\n    {name: a\n  clusters: }\n");
+  const LoadResult r = loadYaml("static_resources:\n  listeners: [\n    {name: a\n  clusters: }\n");
   REQUIRE(r.problems.size() == 1);
   CHECK(r.problems[0].mark.file == "cfg.yaml");
   CHECK(r.problems[0].mark.line == 4);
   CHECK(r.problems[0].mark.column == 11);
   CHECK(r.problems[0].str().rfind("cfg.yaml:4:11: YAML syntax error: ", 0) == 0);
 
-  const LoadResult tab = load("admin:\n\taddress: 1\n");
+  const LoadResult tab = loadYaml("admin:\n\taddress: 1\n");
   REQUIRE(tab.problems.size() == 1);
   CHECK(tab.problems[0].str().rfind("cfg.yaml:2:", 0) == 0);
 }
@@ -606,7 +603,7 @@ TEST_CASE("loadFile reads a file and names it in problems", "[config][loader]") 
   const std::string path = "/tmp/h2gate_loader_test_" + std::to_string(::getpid()) + ".yaml";
   {
     std::ofstream out(path);
-    out << kMinimal << "    bogus: 1\n";
+    out << kMinimalConfig << "    bogus: 1\n";
   }
   const LoadResult r = loadFile(path);
   std::remove(path.c_str());
@@ -638,7 +635,7 @@ TEST_CASE("env expansion in config values", "[config][loader][env]") {
   SECTION("set") {
     ScopedEnv u("H2GATE_TEST_USER", "alice");
     ScopedEnv p("H2GATE_TEST_PASS", "hunter2");
-    const LoadResult r = load(yaml);
+    const LoadResult r = loadYaml(yaml);
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters[0].credentials->username == "alice");
@@ -647,7 +644,7 @@ TEST_CASE("env expansion in config values", "[config][loader][env]") {
   SECTION("unset: the error names the variable and leaks no other value") {
     ScopedEnv u("H2GATE_TEST_USER", "alice");
     ScopedEnv p("H2GATE_TEST_PASS", std::nullopt);
-    const LoadResult r = load(yaml);
+    const LoadResult r = loadYaml(yaml);
     CHECK(allProblems(r.problems) ==
           "cfg.yaml:16:17: static_resources.clusters[0].proxy_credentials.password: environment "
           "variable H2GATE_TEST_PASS is not set\n");
@@ -655,7 +652,7 @@ TEST_CASE("env expansion in config values", "[config][loader][env]") {
 }
 
 TEST_CASE("listener addresses must be IP literals, endpoints may be names", "[config][loader]") {
-  const LoadResult ok = load(R"(static_resources:
+  const LoadResult ok = loadYaml(R"(static_resources:
   listeners:
   - name: l
     address: {socket_address: {address: "::", port_value: 3128}}
@@ -670,7 +667,7 @@ TEST_CASE("inputs that hang yaml-cpp's LoadAll are syntax errors", "[config][loa
   // jbeder/yaml-cpp#1040: "," makes LoadAll loop forever.
   for (const char* yaml : {",", ",[[[[", "  ,\n", "a: 1\n---\n,", "{:", "[:]"}) {
     INFO(yaml);
-    const LoadResult r = load(yaml);
+    const LoadResult r = loadYaml(yaml);
     CHECK_FALSE(r.ok());
   }
 }
@@ -741,7 +738,7 @@ TEST_CASE("listener timeouts: durations, positive") {
 
 TEST_CASE("listener limits: defaults, values", "[config][loader]") {
   SECTION("defaults") {
-    const LoadResult r = load(kMinimal);
+    const LoadResult r = loadYaml(kMinimalConfig);
     REQUIRE(r.ok());
     const Listener& l = r.bootstrap.listeners[0];
     CHECK(l.request_headers_timeout == seconds(10));
@@ -758,13 +755,13 @@ TEST_CASE("listener limits: defaults, values", "[config][loader]") {
     CHECK(d.max_connections == 4096);
   }
   SECTION("values") {
-    const LoadResult r = load(std::string(kMinimal) +
-                              "    request_headers_timeout: 2s\n"
-                              "    idle_timeout: 5m\n"
-                              "    tunnel_idle_timeout: 1500ms\n"
-                              "    connect_response_timeout: {seconds: 3}\n"
-                              "    stream_idle_timeout: 90s\n"
-                              "    max_connections: 5\n");
+    const LoadResult r = loadYaml(std::string(kMinimalConfig) +
+                                  "    request_headers_timeout: 2s\n"
+                                  "    idle_timeout: 5m\n"
+                                  "    tunnel_idle_timeout: 1500ms\n"
+                                  "    connect_response_timeout: {seconds: 3}\n"
+                                  "    stream_idle_timeout: 90s\n"
+                                  "    max_connections: 5\n");
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     const Listener& l = r.bootstrap.listeners[0];
@@ -780,7 +777,7 @@ TEST_CASE("listener limits: defaults, values", "[config][loader]") {
 TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[config][loader]") {
   const std::string base = sendBufferBase();
   SECTION("values") {
-    const LoadResult r = load(base + "    send_buffer: {mode: ideal_backlog}\n");
+    const LoadResult r = loadYaml(base + "    send_buffer: {mode: ideal_backlog}\n");
     INFO(h2gate::testing::allProblems(r.problems));
     REQUIRE(r.ok());
     const Listener& l = r.bootstrap.listeners[0];
@@ -792,11 +789,11 @@ TEST_CASE("send_buffer and tcp_notsent_lowat on listeners and clusters", "[confi
     CHECK(c.tcp_notsent_lowat == kDefaultUpstreamNotsentLowat);
   }
   SECTION("defaults: auto everywhere, 128 KiB low-water mark upstream only") {
-    const LoadResult r = load(base);
+    const LoadResult r = loadYaml(base);
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters[0].send_buffer.mode == SendBuffer::Mode::Auto);
     CHECK(r.bootstrap.clusters[0].tcp_notsent_lowat == 128 * 1024);
-    const LoadResult m = load(kMinimal);
+    const LoadResult m = loadYaml(kMinimalConfig);
     REQUIRE(m.ok());
     CHECK(m.bootstrap.listeners[0].send_buffer.mode == SendBuffer::Mode::Auto);
     CHECK(m.bootstrap.listeners[0].tcp_notsent_lowat == 0);
@@ -810,40 +807,42 @@ TEST_CASE("connection_keepalive: on by default, interval 0s turns it off", "[con
       "    load_assignment:\n"
       "      endpoints: [{lb_endpoints: [{endpoint: {address: "
       "{socket_address: {address: proxy.test, port_value: 443}}}}]}]\n";
-  const LoadResult on = load(std::string(kMinimal) + cluster);
+  const LoadResult on = loadYaml(std::string(kMinimalConfig) + cluster);
   REQUIRE(on.ok());
   REQUIRE(on.bootstrap.clusters[0].http2.connection_keepalive.has_value());
   CHECK(on.bootstrap.clusters[0].http2.connection_keepalive->interval == std::chrono::seconds(30));
   CHECK(on.bootstrap.clusters[0].http2.connection_keepalive->timeout == std::chrono::seconds(5));
   const std::string off_yaml =
-      std::string(kMinimal) + cluster +
+      std::string(kMinimalConfig) + cluster +
       "    typed_extension_protocol_options:\n"
       "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n"
       "        auto_config:\n"
       "          http2_protocol_options: {connection_keepalive: {interval: 0s}}\n";
-  const LoadResult off = load(off_yaml);
+  const LoadResult off = loadYaml(off_yaml);
   INFO(h2gate::testing::allProblems(off.problems));
   REQUIRE(off.ok());
   CHECK_FALSE(off.bootstrap.clusters[0].http2.connection_keepalive.has_value());
 }
 
 TEST_CASE("network_change_timeout: 5s by default, 0s turns the monitor off", "[config][loader]") {
-  const LoadResult def = load(kMinimal);
+  const LoadResult def = loadYaml(kMinimalConfig);
   REQUIRE(def.ok());
   CHECK(def.bootstrap.network_change_timeout == seconds(5));
   CHECK(defaultBootstrap().network_change_timeout == seconds(5));
 
-  const LoadResult set = load("h2gate: {network_change_timeout: 1.5s}\n" + std::string(kMinimal));
+  const LoadResult set =
+      loadYaml("h2gate: {network_change_timeout: 1.5s}\n" + std::string(kMinimalConfig));
   INFO(allProblems(set.problems));
   REQUIRE(set.ok());
   CHECK(set.bootstrap.network_change_timeout == std::chrono::milliseconds(1500));
 
-  const LoadResult off = load("h2gate:\n  network_change_timeout: 0s\n" + std::string(kMinimal));
+  const LoadResult off =
+      loadYaml("h2gate:\n  network_change_timeout: 0s\n" + std::string(kMinimalConfig));
   REQUIRE(off.ok());
   CHECK(off.bootstrap.network_change_timeout.count() == 0);
 
   const LoadResult proto =
-      load("h2gate: {network_change_timeout: {seconds: 2}}\n" + std::string(kMinimal));
+      loadYaml("h2gate: {network_change_timeout: {seconds: 2}}\n" + std::string(kMinimalConfig));
   REQUIRE(proto.ok());
   CHECK(proto.bootstrap.network_change_timeout == seconds(2));
 }
@@ -853,7 +852,7 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values", "[
       "    typed_extension_protocol_options:\n"
       "      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:\n";
   SECTION("defaults") {
-    const LoadResult r = load(withCluster(kEndpoint));
+    const LoadResult r = loadYaml(withCluster(kEndpoint));
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     const Cluster& c = r.bootstrap.clusters.at(0);
@@ -865,12 +864,13 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values", "[
     CHECK(made.idle_timeout == seconds(50));
   }
   SECTION("values") {
-    const LoadResult r = load(withCluster(std::string(kEndpoint) +
-                                          "    circuit_breakers: {thresholds: [{max_connections: "
-                                          "3, max_requests: 2}]}\n" +
-                                          options_key +
-                                          "        common_http_protocol_options: {idle_timeout: "
-                                          "1500ms}\n"));
+    const LoadResult r =
+        loadYaml(withCluster(std::string(kEndpoint) +
+                             "    circuit_breakers: {thresholds: [{max_connections: "
+                             "3, max_requests: 2}]}\n" +
+                             options_key +
+                             "        common_http_protocol_options: {idle_timeout: "
+                             "1500ms}\n"));
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     const Cluster& c = r.bootstrap.clusters.at(0);
@@ -879,9 +879,9 @@ TEST_CASE("cluster max_requests and HTTP/1.1 idle_timeout: defaults, values", "[
     CHECK(c.idle_timeout == std::chrono::milliseconds(1500));
   }
   SECTION("idle_timeout 0s means never") {
-    const LoadResult r = load(withCluster(std::string(kEndpoint) + options_key +
-                                          "        common_http_protocol_options:\n"
-                                          "          idle_timeout: 0s\n"));
+    const LoadResult r = loadYaml(withCluster(std::string(kEndpoint) + options_key +
+                                              "        common_http_protocol_options:\n"
+                                              "          idle_timeout: 0s\n"));
     INFO(allProblems(r.problems));
     REQUIRE(r.ok());
     CHECK(r.bootstrap.clusters.at(0).idle_timeout == seconds(0));
@@ -893,7 +893,7 @@ TEST_CASE("a config file above the size limit is refused before it is parsed",
   const std::string path = "/tmp/h2gate_loader_size_" + std::to_string(::getpid()) + ".yaml";
   {
     std::ofstream out(path);
-    out << kMinimal << std::string(4000, '#') << "\n";  // a comment makes it ~4.2 KiB
+    out << kMinimalConfig << std::string(4000, '#') << "\n";  // a comment makes it ~4.2 KiB
   }
   const auto size = std::filesystem::file_size(path);
   const LoadResult big = loadFile(path, 4096);
@@ -916,19 +916,20 @@ TEST_CASE("a config file above the size limit is refused before it is parsed",
 TEST_CASE("nesting: 64 levels are no error, brackets in strings do not count",
           "[config][loader][errors]") {
   SECTION("64 levels are fine (then the schema complains)") {
-    const LoadResult r = load(std::string(64, '[') + std::string(64, ']'));
+    const LoadResult r = loadYaml(std::string(64, '[') + std::string(64, ']'));
     CHECK(allProblems(r.problems).find("nested") == std::string::npos);
   }
   SECTION("brackets in strings and comments do not count") {
     const std::string many(200, '[');
-    const LoadResult r =
-        load(std::string(kMinimal) + "# " + many + "\n" + "      - name: \"" + many + "\"\n");
+    const LoadResult r = loadYaml(std::string(kMinimalConfig) + "# " + many + "\n" +
+                                  "      - name: \"" + many + "\"\n");
     CHECK(allProblems(r.problems).find("nested") == std::string::npos);
   }
 }
 
 TEST_CASE("control characters from the file are escaped in problems", "[config][loader][errors]") {
-  const LoadResult r = load(std::string(kMinimal) + "    \"bo\\x1b[2Jgus\\u009b\\x07\": 1\n");
+  const LoadResult r =
+      loadYaml(std::string(kMinimalConfig) + "    \"bo\\x1b[2Jgus\\u009b\\x07\": 1\n");
   REQUIRE(r.problems.size() == 1);
   const std::string text = r.problems[0].str();
   CHECK(text.find('\x1b') == std::string::npos);
@@ -945,19 +946,20 @@ TEST_CASE("control characters from the file are escaped in problems", "[config][
 }
 
 TEST_CASE("admin.allowed_hosts and a listener's deny_own_addresses", "[config][loader]") {
-  const LoadResult r = load(std::string(kMinimal) +
-                            "    deny_own_addresses: false\n"
-                            "admin:\n"
-                            "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
-                            "  allowed_hosts: [H2gate.Example., \"mon.example:9901\", "
-                            "\"[fd00::1]:80\", 192.0.2.7]\n");
+  const LoadResult r =
+      loadYaml(std::string(kMinimalConfig) +
+               "    deny_own_addresses: false\n"
+               "admin:\n"
+               "  address: {socket_address: {address: 127.0.0.1, port_value: 9901}}\n"
+               "  allowed_hosts: [H2gate.Example., \"mon.example:9901\", "
+               "\"[fd00::1]:80\", 192.0.2.7]\n");
   INFO(allProblems(r.problems));
   REQUIRE(r.ok());
   CHECK(r.bootstrap.admin.allowed_hosts == std::vector<std::string>{"h2gate.example",
                                                                     "mon.example:9901",
                                                                     "[fd00::1]:80", "192.0.2.7"});
   CHECK_FALSE(r.bootstrap.listeners[0].deny_own_addresses);
-  CHECK(load(kMinimal).bootstrap.listeners[0].deny_own_addresses);  // the default
+  CHECK(loadYaml(kMinimalConfig).bootstrap.listeners[0].deny_own_addresses);  // the default
 }
 
 TEST_CASE("a wrong config: every problem, at its line and column", "[config][loader][errors]") {
@@ -965,7 +967,7 @@ TEST_CASE("a wrong config: every problem, at its line and column", "[config][loa
     SECTION(bad.name) {
       std::string expected;
       for (const std::string& problem : bad.problems) expected += problem + "\n";
-      const LoadResult r = load(bad.yaml);
+      const LoadResult r = loadYaml(bad.yaml);
       CHECK_FALSE(r.ok());
       CHECK(allProblems(r.problems) == expected);
     }

@@ -47,8 +47,8 @@ TEST_CASE("expandEnv replaces ${NAME}", "[config][env]") {
 
 namespace {
 
-struct Fixture {
-  explicit Fixture(const char* yaml) : diag("t.yaml"), root(YAML::Load(yaml), "", diag) {}
+struct NodeReaderFixture {
+  explicit NodeReaderFixture(const char* yaml) : diag("t.yaml"), root(YAML::Load(yaml), "", diag) {}
   Diagnostics diag;
   NodeReader root;
 };
@@ -56,7 +56,7 @@ struct Fixture {
 }  // namespace
 
 TEST_CASE("NodeReader reads typed values and reports positions", "[config][reader]") {
-  Fixture f(
+  NodeReaderFixture f(
       "name: hello\n"
       "count: 42\n"
       "flag: true\n"
@@ -78,7 +78,7 @@ TEST_CASE("NodeReader reads typed values and reports positions", "[config][reade
 }
 
 TEST_CASE("NodeReader records wrong types with file:line:column and path", "[config][reader]") {
-  Fixture f(
+  NodeReaderFixture f(
       "name: [1]\n"
       "count: many\n"
       "big: 300\n"
@@ -118,7 +118,7 @@ TEST_CASE("NodeReader records wrong types with file:line:column and path", "[con
 TEST_CASE("NodeReader expands environment variables in strings", "[config][reader][env]") {
   ScopedEnv set("H2GATE_TEST_SECRET", "s3cr3t");
   ScopedEnv unset("H2GATE_TEST_UNSET", std::nullopt);
-  Fixture f(
+  NodeReaderFixture f(
       "a: ${H2GATE_TEST_SECRET}\n"
       "b: \"${H2GATE_TEST_SECRET}:${H2GATE_TEST_UNSET}\"\n"
       "c: [x, \"${H2GATE_TEST_UNSET}\"]\n");
@@ -133,7 +133,7 @@ TEST_CASE("NodeReader expands environment variables in strings", "[config][reade
 }
 
 TEST_CASE("NodeReader checks @type and enums", "[config][reader]") {
-  Fixture f(
+  NodeReaderFixture f(
       "typed: {\"@type\": type.googleapis.com/wrong.Type}\n"
       "right: {\"@type\": type.googleapis.com/right.Type}\n"
       "mode: MAYBE\n");
@@ -152,7 +152,7 @@ TEST_CASE("NodeReader checks @type and enums", "[config][reader]") {
 TEST_CASE("NodeReader expands enums but quotes them unexpanded", "[config][reader][env]") {
   ScopedEnv mode("H2GATE_TEST_MODE", "ON");
   ScopedEnv secret("H2GATE_TEST_SECRET", "s3cr3t");
-  Fixture f(
+  NodeReaderFixture f(
       "a: ${H2GATE_TEST_MODE}\n"
       "b: ${H2GATE_TEST_SECRET}\n");
   CHECK(f.root.choice("a", {"ON", "OFF"}) == "ON");
@@ -162,7 +162,7 @@ TEST_CASE("NodeReader expands enums but quotes them unexpanded", "[config][reade
 }
 
 TEST_CASE("NodeReader points null values at their key", "[config][reader]") {
-  Fixture f(
+  NodeReaderFixture f(
       "outer:\n"
       "  inner:\n"
       "other: 1\n");

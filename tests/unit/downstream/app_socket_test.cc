@@ -57,8 +57,8 @@ struct Owner : AppSocket::Handler {
   bool closed = false;
 };
 
-struct Fixture {
-  Fixture() {
+struct AppSocketFixture {
+  AppSocketFixture() {
     tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::address_v4::loopback(), 0));
     peer.connect(acceptor.local_endpoint());
     tcp::socket s(io);
@@ -66,7 +66,7 @@ struct Fixture {
     owner = std::make_shared<Owner>(std::move(s));
     owner->socket.start(owner, net::SendBufferConfig{}, 1);
   }
-  ~Fixture() {
+  ~AppSocketFixture() {
     asio::error_code ec;
     peer.close(ec);
     owner->socket.close(true);
@@ -103,7 +103,7 @@ struct Fixture {
 
 TEST_CASE("AppSocket reads: bytes, then EOF; no buffer is held while nothing is there",
           "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   CHECK(s.peer().starts_with("127.0.0.1:"));
   s.read();
@@ -163,7 +163,7 @@ TEST_CASE("AppSocket reads: a full buffer stops reading until the owner consumes
 
 TEST_CASE("AppSocket writes: done at once when the socket takes all, held back by a slow app",
           "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   bool done = false;
   s.write({"small"}, [&] { done = true; });
@@ -199,7 +199,7 @@ TEST_CASE("AppSocket writes: done at once when the socket takes all, held back b
 }
 
 TEST_CASE("AppSocket: held writes go out in front of the next one", "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   s.hold(true);
   bool head_done = false;
@@ -228,7 +228,7 @@ TEST_CASE("AppSocket: held writes go out in front of the next one", "[downstream
 
 TEST_CASE("AppSocket: the FIN goes after the queued bytes, and reading goes on",
           "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   s.read();
   const std::string big(16 << 20, 'q');
@@ -250,7 +250,7 @@ TEST_CASE("AppSocket: the FIN goes after the queued bytes, and reading goes on",
 
 TEST_CASE("AppSocket: a graceful close lingers, reading what the app still sends",
           "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   s.write({"bye"}, nullptr);
   s.closeAfterWrites();
@@ -270,7 +270,7 @@ TEST_CASE("AppSocket: a graceful close lingers, reading what the app still sends
 
 TEST_CASE("AppSocket: lingering ends after kLingerTime when the app never closes",
           "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   const auto t0 = std::chrono::steady_clock::now();
   f.owner->socket.close(false);
   REQUIRE(f.waitFor([&] { return f.owner->closed; }, 10000ms));
@@ -278,7 +278,7 @@ TEST_CASE("AppSocket: lingering ends after kLingerTime when the app never closes
 }
 
 TEST_CASE("AppSocket: an abortive close resets the connection", "[downstream][app_socket]") {
-  Fixture f;
+  AppSocketFixture f;
   f.owner->socket.write({"x"}, nullptr);
   CHECK(f.peerRead(1) == "x");
   f.owner->socket.close(true);
@@ -291,7 +291,7 @@ TEST_CASE("AppSocket: an abortive close resets the connection", "[downstream][ap
 TEST_CASE("AppSocket: failures reach the owner, a write's while it is still in write()",
           "[downstream][app_socket]") {
   SECTION("a reset while reading") {
-    Fixture f;
+    AppSocketFixture f;
     f.owner->socket.read();
     f.peer.set_option(asio::socket_base::linger(true, 0));
     f.peer.close();
@@ -300,7 +300,7 @@ TEST_CASE("AppSocket: failures reach the owner, a write's while it is still in w
     CHECK(f.owner->error == asio::error::connection_reset);
   }
   SECTION("a write into a reset connection") {
-    Fixture f;
+    AppSocketFixture f;
     f.peer.set_option(asio::socket_base::linger(true, 0));
     f.peer.close();
     f.settle();
@@ -319,7 +319,7 @@ TEST_CASE("AppSocket: failures reach the owner, a write's while it is still in w
 
 TEST_CASE("AppSocket: bytes both ways through full and empty sockets, waiting on completions only",
           "[downstream][app_socket][iocp]") {
-  Fixture f;
+  AppSocketFixture f;
   AppSocket& s = f.owner->socket;
   std::string up(4 << 20, '\0');
   for (size_t i = 0; i < up.size(); ++i) up[i] = static_cast<char>('a' + i % 23);

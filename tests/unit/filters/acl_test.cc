@@ -16,14 +16,14 @@ using h2gate::testing::route;
 
 namespace {
 
-struct Env : h2gate::testing::FilterEnv {
-  Env() : FilterEnv("r.yaml", {"corp", "partner", "backup"}) {}
+struct AclEnv : h2gate::testing::FilterEnv {
+  AclEnv() : FilterEnv("r.yaml", {"corp", "partner", "backup"}) {}
 };
 
 }  // namespace
 
 TEST_CASE("acl: deny first, then the allow list", "[filters][acl]") {
-  Env env;
+  AclEnv env;
   const FilterPtr f = env.make(kAcl,
                                "deny:\n"
                                "- match: {cidrs: [169.254.0.0/16, 'fe80::/10']}\n"
@@ -49,7 +49,7 @@ TEST_CASE("acl: deny first, then the allow list", "[filters][acl]") {
 }
 
 TEST_CASE("acl: config errors", "[filters][acl]") {
-  Env env;
+  AclEnv env;
   CHECK_FALSE(env.make(kAcl, "{}"));
   CHECK_FALSE(env.make(kAcl, "deny: [{match: {cidrs: [1.2.3.4/40]}, why: x}]"));
   CHECK(allProblems(env.diag.problems()) ==
@@ -60,7 +60,7 @@ TEST_CASE("acl: config errors", "[filters][acl]") {
 }
 
 TEST_CASE("acl: deny ranges judge the resolved addresses too", "[filters][acl]") {
-  Env env;
+  AclEnv env;
   const FilterPtr f = env.make(kAcl,
                                "deny:\n"
                                "- match: {cidrs: [127.0.0.0/8, 169.254.169.254, '::1']}\n"

@@ -37,6 +37,24 @@ struct FilterEnv {
   config::Listener listener;
 };
 
+// The environment of the app-facing filters' tests: listener app1, clusters
+// corp and partner.
+struct App1Env : FilterEnv {
+  App1Env() : FilterEnv("h.yaml", {"corp", "partner"}) { listener.name = "app1"; }
+};
+
+// A CONNECT to example.com:443 with `headers`.
+inline RequestHead connectWith(Headers headers) {
+  RequestHead h;
+  h.method = "CONNECT";
+  h.is_connect = true;
+  h.host = "example.com";
+  h.port = 443;
+  h.target = "example.com:443";
+  h.headers = std::move(headers);
+  return h;
+}
+
 inline RequestHead requestHead(const std::string& host, uint16_t port, bool connect) {
   RequestHead h;
   h.method = connect ? "CONNECT" : "GET";

@@ -15,8 +15,8 @@ using h2gate::testing::route;
 
 namespace {
 
-struct Env : h2gate::testing::FilterEnv {
-  Env() : FilterEnv("fp.yaml", {"corp", "backup", "third"}) {}
+struct ForwardProxyEnv : h2gate::testing::FilterEnv {
+  ForwardProxyEnv() : FilterEnv("fp.yaml", {"corp", "backup", "third"}) {}
   FilterPtr make(const char* yaml) {
     config::NodeReader r(yaml ? YAML::Load(yaml) : YAML::Node(), "typed_config", diag);
     return create(kForwardProxy, r, FactoryContext{bootstrap, listener});
@@ -50,7 +50,7 @@ fallback_clusters: [backup]
 }  // namespace
 
 TEST_CASE("forward_proxy routes to its cluster", "[filters][forward_proxy]") {
-  Env env;
+  ForwardProxyEnv env;
   const FilterPtr f = env.make("{cluster: corp}");
   REQUIRE(f);
   CHECK(f->terminal());
@@ -68,7 +68,7 @@ TEST_CASE("forward_proxy without a cluster goes direct", "[filters][forward_prox
        {static_cast<const char*>(nullptr), "{}", "{cluster: ~}", "{cluster: ''}",
         "{\"@type\": type.googleapis.com/h2gate.filters.forward_proxy.v1.Config}"}) {
     INFO((yaml ? yaml : "<absent>"));
-    Env env;
+    ForwardProxyEnv env;
     const FilterPtr f = env.make(yaml);
     INFO(allProblems(env.diag.problems()));
     REQUIRE(f);
@@ -81,7 +81,7 @@ TEST_CASE("forward_proxy without a cluster goes direct", "[filters][forward_prox
 }
 
 TEST_CASE("forward_proxy config errors", "[filters][forward_proxy]") {
-  Env env;
+  ForwardProxyEnv env;
   CHECK_FALSE(env.make("{cluster: other}"));
   CHECK_FALSE(env.make("{cluster: corp, rules: []}"));
   CHECK_FALSE(env.make("[corp]"));
@@ -95,7 +95,7 @@ TEST_CASE("forward_proxy config errors", "[filters][forward_proxy]") {
 
 TEST_CASE("forward_proxy fallback: clusters in order, then DIRECT when allowed",
           "[filters][forward_proxy]") {
-  Env env;
+  ForwardProxyEnv env;
   SECTION("a list and direct_fallback") {
     const FilterPtr f =
         env.make("{cluster: corp, fallback_clusters: [backup, third], direct_fallback: true}");

@@ -15,8 +15,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Env : h2gate::testing::FilterEnv {
-  Env() : FilterEnv("p.yaml", {"corp"}) {}
+struct PacRoutingEnv : h2gate::testing::FilterEnv {
+  PacRoutingEnv() : FilterEnv("p.yaml", {"corp"}) {}
   std::optional<PacRouteConfig> parse(const std::string& yaml) {
     config::NodeReader r(YAML::Load(yaml), "routes[0].pac", diag);
     return parsePacRoute(r, FactoryContext{bootstrap, listener}, "routes[0]");
@@ -27,7 +27,7 @@ struct Env : h2gate::testing::FilterEnv {
 }  // namespace
 
 TEST_CASE("pac route config: sources and defaults", "[filters][pac_routing_config]") {
-  Env e;
+  PacRoutingEnv e;
   auto c = e.parse("url: http://wpad.corp.example/proxy.pac");
   REQUIRE(c);
   CHECK(c->source.kind == pac::PacSourceConfig::Kind::Url);
@@ -56,7 +56,7 @@ TEST_CASE("pac route config: sources and defaults", "[filters][pac_routing_confi
 }
 
 TEST_CASE("pac route config: every setting", "[filters][pac_routing_config]") {
-  Env e;
+  PacRoutingEnv e;
   auto c = e.parse(R"(url: https://pac.corp.example/p.pac
 refresh_interval: 5m
 retry_interval: 10s
@@ -99,20 +99,20 @@ on_loop: reject
 
 TEST_CASE("pac route config: errors name file, line, column and field",
           "[filters][pac_routing_config]") {
-  Env e;
+  PacRoutingEnv e;
   CHECK_FALSE(e.parse("refresh_interval: 5m"));
   CHECK(e.problems() ==
         "p.yaml:1:1: routes[0].pac: needs where the PAC file comes from: one of url, file, "
         "wpad: true or system: true\n");
 
-  Env e2;
+  PacRoutingEnv e2;
   CHECK_FALSE(e2.parse(R"(url: ftp://x/p.pac
 file: /x
 )"));
   CHECK(e2.problems() ==
         "p.yaml:1:1: routes[0].pac: takes only one of url, file, wpad and system\n");
 
-  Env e3;
+  PacRoutingEnv e3;
   CHECK_FALSE(e3.parse(R"(url: ftp://x/p.pac
 refresh_interval: 500ms
 fetch_timeout: 1h
@@ -140,7 +140,7 @@ on_loop: maybe
         "p.yaml:11:11: routes[0].pac.fallback: takes only one of direct, cluster and reject\n"
         "p.yaml:12:10: routes[0].pac.on_loop: expected one of direct, reject, got 'maybe'\n");
 
-  Env e4;
+  PacRoutingEnv e4;
   CHECK_FALSE(e4.parse("wpad: false\nfallback: {cluster: nope}\n"));
   CHECK(e4.problems() ==
         "p.yaml:1:7: routes[0].pac.wpad: takes only true (leave it out, or choose url or file)\n"
@@ -149,7 +149,7 @@ on_loop: maybe
 
 TEST_CASE("pac route config: proxy_authentication and authenticate_to",
           "[filters][pac_routing_config][pac_auth]") {
-  Env e;
+  PacRoutingEnv e;
   auto c = e.parse(R"(wpad: true
 proxies:
   proxy_authentication:
@@ -216,7 +216,7 @@ TEST_CASE("pac route config: the proxies' credentials from the keyring",
   struct Restore {
     ~Restore() { keyring::setLookupForTesting({}); }
   } restore;
-  Env e;
+  PacRoutingEnv e;
   auto c = e.parse(R"(file: /x.pac
 proxies:
   proxy_authentication:
@@ -230,7 +230,7 @@ proxies:
   CHECK(c->proxies.cluster.credentials->password == "kr-pw");
   CHECK(c->proxies.cluster.credentials->keyring == "corp");
 
-  Env bad;
+  PacRoutingEnv bad;
   c = bad.parse(R"(file: /x.pac
 proxies:
   proxy_authentication:
@@ -243,7 +243,7 @@ proxies:
 
 TEST_CASE("pac route config: proxy_authentication errors name file, line, column and field",
           "[filters][pac_routing_config][pac_auth]") {
-  Env e;
+  PacRoutingEnv e;
   CHECK_FALSE(e.parse(R"(url: http://wpad.corp.example/proxy.pac
 proxies:
   proxy_authentication:
@@ -273,7 +273,7 @@ proxies:
         "p.yaml:7:90: routes[0].pac.proxies.authenticate_to[6]: 'bad host' is not a host name or "
         "an IP address\n");
 
-  Env e2;
+  PacRoutingEnv e2;
   CHECK_FALSE(e2.parse(R"(file: /x.pac
 proxies:
   authenticate_to: [localhost]
@@ -284,13 +284,13 @@ proxies:
         "p.yaml:5:5: routes[0].pac.proxies.proxy_authentication: scheme basic needs credentials "
         "(a username and a password)\n");
 
-  Env e3;
+  PacRoutingEnv e3;
   CHECK_FALSE(e3.parse("file: /x.pac\nproxies:\n  authenticate_to: [localhost]\n"));
   CHECK(e3.problems() ==
         "p.yaml:3:20: routes[0].pac.proxies.authenticate_to: says which proxies get "
         "proxy_authentication's credentials, but there is no proxy_authentication\n");
 
-  Env e4;
+  PacRoutingEnv e4;
   CHECK_FALSE(e4.parse(R"(file: /x.pac
 proxies:
   proxy_authentication:

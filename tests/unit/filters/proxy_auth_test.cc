@@ -10,30 +10,13 @@
 using namespace h2gate;
 using namespace h2gate::filters;
 using h2gate::testing::allProblems;
+using h2gate::testing::App1Env;
+using h2gate::testing::connectWith;
 using h2gate::testing::ScopedEnv;
-
-namespace {
-
-struct Env : h2gate::testing::FilterEnv {
-  Env() : FilterEnv("h.yaml", {"corp", "partner"}) { listener.name = "app1"; }
-};
-
-RequestHead connect(Headers headers) {
-  RequestHead h;
-  h.method = "CONNECT";
-  h.is_connect = true;
-  h.host = "example.com";
-  h.port = 443;
-  h.target = "example.com:443";
-  h.headers = std::move(headers);
-  return h;
-}
-
-}  // namespace
 
 TEST_CASE("proxy_auth: Basic credentials, 407 otherwise", "[filters][proxy_auth]") {
   ScopedEnv pw("H2GATE_TEST_PW", "s3cret");
-  Env env;
+  App1Env env;
   const FilterPtr f = env.make(kProxyAuth,
                                "users:\n"
                                "- {username: alice, password: '${H2GATE_TEST_PW}'}\n"
@@ -44,7 +27,7 @@ TEST_CASE("proxy_auth: Basic credentials, 407 otherwise", "[filters][proxy_auth]
     Headers h;
     if (header) h.push_back({"Proxy-Authorization", *header});
     StreamInfo info;
-    const FilterStatus s = f->onRequestHead(connect(h), info);
+    const FilterStatus s = f->onRequestHead(connectWith(h), info);
     return s == FilterStatus::Continue
                ? std::string("ok")
                : std::to_string(info.status) + " " + info.reason + " | " + info.reply_headers;
@@ -64,7 +47,7 @@ TEST_CASE("proxy_auth: Basic credentials, 407 otherwise", "[filters][proxy_auth]
 }
 
 TEST_CASE("proxy_auth: config errors", "[filters][proxy_auth]") {
-  Env env;
+  App1Env env;
   CHECK_FALSE(env.make(kProxyAuth, "{}"));
   CHECK_FALSE(env.make(kProxyAuth,
                        "realm: 'a\"b'\n"

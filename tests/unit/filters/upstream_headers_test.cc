@@ -13,24 +13,11 @@
 using namespace h2gate;
 using namespace h2gate::filters;
 using h2gate::testing::allProblems;
+using h2gate::testing::App1Env;
+using h2gate::testing::connectWith;
 using h2gate::testing::ScopedEnv;
 
 namespace {
-
-struct Env : h2gate::testing::FilterEnv {
-  Env() : FilterEnv("h.yaml", {"corp", "partner"}) { listener.name = "app1"; }
-};
-
-RequestHead connect(Headers headers) {
-  RequestHead h;
-  h.method = "CONNECT";
-  h.is_connect = true;
-  h.host = "example.com";
-  h.port = 443;
-  h.target = "example.com:443";
-  h.headers = std::move(headers);
-  return h;
-}
 
 // "name: value" lines of what goes to the proxy of `cluster`.
 // The cluster's own credentials go in as auth::RequestAuth makes them:
@@ -51,7 +38,7 @@ std::string sent(const RequestHead& head, const StreamInfo& info, const config::
 TEST_CASE("upstream_headers: per listener and per cluster, replacing app headers",
           "[filters][upstream_headers]") {
   ScopedEnv token("H2GATE_TEST_TOKEN", "t0k3n");
-  Env env;
+  App1Env env;
   const FilterPtr f = env.make(kUpstreamHeaders,
                                "request_headers_to_add:\n"
                                "- header: {key: X-Identity, value: 'app1 ${H2GATE_TEST_TOKEN}'}\n"
@@ -63,9 +50,9 @@ TEST_CASE("upstream_headers: per listener and per cluster, replacing app headers
                                "  - header: {key: x-identity, value: partner-app1}\n");
   INFO(allProblems(env.diag.problems()));
   REQUIRE(f);
-  const RequestHead head = connect({{"User-Agent", "curl"},
-                                    {"X-Identity", "spoofed"},
-                                    {"Proxy-Authorization", "Basic YXBwOmFwcA=="}});
+  const RequestHead head = connectWith({{"User-Agent", "curl"},
+                                        {"X-Identity", "spoofed"},
+                                        {"Proxy-Authorization", "Basic YXBwOmFwcA=="}});
   StreamInfo info;
   CHECK(f->onRequestHead(head, info) == FilterStatus::Continue);
   REQUIRE(info.upstream_headers);
@@ -95,10 +82,10 @@ TEST_CASE("upstream_headers: per listener and per cluster, replacing app headers
 
 TEST_CASE("upstream_headers: forward_proxy_authorization passes the app's own on",
           "[filters][upstream_headers]") {
-  Env env;
+  App1Env env;
   const FilterPtr f = env.make(kUpstreamHeaders, "{forward_proxy_authorization: true}");
   REQUIRE(f);
-  const RequestHead head = connect({{"Proxy-Authorization", "Basic YXBwOmFwcA=="}});
+  const RequestHead head = connectWith({{"Proxy-Authorization", "Basic YXBwOmFwcA=="}});
   StreamInfo info;
   f->onRequestHead(head, info);
   config::Cluster corp = env.bootstrap.clusters[0];
@@ -108,7 +95,7 @@ TEST_CASE("upstream_headers: forward_proxy_authorization passes the app's own on
 }
 
 TEST_CASE("upstream_headers: config errors", "[filters][upstream_headers]") {
-  Env env;
+  App1Env env;
   env.listener.filters.push_back(config::FilterConfig{kProxyAuth, YAML::Node(), {}});
   CHECK_FALSE(env.make(kUpstreamHeaders,
                        "request_headers_to_add:\n"

@@ -41,7 +41,7 @@ struct FakeOps : SocketOps {
   State& s_;
 };
 
-struct Fixture {
+struct SendBufferFixture {
   FakeOps::State state;
   TimePoint now{};
   std::vector<std::pair<uint32_t, uint32_t>> changes;
@@ -61,7 +61,7 @@ SendBufferConfig ideal() {
 }  // namespace
 
 TEST_CASE("ideal backlog: at most one query per second per connection", "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   SendBufferTuner t = f.make(ideal());
   t.onConnected();
   CHECK(f.state.queries == 1);
@@ -82,7 +82,7 @@ TEST_CASE("ideal backlog: at most one query per second per connection", "[net][s
 
 TEST_CASE("ideal backlog: SO_SNDBUF is set only when the ideal value changes",
           "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   SendBufferTuner t = f.make(ideal());
   t.onConnected();
   for (int i = 0; i < 5; ++i) {
@@ -106,7 +106,7 @@ TEST_CASE("ideal backlog: SO_SNDBUF is set only when the ideal value changes",
 
 TEST_CASE("ideal backlog: failures are swallowed and retried a second later",
           "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   f.state.ideal = std::nullopt;  // WSAEINVAL (old Windows) / WSAENOTCONN
   SendBufferTuner t = f.make(ideal());
   t.onConnected();
@@ -133,7 +133,7 @@ TEST_CASE("ideal backlog: failures are swallowed and retried a second later",
 }
 
 TEST_CASE("ideal backlog: clamped to 16 MiB", "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   f.state.ideal = 100u << 20;
   SendBufferTuner t = f.make(ideal());
   t.onConnected();
@@ -142,7 +142,7 @@ TEST_CASE("ideal backlog: clamped to 16 MiB", "[net][send_buffer]") {
 }
 
 TEST_CASE("fixed: set once at connect, never queried", "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   SendBufferConfig c;
   c.mode = SendBufferConfig::Mode::Fixed;
   c.bytes = 65536;
@@ -159,7 +159,7 @@ TEST_CASE("fixed: set once at connect, never queried", "[net][send_buffer]") {
 
 TEST_CASE("auto: the platform decides; TCP_NOTSENT_LOWAT only when configured",
           "[net][send_buffer]") {
-  Fixture f;
+  SendBufferFixture f;
   SendBufferConfig c;  // auto
   SendBufferTuner t = f.make(c);
   t.onConnected();
@@ -176,7 +176,7 @@ TEST_CASE("auto: the platform decides; TCP_NOTSENT_LOWAT only when configured",
   }
   CHECK(f.state.lowats.empty());
 
-  Fixture g;
+  SendBufferFixture g;
   c.notsent_lowat = 131072;
   SendBufferTuner u = g.make(c);
   u.onConnected();

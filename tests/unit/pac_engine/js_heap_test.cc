@@ -10,16 +10,15 @@
 #include <cmath>
 #include <thread>
 
+#include "tests/unit/pac_engine/pac_test_util.h"
+
 using namespace h2gate::pac;
+using h2gate::pac::test::in;
 using namespace std::chrono_literals;
 
 namespace {
 
 constexpr std::size_t kLimit = 4u << 20;
-
-Deadline in(std::chrono::milliseconds ms) {
-  return std::chrono::steady_clock::now() + ms;
-}
 
 }  // namespace
 

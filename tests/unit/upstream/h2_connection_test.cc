@@ -254,7 +254,7 @@ struct Owner : H2Connection::Owner {
 };
 
 // The app side of one tunnel/request.
-struct App : TunnelCallbacks {
+struct H2App : TunnelCallbacks {
   std::optional<ResponseHead> head;
   std::string body;
   std::vector<Done> held;  // `done` of bytes the app has not "written" yet
@@ -336,7 +336,7 @@ struct App : TunnelCallbacks {
 struct Request {
   RequestHead head;
   StreamInfo info;
-  App app;
+  H2App app;
   std::string upload;  // bytes handed to send(): alive until done
   bool upload_done = false;
   bool retried = false;

@@ -53,8 +53,8 @@ struct AppEnd : TunnelCallbacks {
   std::vector<std::string> failed;
 };
 
-struct Fixture {
-  Fixture() {
+struct PendingTunnelFixture {
+  PendingTunnelFixture() {
     head.target = "http://origin.test/";
     pending.open(head, info, app);
   }
@@ -68,7 +68,7 @@ struct Fixture {
 
 TEST_CASE("pending tunnel: the held buffer and end go to the real tunnel, in order",
           "[upstream][pending_tunnel]") {
-  Fixture f;
+  PendingTunnelFixture f;
   bool done = false;
   f.pending.send("body", [&] { done = true; });
   f.pending.endOfRequest();
@@ -91,7 +91,7 @@ TEST_CASE("pending tunnel: the held buffer and end go to the real tunnel, in ord
 
 TEST_CASE("pending tunnel: the end is replayed to the next tunnel of a retry",
           "[upstream][pending_tunnel]") {
-  Fixture f;
+  PendingTunnelFixture f;
   auto first = std::make_shared<Recorder>();
   f.pending.attach(first);
   f.pending.endOfRequest();
@@ -104,7 +104,7 @@ TEST_CASE("pending tunnel: the end is replayed to the next tunnel of a retry",
 TEST_CASE("pending tunnel: failed or aborted before a tunnel, nothing reaches one",
           "[upstream][pending_tunnel]") {
   SECTION("failed") {
-    Fixture f;
+    PendingTunnelFixture f;
     f.pending.send("body", [] { FAIL("a failed request's buffer is not acknowledged"); });
     f.pending.fail(503, Result::ConnectFailed, "no proxy is up");
     f.pending.fail(502, Result::ConnectFailed, "again");  // the app hears once
@@ -115,7 +115,7 @@ TEST_CASE("pending tunnel: failed or aborted before a tunnel, nothing reaches on
     CHECK_FALSE(f.pending.attached());
   }
   SECTION("aborted") {
-    Fixture f;
+    PendingTunnelFixture f;
     f.pending.send("body", [] { FAIL("an aborted request's buffer is not acknowledged"); });
     f.pending.abort();
     auto late = std::make_shared<Recorder>();

@@ -218,12 +218,12 @@ RequestHead parseHead(const std::string& text) {
   return h;
 }
 
-struct Fixture {
-  Fixture() {
+struct PoolFixture {
+  PoolFixture() {
     cluster.name = "c";
     cluster.endpoints.push_back({"127.0.0.1", proxy.port()});
   }
-  ~Fixture() {
+  ~PoolFixture() {
     for (auto& r : open_)
       if (r->tunnel) r->tunnel->abort();
     open_.clear();
@@ -330,7 +330,7 @@ TEST_CASE(
     "pool: a kept-alive HTTP/1.1 connection carries the next request after a complete "
     "response, an error status to a request without a body included",
     "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   f.proxy.script({"HTTP/1.1 404 Not Found\r\nContent-Length: 4\r\n\r\nnope"});
   Request& a = f.start("/a");
@@ -350,7 +350,7 @@ TEST_CASE(
 
 TEST_CASE("pool: a response with no body frees its connection for the next request",
           "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   struct Shape {
     const char* method;
@@ -384,7 +384,7 @@ TEST_CASE(
     "pool: a connection whose request body was answered with an error status is closed, "
     "not reused",
     "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   f.proxy.script({"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n"});
   Request& a = f.start("/upload", "hello");
@@ -405,7 +405,7 @@ TEST_CASE(
     "pool: a request whose kept-alive connection died before any answer goes again on a "
     "new connection; with its body sent, the app gets 502",
     "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   Request& a = f.start("/a");
   REQUIRE(f.waitFor([&] { return a.over(); }));
@@ -437,7 +437,7 @@ TEST_CASE(
 
 TEST_CASE("pool: max_connections: a request beyond it waits for a connection, then takes it",
           "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.cluster.max_connections = 1;
   f.makePool();
   Request& a = f.startHeld("/a");
@@ -459,7 +459,7 @@ TEST_CASE("pool: max_connections: a request beyond it waits for a connection, th
 
 TEST_CASE("pool: max_requests: a request beyond it gets 503 at once; its slot comes back",
           "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.cluster.max_requests = 1;
   f.makePool();
   Request& a = f.startHeld("/a");
@@ -482,7 +482,7 @@ TEST_CASE(
     "pool: draining: idle connections close at once, a request in progress finishes, "
     "new requests get 503",
     "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   f.proxy.script({});                 // /a: answered at once
   f.proxy.script(TestProxy::held());  // /b: answered when the test says
@@ -516,7 +516,7 @@ TEST_CASE(
 
 TEST_CASE("pool: an idle connection the proxy closed is dropped; the next request opens another",
           "[upstream][pool]") {
-  Fixture f;
+  PoolFixture f;
   f.makePool();
   Request& a = f.start("/a");
   REQUIRE(f.waitFor([&] { return a.over(); }));

@@ -26,7 +26,7 @@ using asio::ip::tcp;
 
 namespace {
 
-struct App : TunnelCallbacks {
+struct RouterApp : TunnelCallbacks {
   void onResponseHead(ResponseHead head) override { status = head.status; }
   void onResponseData(std::string_view, Done done) override { done(); }
   void onResponseEnd() override {}
@@ -49,8 +49,8 @@ uint16_t deadPort(asio::io_context& io) {
   return a.local_endpoint().port();
 }
 
-struct Fixture {
-  Fixture() {
+struct RouterFixture {
+  RouterFixture() {
     cluster.name = "down";
     cluster.endpoints.push_back({"127.0.0.1", deadPort(io)});
     upstreams["down"] = std::make_shared<UpstreamPool>(
@@ -61,7 +61,7 @@ struct Fixture {
     info.stream_id = 1;
     info.listener_name = "router_test";
   }
-  ~Fixture() {
+  ~RouterFixture() {
     if (tunnel) tunnel->abort();
     tunnel.reset();
     for (auto& [name, pool] : upstreams) pool->shutdown();
@@ -116,7 +116,7 @@ struct Fixture {
   DirectOptions direct;
   StreamInfo info;
   RequestHead head;
-  App app;
+  RouterApp app;
   std::shared_ptr<Tunnel> tunnel;
   std::optional<tcp::acceptor> destination;  // listenOnce()
   tcp::socket accepted{io};
@@ -127,7 +127,7 @@ struct Fixture {
 
 TEST_CASE("router: one route, no fallback: that route's own tunnel; unknown cluster: none",
           "[upstream][router]") {
-  Fixture f;
+  RouterFixture f;
   std::string error;
   f.info.cluster = "nope";
   CHECK_FALSE(f.router.route(f.info, f.direct, &error));
@@ -141,7 +141,7 @@ TEST_CASE("router: one route, no fallback: that route's own tunnel; unknown clus
 
 TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which carries it",
           "[upstream][router][fallback]") {
-  Fixture f;
+  RouterFixture f;
   const uint16_t destination = f.listenOnce();
   f.openOnDown({""}, f.connectTo(destination));
   REQUIRE(f.waitFor([&] { return f.app.status != 0 && f.connected; }));
@@ -155,7 +155,7 @@ TEST_CASE("router: a cluster that cannot be reached falls back to DIRECT, which 
 
 TEST_CASE("router: when every route fails, the app's error names each and why",
           "[upstream][router][fallback]") {
-  Fixture f;
+  RouterFixture f;
   f.openOnDown({""}, f.connectTo(deadPort(f.io)));
   REQUIRE(f.waitForFailure());
   CHECK(f.app.failures == 1);
@@ -167,7 +167,7 @@ TEST_CASE("router: when every route fails, the app's error names each and why",
 }
 
 TEST_CASE("router: a request with a body does not fall back", "[upstream][router][fallback]") {
-  Fixture f;
+  RouterFixture f;
   RequestHead h;
   h.method = "POST";
   h.target = "http://127.0.0.1:9/x";
@@ -185,7 +185,7 @@ TEST_CASE("router: a request with a body does not fall back", "[upstream][router
 
 TEST_CASE("router: a fallback to a cluster this worker does not have fails with 502",
           "[upstream][router][fallback]") {
-  Fixture f;
+  RouterFixture f;
   f.openOnDown({"gone"}, f.connectTo(deadPort(f.io)));
   REQUIRE(f.waitForFailure());
   CHECK(f.app.status == 502);
@@ -194,7 +194,7 @@ TEST_CASE("router: a fallback to a cluster this worker does not have fails with 
 
 TEST_CASE("router: an abort while a fallback is pending opens nothing",
           "[upstream][router][fallback]") {
-  Fixture f;
+  RouterFixture f;
   const uint16_t destination = f.listenOnce();
   f.openOnDown({""}, f.connectTo(destination));
   // The cluster failed and the fallback is posted, not yet run.
@@ -229,10 +229,10 @@ struct FixedDecider : RouteDecider {
 
 // With the last request aborted, a new one (CONNECT 127.0.0.1:9) on the same
 // router, which `decider` sends to the first of its routes alone.
-void againToFirstRoute(Fixture& f, const std::shared_ptr<FixedDecider>& decider) {
+void againToFirstRoute(RouterFixture& f, const std::shared_ptr<FixedDecider>& decider) {
   f.tunnel->abort();
   f.tunnel.reset();
-  f.app = App{};
+  f.app = RouterApp{};
   f.info = StreamInfo{};
   f.info.route_decider = decider;
   decider->routes = {decider->routes.front()};
@@ -257,7 +257,7 @@ struct ReadyDecider : FixedDecider {
 // the proxy has its pool. Then the same proxy alone: that pool again, not a
 // second one, and the app's 503 names the proxy. `opened` runs right after
 // open() returns, before anything is waited for.
-void proxyThenDirect(Fixture& f, const std::shared_ptr<FixedDecider>& decider,
+void proxyThenDirect(RouterFixture& f, const std::shared_ptr<FixedDecider>& decider,
                      const std::function<void()>& opened) {
   const uint16_t destination = f.listenOnce();
   decider->routes = {"PROXY 127.0.0.1:" + std::to_string(deadPort(f.io)), ""};
@@ -280,7 +280,7 @@ void proxyThenDirect(Fixture& f, const std::shared_ptr<FixedDecider>& decider,
 // `decider` has no routes: it refuses, and the app fails with its 451 and
 // `reason`, once; `posted`: after the io runs, else when open() returns.
 void refused(const std::shared_ptr<FixedDecider>& decider, bool posted, const std::string& reason) {
-  Fixture g;
+  RouterFixture g;
   decider->routes = {};
   g.info.route_decider = decider;
   g.open(g.connectTo(9));
@@ -311,7 +311,7 @@ TEST_CASE("router: PROXY/HTTPS routes parse; other strings are clusters",
 
 TEST_CASE("router: a decided route waits for the decider, then fails over along its answer",
           "[upstream][router][pac_route]") {
-  Fixture f;
+  RouterFixture f;
   auto decider = std::make_shared<FixedDecider>();
   proxyThenDirect(f, decider, [&] {
     CHECK(decider->asked == 1);
@@ -326,7 +326,7 @@ TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile o
   auto decider = std::make_shared<FixedDecider>();
   refused(decider, true, "refused by the test");
 
-  Fixture g;
+  RouterFixture g;
   decider->routes = {""};
   g.info.route_decider = decider;
   g.open(g.connectTo(9));
@@ -339,7 +339,7 @@ TEST_CASE("router: a decider's refusal is the app's status; an abort meanwhile o
 
 TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
           "[upstream][router][pac_route]") {
-  Fixture f;
+  RouterFixture f;
   auto decider = std::make_shared<FixedDecider>();
   decider->tmpl->max_proxies = 1;
   f.info.route_decider = decider;
@@ -350,8 +350,8 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
   f.open(f.connectTo(9));
   REQUIRE(f.waitFor([&] { return f.router.proxyPools() == 1; }));
   // While this request holds its pool, a second proxy cannot have one.
-  Fixture* fp = &f;
-  App second;
+  RouterFixture* fp = &f;
+  RouterApp second;
   StreamInfo info2;
   info2.route_decider = decider;
   decider->routes = {"PROXY 127.0.0.2:1"};
@@ -366,7 +366,7 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
   // Once the first request is gone, its pool is idle and makes room.
   f.tunnel->abort();
   f.tunnel.reset();
-  App third;
+  RouterApp third;
   StreamInfo info3;
   info3.route_decider = decider;
   std::shared_ptr<Tunnel> t3 = fp->router.route(info3, fp->direct, &error);
@@ -381,7 +381,7 @@ TEST_CASE("router: at most max_proxies proxy pools; an idle one makes room",
 
 TEST_CASE("router: a decision at hand opens its route inside open(), decide() is not asked",
           "[upstream][router][pac_route]") {
-  Fixture f;
+  RouterFixture f;
   auto decider = std::make_shared<ReadyDecider>();
   // The refused proxy, then DIRECT, as with a posted answer.
   proxyThenDirect(f, decider, [&] {
@@ -403,7 +403,7 @@ TEST_CASE(
     "router: a proxy may_authenticate refuses gets no credentials; a new generation asks "
     "again",
     "[upstream][router][pac_route][pac_auth]") {
-  Fixture f;
+  RouterFixture f;
   auto decider = std::make_shared<FixedDecider>();
   decider->tmpl->cluster.credentials = config::ProxyCredentials("alice", "alice-pw");
   std::vector<std::string> asked;
@@ -442,7 +442,7 @@ TEST_CASE(
   f.router.shutdown();
 
   // A template with nothing to send is not asked.
-  Fixture g;
+  RouterFixture g;
   auto plain = std::make_shared<FixedDecider>();
   plain->tmpl->may_authenticate = decider->tmpl->may_authenticate;
   plain->routes = {route};

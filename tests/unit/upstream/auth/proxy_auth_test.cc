@@ -86,7 +86,7 @@ ResponseHead response(int status, Headers headers = {}, bool keep_alive = true) 
   return r;
 }
 
-struct Fixture {
+struct ProxyAuthFixture {
   config::Cluster c;
   asio::io_context io;
   metrics::Registry registry;
@@ -96,7 +96,7 @@ struct Fixture {
   std::shared_ptr<ProxyAuth> auth;
   std::vector<size_t> http1_required;
 
-  explicit Fixture(config::Cluster cl) : c(std::move(cl)) {
+  explicit ProxyAuthFixture(config::Cluster cl) : c(std::move(cl)) {
     health = std::make_shared<ClusterHealth>(
         c.name, std::vector<std::string>{"proxy.corp.example:8443", "proxy2.corp.example:8443"});
     auth = std::make_shared<ProxyAuth>(c, io, shard, health, fake);
@@ -130,7 +130,7 @@ const Headers kAllThree{{"Proxy-Authenticate", "Basic realm=\"corp\""},
 }  // namespace
 
 TEST_CASE("auto picks the strongest scheme the proxy offers", "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Auto, /*credentials=*/true));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Auto, /*credentials=*/true));
   auto offers = [](std::vector<std::string> schemes) {
     Headers h;
     for (auto& s : schemes) h.push_back({"Proxy-Authenticate", s});
@@ -143,19 +143,20 @@ TEST_CASE("auto picks the strongest scheme the proxy offers", "[auth][proxy_auth
   // A scheme that just failed here is skipped: the next one the proxy offers.
   CHECK(f.auth->choose(offers({"Negotiate", "NTLM"}), Scheme::Negotiate) == Scheme::Ntlm);
 
-  Fixture nocreds(cluster(config::ProxyAuthentication::Scheme::Auto, /*credentials=*/false));
+  ProxyAuthFixture nocreds(
+      cluster(config::ProxyAuthentication::Scheme::Auto, /*credentials=*/false));
   CHECK(nocreds.auth->choose(offers({"Basic realm=x"})) == Scheme::None);
   // NTLM may use the platform's own credentials.
   CHECK(nocreds.auth->choose(offers({"Basic realm=x", "NTLM"})) == Scheme::Ntlm);
 
-  Fixture negotiate(cluster(config::ProxyAuthentication::Scheme::Negotiate, true));
+  ProxyAuthFixture negotiate(cluster(config::ProxyAuthentication::Scheme::Negotiate, true));
   CHECK(negotiate.auth->choose(offers({"NTLM", "Basic realm=x"})) == Scheme::None);
   CHECK(negotiate.auth->upFront(1) == Scheme::Negotiate);
 }
 
 TEST_CASE("auto: the first 407 teaches the scheme, later requests send it up front",
           "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
   CHECK(f.shown(0) == "auto");
   auto first = f.request();
   CHECK(f.prepare(*first).authorization.empty());
@@ -179,7 +180,7 @@ TEST_CASE("auto: the first 407 teaches the scheme, later requests send it up fro
 
 TEST_CASE("Negotiate: a token from a ticket in memory is made at once, on the caller's thread",
           "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
   auto r = f.request();
   bool got = false;
   f.fake->local = false;
@@ -196,7 +197,7 @@ TEST_CASE("Negotiate: a token from a ticket in memory is made at once, on the ca
 }
 
 TEST_CASE("Negotiate: the proxy's mutual-authentication token must verify", "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
   f.auth->learn(0, Scheme::Negotiate, 0, 0);  // configured: no-op
   auto ok = f.request();
   CHECK(f.prepare(*ok).authorization == "Negotiate " + base64Encode("neg:1"));
@@ -221,7 +222,7 @@ TEST_CASE("Negotiate: the proxy's mutual-authentication token must verify", "[au
 
 TEST_CASE("Negotiate without a ticket: nothing is sent, the app gets the 407, logged once",
           "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Negotiate, false));
   f.fake->negotiate_fails = true;
   for (int i = 0; i < 3; ++i) {
     auto r = f.request();
@@ -233,7 +234,7 @@ TEST_CASE("Negotiate without a ticket: nothing is sent, the app gets the 407, lo
   CHECK(f.count("negotiate", "failed") == 3);
 
   SECTION("auto falls back to the next scheme the proxy offers") {
-    Fixture a(cluster(config::ProxyAuthentication::Scheme::Auto, true));
+    ProxyAuthFixture a(cluster(config::ProxyAuthentication::Scheme::Auto, true));
     a.fake->negotiate_fails = true;
     auto r = a.request();
     a.prepare(*r);
@@ -256,13 +257,13 @@ TEST_CASE("Negotiate without a ticket: nothing is sent, the app gets the 407, lo
 }
 
 TEST_CASE("a retry needs an untouched request; Basic goes up front", "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
   auto r = f.request(/*has_body=*/true);
   f.prepare(*r);
   // Part of the body left already: the 407 goes to the app.
   CHECK(r->onResponse(response(407, kAllThree), /*can_retry=*/false, false).kind == Kind::Deliver);
 
-  Fixture basic(cluster(std::nullopt, true));  // proxy_credentials alone: Basic
+  ProxyAuthFixture basic(cluster(std::nullopt, true));  // proxy_credentials alone: Basic
   auto b = basic.request();
   CHECK(basic.prepare(*b).authorization == "Basic " + base64Encode("alice:pw"));
   CHECK(b->onResponse(response(200), false, false).kind == Kind::Deliver);
@@ -272,7 +273,7 @@ TEST_CASE("a retry needs an untouched request; Basic goes up front", "[auth][pro
 
 TEST_CASE("NTLM: three messages on one HTTP/1.1 connection, then it is authenticated",
           "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Ntlm, true));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Ntlm, true));
   CHECK(f.auth->http1Only(0));
   auto r = f.request(/*has_body=*/true);
   Prepared p = f.prepare(*r, 0, /*h2=*/false);
@@ -312,7 +313,7 @@ TEST_CASE("NTLM: three messages on one HTTP/1.1 connection, then it is authentic
 }
 
 TEST_CASE("auto learns NTLM: over HTTP/2 the proxy is switched to HTTP/1.1", "[auth][proxy_auth]") {
-  Fixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
+  ProxyAuthFixture f(cluster(config::ProxyAuthentication::Scheme::Auto, true));
   const Headers ntlm_only{{"Proxy-Authenticate", "NTLM"}, {"Proxy-Authenticate", "Basic realm=x"}};
   SECTION("h2: retried over HTTP/1.1") {
     auto r = f.request();
@@ -378,7 +379,7 @@ TEST_CASE("407s naming a new huge scheme each time: what is logged and kept stay
   config::Cluster c = basic ? cluster(std::nullopt, true)
                             : cluster(config::ProxyAuthentication::Scheme::Auto, false);
   c.name = basic ? "hostile-basic" : "hostile-auto";  // causes are kept per cluster name
-  Fixture f(std::move(c));
+  ProxyAuthFixture f(std::move(c));
   test::TempDir dir("auth-log");
   const std::string path = dir.file("h2gate.log");
   constexpr int kRequests = 1000;
@@ -420,7 +421,7 @@ TEST_CASE("407s naming a new huge scheme each time: what is logged and kept stay
 TEST_CASE("a failure's log line is escaped and shortened", "[auth][proxy_auth]") {
   config::Cluster c = cluster(std::nullopt, true);
   c.name = "escaped-log";
-  Fixture f(std::move(c));
+  ProxyAuthFixture f(std::move(c));
   test::TempDir dir("auth-log");
   const std::string path = dir.file("h2gate.log");
   {
