@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
 deploy/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=OFF
+# A unity build (CMakeLists.txt, H2GATE_UNITY): a first build of h2gate takes
+# about two fifths less CPU that way.
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=OFF -DH2GATE_UNITY=ON
 cmake --build build --target h2gate
 exec build/h2gate "$@"

@@ -272,6 +272,7 @@ if ((!BUILT)); then
   step "the tests built in build/ (command 1's objects reused; integration: ${SUBSET_FILES[*]})"
   subset_files=$(IFS=';' && echo "${SUBSET_FILES[*]}")
   in_box configure.log cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DH2GATE_TESTS=ON -DH2GATE_WERROR=ON \
+    -DH2GATE_UNITY=ON \
     "'-DH2GATE_INTEGRATION_FILES=$subset_files'"
   in_box build.log nice cmake --build build
   # Command 1's objects must be reused (CMakeLists.txt keeps their command lines the
