@@ -15,13 +15,16 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/auth_proxy.h"
 #include "tests/support/background_downloads.h"
 #include "tests/support/h2_env.h"
 #include "tests/support/net.h"
+#include "tests/support/pac_auth_env.h"
 #include "tests/support/scrape.h"
 #include "tests/support/upstream_env.h"
 #include "tests/support/upstream_proxies.h"
@@ -82,6 +85,31 @@ H2gate::Options exeOptions(const std::string& wrapper, std::vector<std::string> 
   o.start_timeout = milliseconds(60000);  // a cold wine prefix takes seconds
   o.check_clean_exit = false;             // SIGTERM is no console event: stopped by /quitquitquit
   return o;
+}
+
+// h2gate.exe `args` through `wrapper`, `input` on its standard input (a
+// file: not a console, so h2gate.exe reads one line without a prompt), its
+// logs in `work`; what it said goes to the test's report.
+CommandResult exeCommand(const std::string& wrapper, const TempDir& work,
+                         const std::vector<std::string>& args, const std::string& input = "") {
+  static int runs = 0;
+  Process::Options o;
+  o.argv = {wrapper};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.log_dir = work.path().string();
+  o.name = "run" + std::to_string(++runs);
+  o.stdin_file = work.write(o.name + ".stdin", input);
+  Process p(o);
+  CommandResult r;
+  const std::optional<ExitStatus> status = p.wait(milliseconds(60000));
+  if (!status) p.stop();
+  r.exit_code = status && status->exited ? status->code : -1;
+  r.out = p.stdoutText();
+  r.err = p.stderrText();
+  std::string shown;
+  for (const std::string& a : args) shown += " " + a;
+  UNSCOPED_INFO("h2gate.exe" << shown << ": exit " << r.exit_code << "\n" << r.out << r.err);
+  return r;
 }
 
 // n parallel 20 MiB downloads over HTTP/1.1 to the origin (4 MB/s each)
@@ -303,6 +331,38 @@ std::string serviceState(const std::string& wine) {
   return m ? (*m)[1] : "";
 }
 
+// Runs `f` when the scope ends, however it ends (a failed REQUIRE too).
+struct AtExit {
+  std::function<void()> f;
+  ~AtExit() { f(); }
+};
+
+// A wine session of the test's own for a test that registers something in
+// the prefix (a service, a Run value): wine's session (wineserver,
+// services.exe and the services) ends a few seconds after its last ordinary
+// process, taking a running service with it, and the next wine command
+// boots the prefix again, starting auto-start services. A persistent
+// wineserver (start()) keeps one session for the whole test; it is ended
+// when the WineSession goes (-k: this test's prefix only). What the test
+// registered is removed before that: an AtExit declared after it.
+class WineSession {
+ public:
+  explicit WineSession(const std::string& wine)
+      : server_((std::filesystem::path(wine).parent_path() / "wineserver").string()) {
+    REQUIRE(std::filesystem::exists(server_));
+    kill();  // a session left by an earlier run
+    runCommand({server_, "-w"});
+  }
+  ~WineSession() { kill(); }
+  WineSession(const WineSession&) = delete;
+  WineSession& operator=(const WineSession&) = delete;
+  bool start() const { return runCommand({server_, "-p"}).exit_code == 0; }
+  void kill() const { runCommand({server_, "-k"}); }
+
+ private:
+  std::string server_;
+};
+
 }  // namespace
 
 // The Windows service under wine's service manager (services.exe, sc.exe):
@@ -326,17 +386,8 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
   const std::string log_path = work.path().string() + "/service.log";
   const std::string log_arg = "Z:" + log_path;
 
-  // Wine's session (wineserver, services.exe and the services) ends a few
-  // seconds after its last ordinary process, taking a running service with
-  // it, and the next wine command boots the prefix again, starting
-  // auto-start services. A persistent wineserver keeps one session for the
-  // whole test; it is ended at the end (-k: this test's prefix only).
-  const std::string wineserver =
-      (std::filesystem::path(wine).parent_path() / "wineserver").string();
-  REQUIRE(std::filesystem::exists(wineserver));
-  runCommand({wineserver, "-k"});  // a session left by an earlier run
-  runCommand({wineserver, "-w"});
-  REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+  WineSession session(wine);
+  REQUIRE(session.start());
 
   // Whatever happens, the service is gone afterwards: an auto-start service
   // left in the prefix would start with every later wine session. When
@@ -348,21 +399,15 @@ TEST_CASE("h2gate.exe as a Windows service under wine's service manager",
     for (int i = 0; i < 60 && serviceState(wine) != "STOPPED"; ++i)
       std::this_thread::sleep_for(milliseconds(500));
     wineRun(wine, {"sc", "delete", "h2gate"});
-    runCommand({wineserver, "-k"});
+    session.kill();
     if (serviceState(wine).empty()) return;
     wineRun(wine, {"reg", "delete", "HKLM\\System\\CurrentControlSet\\Services\\h2gate", "/f"});
-    runCommand({wineserver, "-k"});
+    session.kill();
   };
-  struct Guard {
-    std::function<void()> f;
-    ~Guard() { f(); }
-  } guard{[&] {
-    purge();
-    runCommand({wineserver, "-k"});
-  }};
+  const AtExit guard{purge};
   if (!serviceState(wine).empty()) {  // left by a crashed run
     purge();
-    REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+    REQUIRE(session.start());
   }
 
   auto install = [&] {
@@ -717,32 +762,10 @@ TEST_CASE("h2gate.exe under wine: credentials set, show, delete in Credential Ma
   TempDir work("windows-keyring");
   const std::string wrapper = writeWrapper(work, wine, exe);
   const std::string name = "h2gate-exe-test-" + std::to_string(::getpid());
-  int runs = 0;
-  // The wrapper with `args`, `input` on its standard input (a file: not a
-  // console, so h2gate.exe reads one line without a prompt).
-  auto run = [&](std::vector<std::string> args, const std::string& input = "") {
-    Process::Options o;
-    o.argv = {wrapper};
-    o.argv.insert(o.argv.end(), args.begin(), args.end());
-    o.log_dir = work.path().string();
-    o.name = "run" + std::to_string(++runs);
-    o.stdin_file = work.write(o.name + ".stdin", input);
-    Process p(o);
-    CommandResult r;
-    const std::optional<ExitStatus> status = p.wait(milliseconds(60000));
-    if (!status) p.stop();
-    r.exit_code = status && status->exited ? status->code : -1;
-    r.out = p.stdoutText();
-    r.err = p.stderrText();
-    UNSCOPED_INFO("h2gate.exe " << args.at(0) << " " << args.at(1) << ": exit " << r.exit_code
-                                << "\n"
-                                << r.out << r.err);
-    return r;
+  auto run = [&](const std::vector<std::string>& args, const std::string& input = "") {
+    return exeCommand(wrapper, work, args, input);
   };
-  struct Cleanup {
-    std::function<void()> f;
-    ~Cleanup() { f(); }
-  } cleanup{[&] { run({"credentials", "delete", name}); }};
+  const AtExit cleanup{[&] { run({"credentials", "delete", name}); }};
 
   CommandResult r = run({"credentials", "set", name, "CORP\\alice"}, "win-pw-5\n");
   CHECK(r.exit_code == 0);
@@ -807,6 +830,41 @@ std::string prefixPath(const std::string& windows_path) {
   return p;
 }
 
+void deleteRunValue(const std::string& wine) {
+  wineRun(wine, {"reg", "delete", "HKCU\\Software\\Microsoft\\Windows\\CurrentVersion\\Run", "/v",
+                 "h2gate", "/f"});
+}
+
+// How `autostart install` of h2gate.exe `exe` writes the Run value's start:
+// the exe's full Windows path (Z: is wine's "/"), quoted when it has a
+// space, then the verb.
+std::string runValueStart(const std::string& exe) {
+  std::string win_exe = "Z:" + std::filesystem::absolute(exe).string();
+  std::replace(win_exe.begin(), win_exe.end(), '/', '\\');
+  const bool quoted = win_exe.find(' ') != std::string::npos;
+  return (quoted ? "\"" + win_exe + "\"" : win_exe) + " autostart run ";
+}
+
+// The logon: what Explorer does with a Run value, the value's command line
+// started by cmd. (wine's own logon, wineboot running the Run values, is
+// checked by tests/windows/msi_test.sh's per-user step in a fresh prefix; in
+// the session tests/windows/run.sh keeps for these tests, wineboot started
+// nothing: no h2gate, no log.) Returns once the h2gate it started answers
+// /healthz on `admin` (not /ready: a proxy that is not up makes it 503).
+std::unique_ptr<Process> logOn(const std::string& wine, const std::string& value,
+                               const TempDir& work, uint16_t admin) {
+  Process::Options logon;
+  logon.argv = {wine, "cmd", "/c", value};
+  logon.log_dir = work.path().string();
+  logon.name = "logon";
+  auto started = std::make_unique<Process>(logon);
+  const auto deadline = Clock::now() + milliseconds(60000);
+  while (Clock::now() < deadline && adminGet(admin, "/healthz").status != 200)
+    std::this_thread::sleep_for(milliseconds(300));
+  REQUIRE(adminGet(admin, "/healthz").status == 200);
+  return started;
+}
+
 }  // namespace
 
 // The per-user start at logon (gateway/server/autostart_win.cc) and the
@@ -846,15 +904,10 @@ TEST_CASE("h2gate.exe autostart under wine: the Run value, the logon, the LocalS
   const std::vector<std::string> sso = {"--upstream", proxy,         "--proxy-auth",
                                         "negotiate",  "--log-level", "debug"};
 
-  const std::string wineserver =
-      (std::filesystem::path(wine).parent_path() / "wineserver").string();
-  REQUIRE(std::filesystem::exists(wineserver));
-  runCommand({wineserver, "-k"});
-  runCommand({wineserver, "-w"});
-  REQUIRE(runCommand({wineserver, "-p"}).exit_code == 0);
+  WineSession session(wine);
+  REQUIRE(session.start());
   auto purge = [&] {
-    wineRun(wine, {"reg", "delete", "HKCU\\Software\\Microsoft\\Windows\\CurrentVersion\\Run", "/v",
-                   "h2gate", "/f"});
+    deleteRunValue(wine);
     adminPost(admin, "/quitquitquit", milliseconds(2000));
     if (serviceState(wine).empty()) return;
     wineRun(wine, {"sc", "stop", "h2gate"});
@@ -863,13 +916,7 @@ TEST_CASE("h2gate.exe autostart under wine: the Run value, the logon, the LocalS
     wineRun(wine, {"sc", "delete", "h2gate"});
     wineRun(wine, {"reg", "delete", "HKLM\\System\\CurrentControlSet\\Services\\h2gate", "/f"});
   };
-  struct Guard {
-    std::function<void()> f;
-    ~Guard() { f(); }
-  } guard{[&] {
-    purge();
-    runCommand({wineserver, "-k"});
-  }};
+  const AtExit guard{purge};
   purge();  // left by a crashed run
 
   auto h2gate = [&](std::vector<std::string> args) {
@@ -895,11 +942,7 @@ TEST_CASE("h2gate.exe autostart under wine: the Run value, the logon, the LocalS
   // the flags in order, the default per-user log file added.
   const std::string value = runValue(wine);
   INFO("Run value: " << value);
-  std::string win_exe = "Z:" + std::filesystem::absolute(exe).string();
-  std::replace(win_exe.begin(), win_exe.end(), '/', '\\');
-  const bool quoted = win_exe.find(' ') != std::string::npos;
-  const std::string expected_start = (quoted ? "\"" + win_exe + "\"" : win_exe) +
-                                     " autostart run --listen 127.0.0.1:" + str(port) +
+  const std::string expected_start = runValueStart(exe) + "--listen 127.0.0.1:" + str(port) +
                                      " --admin 127.0.0.1:" + str(admin) + " --upstream " + proxy +
                                      " --proxy-auth negotiate --log-level debug --log-file ";
   REQUIRE(value.rfind(expected_start, 0) == 0);
@@ -917,21 +960,8 @@ TEST_CASE("h2gate.exe autostart under wine: the Run value, the logon, the LocalS
   CHECK(st.exit_code == 0);
   CHECK(st.out.find(value) != std::string::npos);
 
-  // The logon: what Explorer does with a Run value, the value's command line
-  // started by cmd. (wine's own logon, wineboot running the Run values, is
-  // checked by tests/windows/msi_test.sh's per-user step in a fresh prefix; in
-  // the session tests/windows/run.sh keeps for these tests, wineboot started
-  // nothing: no h2gate, no log.)
-  Process::Options logon;
-  logon.argv = {wine, "cmd", "/c", value};
-  logon.log_dir = work.path().string();
-  logon.name = "logon";
-  Process started(logon);
-  const auto deadline = Clock::now() + milliseconds(60000);
-  // /healthz, not /ready: the cluster's proxy is never up (/ready says 503).
-  while (Clock::now() < deadline && adminGet(admin, "/healthz").status != 200)
-    std::this_thread::sleep_for(milliseconds(300));
-  REQUIRE(adminGet(admin, "/healthz").status == 200);
+  // The logon (the cluster's proxy is never up: /healthz only).
+  const std::unique_ptr<Process> started = logOn(wine, value, work, admin);
   {
     std::string log = readFile(log_path);
     std::erase(log, '\r');
@@ -1016,4 +1046,159 @@ TEST_CASE("h2gate.exe autostart under wine: the Run value, the logon, the LocalS
   CommandResult check2 =
       h2gate({"check", "http://127.0.0.1:" + str(freePort()) + "/", "--step-timeout", "2s"});
   CHECK_FALSE(regexSearch(check2.out, "WARN +account"));
+}
+
+// A Windows user's day under wine (issue 28's Windows end-to-end test):
+//  1. `h2gate credentials set` stores the user's NTLM identity (CORP\alice
+//     and the password, typed once) in Credential Manager;
+//  2. `h2gate autostart install --pac URL --proxy-auth ntlm
+//     --proxy-credentials keyring:NAME` registers the per-user start at
+//     logon: the Run value names the entry, never the password;
+//  3. the logon starts it; the company's PAC file (served by nginx) sends
+//     localhost to the NTLM proxy (the test proxy, its NTLMv2 verified by
+//     gss-ntlmssp: tests/support/auth_proxy.h) and the rest DIRECT;
+//  4. the apps' transfers (curl, CONNECT and absolute-form) arrive byte for
+//     byte; each proxied one is in the proxy's log as CORP\alice, a name only
+//     the Credential Manager entry holds (SSPI's NTLM package with that
+//     explicit identity: gateway/upstream/auth/sspi_win.cc, from
+//     proxy_authentication.credentials: gateway/upstream/auth/proxy_auth.cc);
+//     the DIRECT ones reached no proxy;
+//  5. `autostart uninstall`: the Run value is gone.
+// What wine cannot show: Credential Manager is wine's (the entry lives in the
+// prefix's registry, HKCU\Software\Wine\Credential Manager, its password
+// obscured with a key stored beside it, not in a vault protected by the
+// user's logon); SSPI's NTLM is wine's, which has Samba's ntlm_auth compute
+// the NTLMv2 answer, not Windows' own package; no domain controller checks
+// it (the proxy's gss-ntlmssp does, from a password file); the logon is the
+// Run value's command line started by cmd, not Explorer at an interactive
+// logon; and there is no domain logon at all, so the single sign-on without
+// stored credentials (the logged-on user's own identity) cannot be shown
+// here.
+TEST_CASE("h2gate.exe under wine, a user's day: Credential Manager, autostart, NTLM by PAC file",
+          "[windows-exe][windows-day]") {
+  using namespace h2gate::test::pacauth;
+  std::string exe, wine;
+  if (const std::string why = unavailable(exe, wine); !why.empty()) {
+    std::cout << "H2GATE-SKIP: " << why << "\n";
+    return;
+  }
+  REQUIRE(!envOr("WINEPREFIX", "").empty());
+  if (const std::string missing = authProxyMissing(); !missing.empty())
+    FAIL("not installed: " << missing);
+  const auto t0 = Clock::now();
+  PacEnv env;  // nginx: the PAC file and the origin's files, and the test CA
+  AuthProxy::Options po;
+  po.schemes = "ntlm";
+  po.ntlm_users = {"CORP:alice:alice-ntlm-pw"};
+  po.ntlm_acceptor = "gss-ntlmssp";
+  AuthProxy proxy(po);
+  TempDir work("windows-day");
+  const std::string wrapper = writeWrapper(work, wine, exe);
+  const std::string entry = "h2gate-day-" + std::to_string(::getpid());
+  const uint16_t port = freePort();
+  const uint16_t admin = freePort();
+
+  WineSession session(wine);
+  REQUIRE(session.start());
+  const AtExit cleanup{[&] {
+    adminPost(admin, "/quitquitquit", milliseconds(2000));
+    deleteRunValue(wine);
+    exeCommand(wrapper, work, {"credentials", "delete", entry});
+  }};
+  deleteRunValue(wine);  // left by a crashed run
+
+  // 1. The identity into Credential Manager.
+  CommandResult r =
+      exeCommand(wrapper, work, {"credentials", "set", entry, "CORP\\alice"}, "alice-ntlm-pw\n");
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out == "stored entry '" + entry + "' (user CORP\\alice) in Windows Credential Manager\n");
+
+  // 2. The PAC file and the start at logon.
+  const std::string route = "PROXY 127.0.0.1:" + str(proxy.port());
+  env.writePac("corp.pac", pacFor(route, "localhost"));
+  const std::string pac_url = env.pacUrl("corp.pac");
+  r = exeCommand(wrapper, work,
+                 {"autostart", "install", "--listen", "127.0.0.1:" + str(port), "--admin",
+                  "127.0.0.1:" + str(admin), "--pac", pac_url, "--proxy-auth", "ntlm",
+                  "--proxy-credentials", "keyring:" + entry});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("autostart: installed") != std::string::npos);
+  const std::string value = runValue(wine);
+  INFO("Run value: " << value);
+  const std::string expected_start = runValueStart(exe) + "--listen 127.0.0.1:" + str(port) +
+                                     " --admin 127.0.0.1:" + str(admin) + " --pac " + pac_url +
+                                     " --proxy-auth ntlm --proxy-credentials keyring:" + entry +
+                                     " --log-file ";
+  REQUIRE(value.rfind(expected_start, 0) == 0);
+  CHECK(value.find("alice") == std::string::npos);
+  const std::string log_path = prefixPath(value.substr(expected_start.size()));
+  std::filesystem::remove(log_path);
+
+  // 3. The logon; h2gate has the PAC file.
+  const std::unique_ptr<Process> started = logOn(wine, value, work, admin);
+  auto log_text = [&] {
+    std::string text = readFile(log_path);
+    std::erase(text, '\r');
+    return text;
+  };
+  const auto loaded = Clock::now() + kPacLoadTimeout;
+  while (Clock::now() < loaded && log_text().find("using the PAC file from") == std::string::npos)
+    std::this_thread::sleep_for(milliseconds(300));
+  INFO("log of the h2gate the logon started:\n" << log_text());
+  REQUIRE(log_text().find("using the PAC file from " + pac_url) != std::string::npos);
+  CHECK(has(pacEval(admin, env.url("localhost", true, "/")),
+            "credentials for " + route + ": ntlm\n"));
+
+  // 4. The apps' transfers: through the NTLM proxy (two tunnels, one
+  // absolute-form GET), and DIRECT (one of each).
+  auto fetch = [&](const std::string& url, const std::string& name) {
+    const CommandResult c =
+        runCurl({"-sS", "-x", "http://127.0.0.1:" + str(port), "--cacert", env.ca.caCertPath(),
+                 "--max-time", "60", "-o", env.out.file(name), "-w", "%{http_code}", url},
+                milliseconds(70000));
+    INFO("curl " << url << ": exit " << c.exit_code << " " << c.out << " " << c.err);
+    CHECK(c.out == "200");
+    CHECK(sha256File(env.out.file(name)) == testFile("1m").sha256);
+  };
+  fetch(env.url("localhost", true, "/1m?c1"), "c1");
+  fetch(env.url("localhost", true, "/1m?c2"), "c2");
+  fetch(env.url("localhost", false, "/1m?g1"), "g1");
+  fetch(env.url("127.0.0.1", true, "/1m?d1"), "d1");
+  fetch(env.url("127.0.0.1", false, "/1m?d2"), "d2");
+
+  // The proxy's log: each proxied transfer as CORP\alice, an NTLMv2
+  // handshake per connection, never a request without credentials; the
+  // DIRECT ones are not there.
+  INFO("the NTLM proxy's log:\n" << proxy.logText());
+  INFO("h2gate's log after the transfers:\n" << log_text());
+  const std::string tunnel = "localhost:" + str(env.nginx.tlsPort());
+  const std::string get = env.url("localhost", false, "/1m?g1");
+  size_t tunnels = 0, gets = 0, handshakes = 0;
+  for (const auto& e : proxy.requests()) {
+    CHECK(e.at("scheme") != "none");
+    CHECK(e.at("target").find("127.0.0.1") == std::string::npos);
+    if (e.at("scheme") == "ntlm") {
+      ++handshakes;
+      CHECK(std::stoi(e.at("nt_len")) > 24);
+    }
+    if (e.count("status") == 0 || e.at("status") != "200") continue;
+    CHECK(e.count("user") == 1);
+    if (e.count("user")) CHECK(e.at("user") == "CORP\\alice");
+    tunnels += e.at("method") == "CONNECT" && e.at("target") == tunnel;
+    gets += e.at("method") == "GET" && e.at("target") == get;
+  }
+  CHECK(tunnels == 2);
+  CHECK(gets == 1);
+  CHECK(handshakes == 3);  // the tunnels' connections are theirs: the GET's is new
+  CHECK(has(clustersLine(admin, route), " auth=ntlm "));
+  CHECK_FALSE(has(log_text(), "alice-ntlm-pw"));
+  CHECK_FALSE(has(log_text(), "TlRMTVNTUA"));
+
+  // The evening: h2gate ends with the session; the start at logon removed.
+  CHECK(adminPost(admin, "/quitquitquit").status == 200);
+  r = exeCommand(wrapper, work, {"autostart", "uninstall"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("autostart: removed") != std::string::npos);
+  CHECK(runValue(wine).empty());
+  std::cout << "[figures] a user's day under wine: " << secondsSince(t0) << " s\n";
 }

@@ -176,7 +176,11 @@ def authenticate(conn, method, target, headers):
                 conn.ntlm = None
                 detail["error"] = type(e).__name__ + ": " + str(e)[:300]
                 return False, "ntlm-rejected", challenges(), detail
-            conn.user = str(getattr(conn.ntlm, "client_principal", None) or conn.ntlm.initiator_name)
+            # gss-ntlmssp's acceptor names the user with a trailing NUL (its display
+            # name counts the terminator; so with gss-ntlmssp's own initiator too,
+            # no h2gate involved): the name without it.
+            name = getattr(conn.ntlm, "client_principal", None) or conn.ntlm.initiator_name
+            conn.user = str(name).rstrip("\x00")
             detail["user"] = conn.user
             return True, "ntlm", [], detail
         return False, "ntlm-unexpected", challenges(), {}

@@ -37,8 +37,9 @@ inline const char* const kAlice = "alice@H2GATE.TEST";
 inline const std::vector<std::string> kSecrets{"Negotiate Y", "TlRMTVNTUA", "alice-pw",
                                                "ntlm-pw",     "basic-pw",   "YWxpY2U6"};
 
-// /pac/eval for `url`, its answer's body.
-inline std::string pacEval(const H2gate& gate, const std::string& url) {
+// /pac/eval for `url` from the admin endpoint on `admin_port`, its answer's
+// body.
+inline std::string pacEval(uint16_t admin_port, const std::string& url) {
   std::string q;
   for (char c : url) {
     if (c == ':')
@@ -48,19 +49,26 @@ inline std::string pacEval(const H2gate& gate, const std::string& url) {
     else
       q += c;
   }
-  const AdminReply r = adminGet(gate.adminPort(), "/pac/eval?url=" + q);
+  const AdminReply r = adminGet(admin_port, "/pac/eval?url=" + q);
   UNSCOPED_INFO("/pac/eval " << url << ": " << r.status << "\n" << r.body);
   return r.body;
 }
+inline std::string pacEval(const H2gate& gate, const std::string& url) {
+  return pacEval(gate.adminPort(), url);
+}
 
-// The /clusters line of the proxy pool `route` ("PROXY host:port"), or "".
-inline std::string clustersLine(const H2gate& gate, const std::string& route) {
-  const std::string body = adminGet(gate.adminPort(), "/clusters").body;
+// The /clusters line of the proxy pool `route` ("PROXY host:port") from the
+// admin endpoint on `admin_port`, or "".
+inline std::string clustersLine(uint16_t admin_port, const std::string& route) {
+  const std::string body = adminGet(admin_port, "/clusters").body;
   UNSCOPED_INFO("/clusters:\n" << body);
   std::istringstream in(body);
   for (std::string line; std::getline(in, line);)
     if (line.starts_with(route + " ")) return line;
   return "";
+}
+inline std::string clustersLine(const H2gate& gate, const std::string& route) {
+  return clustersLine(gate.adminPort(), route);
 }
 
 // Lines of `text` that hold `needle`.
