@@ -698,14 +698,29 @@ TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its wor
     }
     return out;
   };
-  auto gone = [&](const std::vector<pid_t>& pids) {
+  // Waits up to 10 s for the workers `pids` to be gone; "" then, else each one
+  // left with its state from /proc/PID/stat (R running, S sleeping, D in the
+  // kernel, T stopped), its CPU seconds and its command line, so that a
+  // failure under load says whether wine had not yet ended the process or it
+  // went on computing.
+  auto leftOver = [&](const std::vector<pid_t>& pids) {
+    std::string left;
     for (int i = 0; i < 100; ++i) {
-      bool any = false;
-      for (pid_t p : pids) any = any || commandLine(p).find("--pac-worker") != std::string::npos;
-      if (!any) return true;
+      left.clear();
+      for (pid_t p : pids) {
+        const std::string cmd = commandLine(p);
+        if (cmd.find("--pac-worker") == std::string::npos) continue;
+        std::string state = readFile("/proc/" + std::to_string(p) + "/stat");
+        const size_t paren = state.rfind(')');
+        state = paren != std::string::npos && paren + 2 < state.size() ? state.substr(paren + 2, 1)
+                                                                       : "?";
+        left += "pid " + std::to_string(p) + " state " + state + ", " +
+                std::to_string(treeCpuSeconds(p)) + " CPU s: " + cmd + "\n";
+      }
+      if (left.empty()) return left;
       std::this_thread::sleep_for(milliseconds(100));
     }
-    return false;
+    return left;
   };
   auto direct = [&] {
     const CommandResult r = runCurl({"-sS", "-o", "/dev/null", "-w", "%{http_code}", "-x",
@@ -737,7 +752,7 @@ TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its wor
   }
   CHECK(std::chrono::steady_clock::now() - start < milliseconds(10000));
   CHECK(gate.process().waitForLog("its worker process was killed", milliseconds(10000)));
-  CHECK(gone(busy));
+  CHECK(leftOver(busy) == "");
   CHECK(direct() == "200");  // a new worker, the same file
 
   auto more = twoNative("b");
@@ -749,7 +764,7 @@ TEST_CASE("h2gate.exe under wine: a PAC file's native call is stopped in its wor
   const auto exit = gate.process().wait(milliseconds(30000));
   REQUIRE(exit);
   CHECK(exit->code == 0);
-  CHECK(gone(busy_again));
+  CHECK(leftOver(busy_again) == "");
 }
 
 TEST_CASE("h2gate.exe under wine: credentials set, show, delete in Credential Manager",
