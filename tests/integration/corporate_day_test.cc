@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -181,8 +182,14 @@ TEST_CASE(
   INFO(rounds << " rounds in " << secondsSince(day_start) << " s, " << failed
               << " transfers failed");
   const std::string log = gate.stderrText();
+  std::string kerberos_lines;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);)
+    if (has(line, "Kerberos: ")) kerberos_lines += line + "\n";
+  INFO("h2gate's Kerberos lines:\n" << kerberos_lines);
 
-  // The ticket: got once with the password, renewed before it ended.
+  // The ticket: got once with the password, renewed before it ended (not
+  // got anew once it had).
   const size_t got = linesWith(log, "Kerberos: got a ticket for " + kErinKerberos +
                                         " with the configured password (no kinit; kept in "
                                         "memory), valid until ");
