@@ -83,7 +83,8 @@ TEST_PKGS=(
 )
 # gnome-keyring (gnome-keyring-daemon), libsecret-tools (secret-tool), dbus-daemon
 # (dbus-daemon --session) and dbus-bin (dbus-send): a Secret Service on a private session
-# bus for tests/integration/keyring_test.cc; the same names in Debian 12 and 13.
+# bus for the keyring tests (tests/support/secret_service.h); the same names in Debian 12
+# and 13.
 # krb5-kdc, krb5-admin-server, krb5-user: a throwaway Kerberos realm for the proxy
 # authentication tests (tests/support/kerberos.h); winbind: Samba's ntlm_auth, which wine's
 # NTLM package runs (the SSPI backend's tests under wine).

@@ -650,7 +650,9 @@ Options:
                            proxy asks for)
       --proxy-credentials keyring:NAME
                            --proxy-auth's user name and password from the
-                           keyring entry NAME (h2gate credentials set)
+                           keyring entry NAME (h2gate credentials set);
+                           negotiate and auto then get the Kerberos ticket
+                           with that password (no kinit) and renew it
       --proxy-auth-allow HOST|.DOMAIN|IP|*
                            the proxies a PAC file names that get --proxy-auth's
                            credentials (repeat, or a comma list). Default: the

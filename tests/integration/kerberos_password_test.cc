@@ -97,18 +97,6 @@ struct PasswordEnv : KerberosSquidEnv {
         lines.begin(), lines.end(), [&](const std::string& l) { return l.ends_with(" " + user); }));
   }
 
-  // KDC log lines of AS requests for `principal` with `result` ("ISSUE",
-  // "PREAUTH_FAILED", "CLIENT KEY EXPIRED").
-  size_t asRequests(const std::string& principal, const std::string& result) {
-    size_t n = 0;
-    std::istringstream in(realm.kdc.log());
-    for (std::string line; std::getline(in, line);)
-      if (has(line, "AS_REQ") && has(line, result + ": ") &&
-          has(line, principal + "@" + realm.kdc.realm() + " for krbtgt/"))
-        ++n;
-    return n;
-  }
-
   std::unique_ptr<H2gate> gate;
 };
 
@@ -145,7 +133,7 @@ TEST_CASE("Kerberos with a password, no kinit: h2gate gets the ticket itself",
   INFO(env.squid->accessLog());
   CHECK(env.squidLinesOf("bob@H2GATE.TEST") == proven + 6);
   // One AS exchange for all of them (and for kinit's proof before).
-  CHECK(env.asRequests("bob", "ISSUE") == 2);
+  CHECK(env.realm.kdc.asRequests("bob", "ISSUE") == 2);
   const std::string log = gate.stderrText();
   INFO(log);
   CHECK(linesWith(log, " info ",
@@ -197,7 +185,8 @@ TEST_CASE("Kerberos with a password: the ticket is renewed before it ends, no re
   CHECK(renewals >= 2);
   CHECK(renewals <= 3);
   CHECK(linesWith(log, " info ", "Kerberos: got a ticket for rita@H2GATE.TEST") == 1);
-  CHECK(env.asRequests("rita", "ISSUE") == 1 + 1 + renewals);  // kinit, h2gate's first, renewals
+  CHECK(env.realm.kdc.asRequests("rita", "ISSUE") ==
+        1 + 1 + renewals);  // kinit, h2gate's first, renewals
   // The fixture's tickets do end: kinit's, older than a minute now, no
   // longer gets curl through.
   REQUIRE(std::chrono::steady_clock::now() - kinit_at > std::chrono::seconds(61));
@@ -248,9 +237,10 @@ TEST_CASE("Kerberos with a wrong password: 407, one clear line, one try, a reloa
                   "minutes") == 1);
   // The KDC was asked once, not once per request.
   if (preauth)
-    CHECK(env.asRequests("dave", "PREAUTH_FAILED") == 1);
+    CHECK(env.realm.kdc.asRequests("dave", "PREAUTH_FAILED") == 1);
   else
-    CHECK(env.asRequests("dave", "ISSUE") == 2);  // kinit's, then h2gate's (unreadable to it)
+    CHECK(env.realm.kdc.asRequests("dave", "ISSUE") ==
+          2);  // kinit's, then h2gate's (unreadable to it)
   // squid answered 407 to all six, none with a ticket.
   env.squid->waitForAccessLines(1 + 6, "", milliseconds(10000));
   CHECK(env.squidLinesOf("dave@H2GATE.TEST") == 1);
@@ -283,7 +273,7 @@ TEST_CASE("Kerberos with an expired password: 407, one clear line that says so",
         "200");
   env.realm.kdc.modifyPrincipal("carol", "-pwexpire \"2020-01-01 00:00:00 UTC\"");
   CHECK_THROWS(env.realm.kdc.kinit("carol", "Carol-pw-5Vb"));
-  CHECK(env.asRequests("carol", "CLIENT KEY EXPIRED") == 1);
+  CHECK(env.realm.kdc.asRequests("carol", "CLIENT KEY EXPIRED") == 1);
 
   H2gate& gate = env.startGate(
       "      scheme: negotiate\n"
@@ -303,6 +293,7 @@ TEST_CASE("Kerberos with an expired password: 407, one clear line that says so",
   CHECK(has(log,
             "change it (kpasswd, or at a desktop of the domain), put the new one in the "
             "cluster's credentials and reload"));
-  CHECK(env.asRequests("carol", "CLIENT KEY EXPIRED") == 2);  // kinit's, then h2gate's one
+  CHECK(env.realm.kdc.asRequests("carol", "CLIENT KEY EXPIRED") ==
+        2);  // kinit's, then h2gate's one
   checkNotLogged(gate, {"Carol-pw-5Vb"});
 }

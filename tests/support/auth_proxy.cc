@@ -47,6 +47,11 @@ AuthProxy::AuthProxy(Options options) : options_(std::move(options)), dir_("auth
   if (!options_.tls_cert.empty())
     opts.argv.insert(opts.argv.end(), {"--tls", options_.tls_cert, options_.tls_key});
   if (!options_.alpn.empty()) opts.argv.insert(opts.argv.end(), {"--alpn", options_.alpn});
+  if (!options_.hosts.empty()) {
+    std::string names;
+    for (const auto& h : options_.hosts) names += (names.empty() ? "" : ",") + h;
+    opts.argv.insert(opts.argv.end(), {"--hosts", names});
+  }
   opts.env["NTLM_USER_FILE"] = users_file;
   if (!options_.keytab.empty()) opts.env["KRB5_KTNAME"] = options_.keytab;
   if (!options_.krb5_conf.empty()) opts.env["KRB5_CONFIG"] = options_.krb5_conf;

@@ -40,6 +40,9 @@ class AuthProxy {
     // How each 407 is framed: body | empty | chunked | close-first | close
     // (auth_proxy.py --challenge-framing).
     std::string challenge_framing = "body";
+    // Names the proxy resolves to 127.0.0.1 (e.g. origin.test), as squid's
+    // Options::hosts (tests/support/upstream_proxies.h).
+    std::vector<std::string> hosts;
   };
   explicit AuthProxy(Options options);
   ~AuthProxy();

@@ -12,6 +12,7 @@ service key from KRB5_KTNAME), Basic against --basic USER:PASSWORD.
                 [--tls CERT KEY [--alpn h2,http/1.1]]
                 [--ntlm-acceptor pyspnego|gss-ntlmssp]
                 [--challenge-framing body|empty|chunked|close-first|close]
+                [--hosts NAME,NAME]
 
 --ntlm-acceptor gss-ntlmssp verifies NTLM with Debian's gss-ntlmssp (GSSAPI,
 through python-gssapi; same NTLM_USER_FILE) instead of pyspnego.
@@ -33,7 +34,9 @@ gets the same answer on every stream: 407 offering --schemes (PyPI h2), so a
 proxy that wants NTLM but speaks HTTP/2 can be imitated.
 
 CONNECT tunnels go to the target; absolute-form requests are forwarded
-(http.client) and their answers re-framed with Content-Length. Each request
+(http.client) and their answers re-framed with Content-Length. The names in
+--hosts are 127.0.0.1 (as squid's hosts_file in tests/support/
+upstream_proxies.cc), others resolve as usual. Each request
 is logged as one JSON line: client (ip:port), method, target, status, scheme,
 authorization (yes when the request had a Proxy-Authorization header, of any
 scheme, else no), user, and nt_len (the NT response length of an NTLM authenticate message: 24
@@ -233,9 +236,14 @@ def relay(a, b):
         return
 
 
+def resolve(host):
+    return "127.0.0.1" if host in ARGS.hosts.split(",") else host
+
+
 def forward(method, target, headers, body):
     u = urllib.parse.urlsplit(target)
-    origin = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+    # The request's own Host header goes along (http.client adds none then).
+    origin = http.client.HTTPConnection(resolve(u.hostname), u.port or 80, timeout=30)
     path = u.path or "/"
     if u.query:
         path += "?" + u.query
@@ -290,7 +298,7 @@ class Handler(socketserver.BaseRequestHandler):
             if method == "CONNECT":
                 host, _, port = target.rpartition(":")
                 try:
-                    upstream = socket.create_connection((host.strip("[]"), int(port)), timeout=10)
+                    upstream = socket.create_connection((resolve(host.strip("[]")), int(port)), timeout=10)
                 except OSError:
                     entry["status"] = 502
                     log(entry)
@@ -376,6 +384,7 @@ def main():
     p.add_argument("--ntlm-acceptor", default="pyspnego", choices=["pyspnego", "gss-ntlmssp"])
     p.add_argument("--challenge-framing", default="body",
                    choices=["body", "empty", "chunked", "close-first", "close"])
+    p.add_argument("--hosts", default="")
     ARGS = p.parse_args()
     server = Server(("127.0.0.1", 0), Handler)
     with open(ARGS.port_file + ".tmp", "w") as f:

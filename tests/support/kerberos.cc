@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -100,6 +101,16 @@ Kdc::~Kdc() {
 
 std::string Kdc::log() const {
   return readFile(dir_.file("kdc.log"));
+}
+
+size_t Kdc::asRequests(const std::string& principal, const std::string& result) const {
+  size_t n = 0;
+  std::istringstream in(log());
+  for (std::string line; std::getline(in, line);)
+    if (line.find("AS_REQ") != std::string::npos && line.find(result + ": ") != std::string::npos &&
+        line.find(principal + "@" + realm_ + " for krbtgt/") != std::string::npos)
+      ++n;
+  return n;
 }
 
 std::map<std::string, std::optional<std::string>> Kdc::env(const std::string& ccache) const {

@@ -9,6 +9,7 @@
 // test process itself, use ScopedKrb5Env.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -38,6 +39,10 @@ class Kdc {
   std::string krb5Conf() const { return dir_.file("krb5.conf"); }
   // The KDC's log (one line per AS-REQ / TGS-REQ).
   std::string log() const;
+  // Its lines of AS requests for `principal` (without the realm) with
+  // `result` ("ISSUE", "PREAUTH_FAILED", "CLIENT KEY EXPIRED"): one per
+  // kinit, or ticket got with a password.
+  size_t asRequests(const std::string& principal, const std::string& result) const;
 
   // kadmin.local: a principal with this password, or with a random key.
   void addPrincipal(const std::string& name, const std::string& password);

@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -110,6 +112,9 @@ struct KerberosPacEnv : PacEnv {
   KerberosPacEnv() {
     Squid::Options s = negotiateSquidOptions(realm);
     s.hosts = PacEnv::squidOptions().hosts;
+    // Its access log keeps the query: each absolute-form request is found
+    // by its own.
+    s.extra_config = "strip_query_terms off\n";
     squid = std::make_unique<Squid>(s);
   }
   H2gate& startWith(const std::string& pac_block) {
@@ -120,9 +125,12 @@ struct KerberosPacEnv : PacEnv {
   }
   // h2gate started with flags only (no -c), as a user types it: `flags`,
   // then --listen 127.0.0.1:0 --admin 127.0.0.1:0 --log-level debug; the
-  // Kerberos tickets of `ccache`; `hosts` its /etc/hosts.
+  // Kerberos tickets of `ccache`; `hosts` its /etc/hosts; `env` on top (a
+  // desktop session's, say); under ASan, what gss-ntlmssp needs
+  // (ntlmSanitizerEnv).
   H2gate& startWithFlags(const std::string& ccache, const std::vector<std::string>& flags,
-                         const std::string& hosts) {
+                         const std::string& hosts,
+                         const std::map<std::string, std::optional<std::string>>& env = {}) {
     gate.reset();  // one at a time
     H2gate::Options o;
     o.binary = H2GATE_BINARY;
@@ -131,6 +139,8 @@ struct KerberosPacEnv : PacEnv {
                   {"--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--log-level", "debug"});
     o.hosts = hosts;
     o.env = realm.kdc.env(ccache);
+    for (const auto& [k, v] : env) o.env[k] = v;
+    ntlmSanitizerEnv(o);
     gate = std::make_unique<H2gate>(std::move(o));
     REQUIRE(gate->process().waitForLog("using the PAC file from", kPacLoadTimeout));
     return *gate;
