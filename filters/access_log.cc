@@ -59,7 +59,7 @@ void appendField(std::string& out, const char* name, uint64_t value) {
   out += std::to_string(value);
 }
 
-std::string isoTime(std::chrono::system_clock::time_point tp) {
+std::string isoMillis(std::chrono::system_clock::time_point tp) {
   using namespace std::chrono;
   const auto day = floor<days>(tp);
   const year_month_day ymd{day};
@@ -162,7 +162,7 @@ std::string AccessLogFilter::formatLine(const RequestHead& head, const StreamInf
   std::string line;
   line.reserve(256 + head.target.size());
   line += "{\"time\":";
-  appendJsonString(line, isoTime(info.start_wall));
+  appendJsonString(line, isoMillis(info.start_wall));
   appendField(line, "listener", info.listener_name);
   appendField(line, "connection_id", info.connection_id);
   appendField(line, "stream_id", info.stream_id);

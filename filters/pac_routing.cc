@@ -88,7 +88,7 @@ void resolveWithAsio(const std::string& host, asio::any_io_executor ex,
       });
 }
 
-std::string isoTime(std::chrono::system_clock::time_point t) {
+std::string timeOrNever(std::chrono::system_clock::time_point t) {
   if (t.time_since_epoch().count() == 0) return "never";
   return log::utcSeconds(t);
 }
@@ -636,12 +636,13 @@ std::string PacRoute::describe(bool with_text) const {
   std::shared_ptr<const pac::PacScript> script = evaluator_->script();
   if (script) {
     out += "in use: " + script->origin + "\nsha256: " + script->sha256 +
-           "\nloaded: " + isoTime(script->loaded_at) +
+           "\nloaded: " + timeOrNever(script->loaded_at) +
            "\nsize: " + std::to_string(script->text.size()) + " bytes\n";
   } else {
     out += "in use: none (requests take the fallback)\n";
   }
-  out += "last fetch: " + isoTime(st.fetched_at) + "\nlast attempt: " + isoTime(st.attempted_at);
+  out += "last fetch: " + timeOrNever(st.fetched_at) +
+         "\nlast attempt: " + timeOrNever(st.attempted_at);
   out += st.last_error.empty() ? std::string(" (ok)\n") : " (failed: " + st.last_error + ")\n";
   out += "attempts: " + std::to_string(st.attempts) + ", failures: " + std::to_string(st.failures) +
          "\n";
@@ -661,7 +662,7 @@ std::string PacRoute::degraded() const {
   }
   if (!st.last_error.empty())
     return "pac " + name() + ": the last fetch failed (" + st.last_error +
-           "); keeping the PAC file fetched at " + isoTime(st.fetched_at);
+           "); keeping the PAC file fetched at " + timeOrNever(st.fetched_at);
   return {};
 }
 

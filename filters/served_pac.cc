@@ -72,7 +72,7 @@ function FindProxyForURL(url, host) {
   var ip = v4 || v6 != null;
 )JS";
 
-std::string quoted(std::string_view s) {
+std::string jsString(std::string_view s) {
   // Names are [a-z0-9._-] (normalizeHostName); nothing to escape.
   return "\"" + std::string(s) + "\"";
 }
@@ -94,7 +94,8 @@ std::string maskOf(unsigned prefix) {
 
 std::string cidrCondition(const net::CidrRange& c) {
   if (!c.base.v6)
-    return "(v4 && isInNet(host, " + quoted(c.base.str()) + ", " + quoted(maskOf(c.prefix)) + "))";
+    return "(v4 && isInNet(host, " + jsString(c.base.str()) + ", " + jsString(maskOf(c.prefix)) +
+           "))";
   std::string groups;
   for (std::size_t i = 0; i < 16; i += 2) {
     groups += groups.empty() ? "" : ", ";
@@ -107,14 +108,14 @@ std::string patternCondition(const match::HostPattern& p) {
   std::string cond;
   switch (p.kind) {
     case match::HostPattern::Kind::Exact:
-      cond = "(!ip && host == " + quoted(p.name) + ")";
+      cond = "(!ip && host == " + jsString(p.name) + ")";
       break;
     case match::HostPattern::Kind::Domain:
-      cond = "(!ip && (host == " + quoted(p.name) + " || dnsDomainIs(host, " +
-             quoted("." + p.name) + ")))";
+      cond = "(!ip && (host == " + jsString(p.name) + " || dnsDomainIs(host, " +
+             jsString("." + p.name) + ")))";
       break;
     case match::HostPattern::Kind::Subdomains:
-      cond = "(!ip && dnsDomainIs(host, " + quoted("." + p.name) + "))";
+      cond = "(!ip && dnsDomainIs(host, " + jsString("." + p.name) + "))";
       break;
     case match::HostPattern::Kind::Any:
       cond = "true";

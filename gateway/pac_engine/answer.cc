@@ -12,7 +12,7 @@ namespace {
 constexpr std::size_t kMaxQuoted = 200;
 
 // Printable ASCII for logs: anything else becomes '?'.
-std::string quoted(std::string_view s) {
+std::string printable(std::string_view s) {
   std::string out(s.substr(0, kMaxQuoted));
   for (char& c : out)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
@@ -43,7 +43,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
   std::string_view host;
   std::string_view rest;
   if (addr.find("://") != std::string_view::npos)
-    return "'" + quoted(addr) + "' is a URL, not host:port";
+    return "'" + printable(addr) + "' is a URL, not host:port";
   if (addr.front() == '[') {
     const std::size_t close = addr.find(']');
     if (close == std::string_view::npos) return "unclosed '[' in the address";
@@ -51,7 +51,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
     rest = addr.substr(close + 1);
     const std::optional<net::IpAddress> ip = net::parseIp(host);
     if (!ip || !ip->v6 || host.find('%') != std::string_view::npos)
-      return "'" + quoted(host) + "' in brackets is not an IPv6 address";
+      return "'" + printable(host) + "' in brackets is not an IPv6 address";
     e.host = ip->str();
     if (!rest.empty() && rest.front() != ':') return "unexpected text after ']'";
   } else {
@@ -60,7 +60,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
       return "an IPv6 address needs brackets ([2001:db8::1]:8080)";
     host = addr.substr(0, colon);
     rest = colon == std::string_view::npos ? std::string_view() : addr.substr(colon);
-    if (!validName(host)) return "'" + quoted(host) + "' is not a host name or address";
+    if (!validName(host)) return "'" + printable(host) + "' is not a host name or address";
     e.host.assign(host);
     lowerAsciiInPlace(e.host);
   }
@@ -70,7 +70,7 @@ std::string parseAddress(std::string_view addr, uint16_t default_port, ProxyEntr
   if (digits.empty()) return "empty port after ':'";
   if (digits.size() > 5 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return "port '" + quoted(digits) + "' is not a number";
+    return "port '" + printable(digits) + "' is not a number";
   unsigned port = 0;
   for (char c : digits) port = port * 10 + static_cast<unsigned>(c - '0');
   if (port == 0 || port > 65535) return "port " + std::string(digits) + " is out of range";
@@ -91,7 +91,7 @@ constexpr Keyword kKeywords[] = {
 
 // One trimmed, non-empty entry: fills `e` and returns true, or fills `skip`.
 bool parseEntry(std::string_view text, ProxyEntry& e, SkippedEntry& skip) {
-  skip.text = quoted(text);
+  skip.text = printable(text);
   for (char c : text) {
     if (static_cast<unsigned char>(c) < 0x20 && !isAsciiSpace(c)) {
       skip.reason = "control character in the entry";
@@ -106,7 +106,7 @@ bool parseEntry(std::string_view text, ProxyEntry& e, SkippedEntry& skip) {
   for (const Keyword& k : kKeywords)
     if (iequals(word, k.name)) kw = &k;
   if (kw == nullptr) {
-    skip.reason = "unknown keyword '" + quoted(word) +
+    skip.reason = "unknown keyword '" + printable(word) +
                   "' (expected DIRECT, PROXY host:port or HTTPS host:port)";
     return false;
   }
@@ -186,7 +186,7 @@ ProxyList parseProxyList(std::string_view answer) {
       } else if (std::find(out.entries.begin(), out.entries.end(), e) != out.entries.end()) {
         // A repeat adds nothing to a failover list.
       } else if (out.entries.size() >= kMaxEntries) {
-        skip({quoted(text), "more than " + std::to_string(kMaxEntries) + " entries", false});
+        skip({printable(text), "more than " + std::to_string(kMaxEntries) + " entries", false});
       } else {
         out.entries.push_back(std::move(e));
       }

@@ -16,16 +16,6 @@
 using namespace h2gate::test;
 using std::chrono::milliseconds;
 
-namespace {
-
-std::string join(const std::set<std::string>& s) {
-  std::string out;
-  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("h1: ALPN falls back to HTTP/1.1; CONNECT and absolute-form are byte-identical",
           "[upstream][h1]") {
   H1Env env;

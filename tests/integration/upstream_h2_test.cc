@@ -25,16 +25,6 @@
 using namespace h2gate::test;
 using std::chrono::milliseconds;
 
-namespace {
-
-std::string join(const std::set<std::string>& s) {
-  std::string out;
-  for (const auto& x : s) out += (out.empty() ? "" : ", ") + x;
-  return out;
-}
-
-}  // namespace
-
 TEST_CASE("h2: 50 parallel 20 MiB tunnels share one TLS connection to the proxy",
           "[upstream][h2]") {
   H2Env env;

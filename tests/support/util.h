@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,12 @@ inline bool has(const std::string& text, const std::string& needle) {
 }
 inline std::string str(uint64_t n) {
   return std::to_string(n);
+}
+// "a, b, c".
+inline std::string join(const std::set<std::string>& items) {
+  std::string out;
+  for (const auto& x : items) out += (out.empty() ? "" : ", ") + x;
+  return out;
 }
 
 using Clock = std::chrono::steady_clock;
