@@ -49,6 +49,18 @@
 # apt configuration of this script's own under the cache: the machine's apt setup is
 # not touched and no root is needed. apt checks every file against the signed index.
 #
+# A mirror that lists a source in its index but does not serve its files (this
+# machine's, for Debian 13's nghttp2 1.64.0-1.1+deb13u2 and prometheus-cpp 1.0.2-2:
+# 404) stops the build with the list of those sources (exit 3). Two variables then
+# choose other sources, by hand and in the open (both are part of the key, and the
+# log and MANIFEST name every source built):
+#   H2GATE_WIN_SOURCE_VERSIONS="SRC=VERSION ..."  builds SRC at VERSION instead of
+#                  the installed library's version;
+#   H2GATE_WIN_SOURCE_SUITE=SUITE  adds the deb-src entries of SUITE (e.g. bookworm)
+#                  on the same mirror, where such a VERSION may be.
+# The Windows libraries then differ from the Linux build's in version; the
+# Windows build and its tests say whether h2gate works with them.
+#
 # Cache: $H2GATE_WIN_CACHE, else /var/cache/h2gate-win where writable, else
 # ${XDG_CACHE_HOME:-~/.cache}/h2gate-win. A sysroot is <cache>/sysroot-<key>, the key
 # a hash of the source versions, the mingw-w64 package versions and this script, so a
@@ -150,6 +162,22 @@ resolve_sources() {
   done
   ((${#missing[@]} == 0)) ||
     die "the Linux build's packages are not installed: ${missing[*]} (deploy/install-deps.sh installs them)" 3
+  # Versions chosen by hand (see the top).
+  local pin name ver i found
+  for pin in ${H2GATE_WIN_SOURCE_VERSIONS:-}; do
+    name=${pin%%=*} ver=${pin#*=}
+    [[ $pin == *=* && -n $name && -n $ver ]] ||
+      die "H2GATE_WIN_SOURCE_VERSIONS: '$pin' is not SOURCE=VERSION" 3
+    found=0
+    for i in "${!SRC_NAME[@]}"; do
+      [[ ${SRC_NAME[$i]} == "$name" ]] || continue
+      [[ $mode == print ]] ||
+        log "$name: building $ver (H2GATE_WIN_SOURCE_VERSIONS), not the installed ${SRC_VERSION[$i]} of ${LINUX_PKGS[$i]}"
+      SRC_VERSION[$i]=$ver
+      found=1
+    done
+    ((found)) || die "H2GATE_WIN_SOURCE_VERSIONS: '$name' is none of the sources built here (${SRC_NAME[*]})" 3
+  done
 }
 
 check_tools() {
@@ -176,6 +204,7 @@ key_inputs() {
     printf 'source %s %s\n' "${SRC_NAME[$i]}" "${SRC_VERSION[$i]}"
   done
   [[ -z $LLHTTP_PKG ]] || printf 'package %s %s (%s)\n' "$LLHTTP_PKG" "$(llhttp_version)" "$LLHTTP_SUITE"
+  [[ -z ${H2GATE_WIN_SOURCE_SUITE:-} ]] || printf 'source suite %s\n' "$H2GATE_WIN_SOURCE_SUITE"
 }
 
 sysroot_path() { printf '%s/sysroot-%s\n' "$CACHE" "$(key_inputs | sha256sum | cut -c1-16)"; }
@@ -280,6 +309,12 @@ apt_updated=0
 apt_src_update() {
   ((apt_updated)) && return 0
   write_sources "$APT_DIR" deb-src
+  if [[ -n ${H2GATE_WIN_SOURCE_SUITE:-} ]]; then
+    # That suite's entries beside the machine's (see the top).
+    write_sources "$APT_DIR-extra" deb-src "$H2GATE_WIN_SOURCE_SUITE"
+    cp "$APT_DIR-extra/sources.list.d/debian.sources" "$APT_DIR/sources.list.d/extra.sources"
+    cat "$APT_DIR-extra/sources.list" >>"$APT_DIR/sources.list"
+  fi
   log "apt-get update of deb-src entries for: $(sed -n 's/^Suites: //p; s/^deb-src \(\[[^]]*\] \)\{0,1\}[^ ]* \([^ ]*\).*/\2/p' \
     "$APT_DIR/sources.list.d/debian.sources" "$APT_DIR/sources.list" | tr '\n' ' ')(in $APT_DIR)"
   local out
@@ -702,7 +737,7 @@ build() {
   if ((${#unserved[@]})); then
     local list
     list=$(printf '%s, ' "${unserved[@]}")
-    die "the mirror does not serve the source of ${list%, }: as root, '$SCRIPT --align' (deploy/install-deps.sh --test runs it) upgrades such a package to the newest version whose source is served, if there is one" 3
+    die "the mirror does not serve the source of ${list%, }: as root, '$SCRIPT --align' (deploy/install-deps.sh --test runs it) upgrades such a package to the newest version whose source is served, if there is one; or H2GATE_WIN_SOURCE_VERSIONS (and H2GATE_WIN_SOURCE_SUITE) choose versions that are served (see $SCRIPT --help)" 3
   fi
   log "sources ready ($((SECONDS - t0)) s)"
 

@@ -322,7 +322,13 @@ if [[ $WINDOWS == 1 ]]; then
   EXEC_ENV=("${INSTALL_ENV[@]}")
   in_box install-test-windows.log nice deploy/install-deps.sh --test-windows
   EXEC_ENV=()
+  # deploy/windows/build-deps.sh's choice of sources, passed on (see its top).
+  EXEC_ENV=()
+  for v in H2GATE_WIN_SOURCE_VERSIONS H2GATE_WIN_SOURCE_SUITE; do
+    [[ -n ${!v:-} ]] && EXEC_ENV+=(-e "$v=${!v}")
+  done
   in_box windows.log nice tests/windows/run.sh build-windows
+  EXEC_ENV=()
   grep -E '^build-deps: (sources:|[a-z0-9-]+: done in|llhttp:|sysroot complete)|^windows: (mingw|wine|dependencies|configured)' \
     "$OUT/windows.log" | sed 's/^/  /'
   log "ok: $(grep -Eo '[0-9]+% tests passed.*' "$OUT/windows.log" | tail -n1); [windows-exe]: $(grep -E '^(All tests passed|test cases:)' "$OUT/windows.log" | tail -n1); windows: passed under wine"
