@@ -50,10 +50,14 @@ TEST_CASE("pac resolver: a dead DNS server holds at most per_owner threads of on
   // loaded machine, later than 30 ms): wait for the four, then none more.
   for (int i = 0; i < 500 && dns.calls() < 4; ++i) std::this_thread::sleep_for(10ms);
   CHECK(dns.calls() == 4);
+  // Four lookups and six refusals; on a loaded machine a lookup that no
+  // thread took before its caller gave up is dropped from the queue and frees
+  // its slot (resolver.cc), so a later name gets it: a lookup more and a
+  // refusal less, yet still four calls that hold threads.
   SystemResolver::Stats s = resolver.stats();
-  CHECK(s.lookups == 4);
-  CHECK(s.refused == 6);
-  CHECK(s.timed_out == 4);
+  CHECK(s.lookups >= 4);
+  CHECK(s.lookups + s.refused == 10);
+  CHECK(s.timed_out == s.lookups);
   // Another request's lookup of a name in /etc/hosts starts at once: it
   // does not wait for the dead ones (which end only at release()), so it
   // answers well before its deadline.
