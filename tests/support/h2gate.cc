@@ -221,10 +221,21 @@ std::string H2gate::sanitizerReport() const {
 }
 
 bool H2gate::sanitized() const {
-  std::ifstream maps("/proc/" + std::to_string(process_->pid()) + "/maps");
+  const std::string proc = "/proc/" + std::to_string(process_->pid());
+  std::ifstream maps(proc + "/maps");
   std::string line;
   while (std::getline(maps, line)) {
     if (line.find("/libasan.so") != std::string::npos) return true;
+  }
+  // clang links the runtime in: its entry point's name is in the executable.
+  std::ifstream exe(proc + "/exe", std::ios::binary);
+  const std::string needle = "__asan_init";
+  std::string chunk(1 << 20, '\0'), tail;
+  while (exe) {
+    exe.read(chunk.data(), static_cast<std::streamsize>(chunk.size()));
+    const std::string window = tail + chunk.substr(0, static_cast<size_t>(exe.gcount()));
+    if (window.find(needle) != std::string::npos) return true;
+    tail = window.size() >= needle.size() ? window.substr(window.size() - needle.size()) : window;
   }
   return false;
 }

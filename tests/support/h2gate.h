@@ -84,8 +84,9 @@ class H2gate {
   // Sanitizer reports (ASan, LSan, UBSan) and illegal phase transitions
   // (gateway/upstream/phase.h) in its stderr, "" when none.
   std::string sanitizerReport() const;
-  // Whether the running h2gate is an AddressSanitizer build (libasan in its
-  // memory map): its shadow memory and quarantine make RSS bounds meaningless.
+  // Whether the running h2gate is an AddressSanitizer build (GCC's: libasan in
+  // its memory map; clang's, linked in statically: its runtime's name in the
+  // executable): its shadow memory and quarantine make RSS bounds meaningless.
   // Asked of the process, not of the test program's own build, since the ASan
   // stage runs the release test programs against an ASan h2gate.
   bool sanitized() const;
