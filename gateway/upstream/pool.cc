@@ -612,19 +612,26 @@ void UpstreamPool::onNetworkChange(config::Duration timeout) {
   const size_t idle = h1_idle_.size();
   for (auto& i : h1_idle_) closeIdleH1(i, Http1Close::NetworkChange);
   h1_idle_.clear();
-  size_t revived = 0;
+  // A proxy that was down may be reachable on the new network: its back-off
+  // starts over (markUp cancels the retry timer and clears the delay), and
+  // an attempt to it starts now, as its timer would have. Without that
+  // attempt nothing would try it again while another endpoint serves, and
+  // /clusters would go on calling it down after it came back.
+  std::vector<size_t> revived;
   for (size_t i = 0; i < backoff_.size(); ++i) {
     if (!backoff_[i].down) continue;
     markUp(i);
-    ++revived;
+    revived.push_back(i);
   }
   H2G_LOG(Debug, 0, 0,
           "cluster " << cluster_.name << " (worker " << worker_ << "): network change: "
                      << conns.size() << " h2 connection(s) to confirm within "
                      << std::chrono::duration<double>(timeout).count() << "s, " << idle
-                     << " idle HTTP/1.1 connection(s) closed, " << revived
-                     << " endpoint(s) no longer considered down");
+                     << " idle HTTP/1.1 connection(s) closed, " << revived.size()
+                     << " endpoint(s) no longer considered down, tried again now");
   preconnect();
+  for (size_t i : revived)
+    if (!connectingTo(i)) openConnection(i);
 }
 
 }  // namespace h2gate::upstream

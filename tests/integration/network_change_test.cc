@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <string>
 #include <thread>
@@ -18,6 +19,7 @@
 #include "tests/support/h2_env.h"
 #include "tests/support/h2gate.h"
 #include "tests/support/netns.h"
+#include "tests/support/scrape.h"
 #include "tests/support/tcp_relay.h"
 #include "tests/support/upstream_proxies.h"
 #include "tests/support/util.h"
@@ -122,6 +124,78 @@ TEST_CASE("network change: a connection whose path went silent is replaced in ti
   // not taken down (no back-off, no 503 for the waiting request).
   CHECK(gate->stderrText().find("are down") == std::string::npos);
   CHECK(fetch(env, *gate, "later").out == "200");
+}
+
+// A proxy that was down on the old network may be reachable on the new one:
+// the change tries it again at once, whatever its back-off had grown to,
+// while another proxy goes on serving. (Before, the change cancelled the
+// retry and tried nothing: the proxy stayed "down" in /clusters for good,
+// even once it was back; CI hit that when a container's veth link went
+// away during failover_test.)
+TEST_CASE("network change: a proxy down on the old network is tried again at once", "[netchange]") {
+  std::string why;
+  if (!haveNetns(&why)) {
+    WARN("skipped: " << why);
+    return;
+  }
+  InNetns ns;
+  REQUIRE(ns.error() == "");
+  H2Env env;
+  Nghttpx& a = env.nghttpx;
+  Nghttpx b(H2Env::nghttpxOptions(env.options, env.ca, env.squid.httpPort()));
+  H2gate::Options o;
+  o.binary = H2GATE_BINARY;
+  o.yaml =
+      upstreamModeYaml(a.port(), env.ca.caCertPath(), {}, {"connect_timeout: 2s"}, {b.port()}) +
+      "h2gate:\n  network_change_timeout: 1s\n";
+  o.args = {"--log-level", "debug"};
+  H2gate gate(std::move(o));
+  Process& p = gate.process();
+  INFO(p.logTail(40));
+  REQUIRE(p.waitForLog("proxy 127\\.0\\.0\\.1:" + str(a.port()) + " negotiated h2",
+                       milliseconds(10000)));
+  const auto state = [&](const Nghttpx& proxy, const std::string& want, milliseconds timeout) {
+    const std::string line = "127.0.0.1:" + str(proxy.port()) + " state=" + want;
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (adminGet(gate.adminPort(), "/clusters").body.find(line) != std::string::npos) return true;
+      std::this_thread::sleep_for(milliseconds(100));
+    }
+    return false;
+  };
+
+  // A goes away; h2gate finds it down and serves through B.
+  a.process().kill(SIGKILL);
+  REQUIRE(state(a, "down", milliseconds(5000)));
+  CHECK(fetch(env, gate, "via-b").out == "200");
+  // Its back-off grows: 0.5 s, 1 s, 2 s, 4 s between attempts.
+  std::this_thread::sleep_for(milliseconds(4000));
+
+  // Still away at the change: tried at once, found down, and its back-off
+  // starts over from 0.5 s.
+  const std::string restarted = "proxy 127.0.0.1:" + str(a.port()) + " down; next attempt in 0.5s";
+  const size_t restarts = countOccurrences(gate.stderrText(), restarted);
+  REQUIRE(ns.ip({"addr", "add", "10.203.0.2/24", "dev", "lo"}));
+  REQUIRE(p.waitForLog("network change: address 10\\.203\\.0\\.2/24 added on lo; confirming",
+                       milliseconds(3000)));
+  CHECK(p.waitForLog("1 endpoint\\(s\\) no longer considered down, tried again now",
+                     milliseconds(2000)));
+  const auto deadline = Clock::now() + milliseconds(3000);
+  while (countOccurrences(gate.stderrText(), restarted) == restarts && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(50));
+  CHECK(countOccurrences(gate.stderrText(), restarted) > restarts);
+  CHECK(state(a, "down", milliseconds(1000)));
+  std::this_thread::sleep_for(milliseconds(4000));  // the back-off grows again
+
+  // Back before the next change: the change finds it up, long before its
+  // back-off would have.
+  a.restart();
+  REQUIRE(ns.ip({"addr", "del", "10.203.0.2/24", "dev", "lo"}));
+  REQUIRE(p.waitForLog("network change: address 10\\.203\\.0\\.2/24 removed from lo",
+                       milliseconds(3000)));
+  CHECK(state(a, "up", milliseconds(3000)));
+  CHECK(fetch(env, gate, "after").out == "200");
+  CHECK(p.running());
 }
 
 TEST_CASE("network change: direct mode says so; 0s turns the monitor off", "[netchange]") {
