@@ -43,7 +43,8 @@ int status();
 std::string detachConsole();
 
 // The log file of `autostart run` without --log-file:
-// %LOCALAPPDATA%\h2gate\h2gate.log (its folder created); "" on POSIX.
+// %LOCALAPPDATA%\h2gate\h2gate.log (its folder created; %USERPROFILE%\AppData\Local
+// without %LOCALAPPDATA%); "" when neither is set, and on POSIX.
 std::string defaultLogFile();
 
 }  // namespace h2gate::autostart

@@ -25,7 +25,6 @@ const wchar_t kValueNameW[] = L"h2gate";
 
 using win_text::errorText;
 using win_text::narrow;
-using win_text::widen;
 
 // Closes a registry key at scope exit.
 struct Key {
@@ -88,23 +87,13 @@ std::string defaultLogFile() {
 }
 
 int install(const std::vector<std::string>& flags) {
-  bool has_log_file = false;
   std::string error;
-  std::vector<std::wstring> args =
-      win_text::ownCommand({L"autostart", L"run"}, flags, &has_log_file, &error);
+  // defaultLogFile() is "" when neither %LOCALAPPDATA% nor %USERPROFILE% is set.
+  const std::vector<std::wstring> args =
+      win_text::ownCommand({L"autostart", L"run"}, flags, defaultLogFile, &error);
   if (args.empty()) {
     std::cerr << "h2gate: autostart install: " << error << "\n";
     return 1;
-  }
-  if (!has_log_file) {
-    const std::string log = defaultLogFile();
-    if (log.empty()) {
-      std::cerr << "h2gate: autostart install: neither %LOCALAPPDATA% nor %USERPROFILE% is set: "
-                   "give --log-file FILE\n";
-      return 1;
-    }
-    args.push_back(L"--log-file");
-    args.push_back(widen(log));
   }
   const std::wstring command = command_line::join(args);
 

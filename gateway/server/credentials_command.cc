@@ -23,6 +23,16 @@ std::string where() {
   return std::string(keyring::backendName());
 }
 
+// What a keyring call that did not succeed prints; the exit code.
+int failure(const char* verb, const std::string& name, keyring::Status s, const std::string& error,
+            std::ostream& err) {
+  if (s == keyring::Status::NotFound)
+    err << "h2gate: no entry '" << name << "' in " << where() << "\n";
+  else
+    err << "h2gate: credentials " << verb << " " << name << ": " << error << "\n";
+  return 1;
+}
+
 int set(const std::string& name, const std::string& user, std::ostream& out, std::ostream& err) {
   const bool tty = terminal::stdinIsTerminal();
   std::string password;
@@ -47,10 +57,7 @@ int set(const std::string& name, const std::string& user, std::ostream& out, std
   std::string error;
   const keyring::Status s = keyring::store(name, user, password, &error);
   wipe(password);
-  if (s != keyring::Status::Ok) {
-    err << "h2gate: credentials set " << name << ": " << error << "\n";
-    return 1;
-  }
+  if (s != keyring::Status::Ok) return failure("set", name, s, error, err);
   out << "stored entry '" << name << "' (user " << user << ") in " << where() << "\n";
   return 0;
 }
@@ -58,36 +65,20 @@ int set(const std::string& name, const std::string& user, std::ostream& out, std
 int show(const std::string& name, std::ostream& out, std::ostream& err) {
   keyring::Entry entry;
   std::string error;
-  switch (keyring::lookup(name, &entry, &error)) {
-    case keyring::Status::Ok:
-      out << "entry '" << name << "' in " << where() << ": user "
-          << (entry.username.empty() ? std::string("(none)") : entry.username)
-          << ", a password is stored\n";
-      return 0;
-    case keyring::Status::NotFound:
-      err << "h2gate: no entry '" << name << "' in " << where() << "\n";
-      return 1;
-    case keyring::Status::Failed:
-      break;
-  }
-  err << "h2gate: credentials show " << name << ": " << error << "\n";
-  return 1;
+  const keyring::Status s = keyring::lookup(name, &entry, &error);
+  if (s != keyring::Status::Ok) return failure("show", name, s, error, err);
+  out << "entry '" << name << "' in " << where() << ": user "
+      << (entry.username.empty() ? std::string("(none)") : entry.username)
+      << ", a password is stored\n";
+  return 0;
 }
 
 int remove(const std::string& name, std::ostream& out, std::ostream& err) {
   std::string error;
-  switch (keyring::remove(name, &error)) {
-    case keyring::Status::Ok:
-      out << "deleted entry '" << name << "' from " << where() << "\n";
-      return 0;
-    case keyring::Status::NotFound:
-      err << "h2gate: no entry '" << name << "' in " << where() << "\n";
-      return 1;
-    case keyring::Status::Failed:
-      break;
-  }
-  err << "h2gate: credentials delete " << name << ": " << error << "\n";
-  return 1;
+  const keyring::Status s = keyring::remove(name, &error);
+  if (s != keyring::Status::Ok) return failure("delete", name, s, error, err);
+  out << "deleted entry '" << name << "' from " << where() << "\n";
+  return 0;
 }
 
 }  // namespace

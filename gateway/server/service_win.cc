@@ -35,7 +35,6 @@ const wchar_t kDescriptionW[] =
 // The system's text for a Win32 error code, with the code.
 using win_text::errorText;
 using win_text::narrow;
-using win_text::widen;
 
 // Closes a service manager handle at scope exit.
 struct ScHandle {
@@ -162,17 +161,12 @@ std::string defaultLogFile() {
 }
 
 int install(const std::vector<std::string>& flags) {
-  bool has_log_file = false;
   std::string error;
-  std::vector<std::wstring> args =
-      win_text::ownCommand({L"service", L"run"}, flags, &has_log_file, &error);
+  const std::vector<std::wstring> args =
+      win_text::ownCommand({L"service", L"run"}, flags, defaultLogFile, &error);
   if (args.empty()) {
     std::cerr << "h2gate: service install: " << error << "\n";
     return 1;
-  }
-  if (!has_log_file) {
-    args.push_back(L"--log-file");
-    args.push_back(widen(defaultLogFile()));
   }
   const std::wstring command = command_line::join(args);
 

@@ -7,16 +7,9 @@
 #include <cstdio>
 #include <string>
 
-#include <openssl/crypto.h>
-
 #include "gateway/server/terminal.h"
 
 namespace h2gate::terminal {
-namespace {
-
-constexpr std::size_t kMaxLine = 64 * 1024;
-
-}  // namespace
 
 bool stdinIsTerminal() {
   return ::isatty(STDIN_FILENO) == 1;
@@ -27,43 +20,30 @@ bool readSecretLine(const std::string& prompt, std::string* out) {
   termios saved{};
   bool restore = false;
   if (tty) {
-    std::fputs(prompt.c_str(), stderr);
-    std::fflush(stderr);
+    // Echo off before the prompt shows (as glibc's getpass): what is typed
+    // once the prompt is there is never echoed, nor thrown away by the
+    // TCSAFLUSH, which drops only what was typed ahead of it.
     if (::tcgetattr(STDIN_FILENO, &saved) == 0) {
       termios quiet = saved;
       quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
       quiet.c_lflag |= ECHONL;
       restore = ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet) == 0;
     }
+    std::fputs(prompt.c_str(), stderr);
+    std::fflush(stderr);
   }
-  std::string& line = *out;
-  line.clear();
-  line.reserve(kMaxLine + 1);  // no reallocation: no stray copies of the secret
-  bool failed = false;
-  // One byte at a time: nothing beyond the line is taken from the input.
-  for (;;) {
-    char c = 0;
-    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed = n < 0 || line.empty();  // end of input: a last line without '\n' counts
-      break;
-    }
-    if (c == '\n') break;
-    if (line.size() == kMaxLine) {
-      failed = true;
-      break;
-    }
-    line.push_back(c);
-  }
+  const bool ok = readLine(
+      [](char* c) {
+        for (;;) {
+          const ssize_t n = ::read(STDIN_FILENO, c, 1);
+          if (n == 1) return ByteRead::Byte;
+          if (n == 0) return ByteRead::End;
+          if (errno != EINTR) return ByteRead::Error;
+        }
+      },
+      out);
   if (restore) ::tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
-  if (failed) {
-    OPENSSL_cleanse(line.data(), line.capacity());
-    line.clear();
-    return false;
-  }
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return true;
+  return ok;
 }
 
 }  // namespace h2gate::terminal

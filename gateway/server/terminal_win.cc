@@ -55,34 +55,6 @@ bool readConsoleLine(HANDLE in, std::string* out) {
   return !failed;
 }
 
-bool readPipeLine(HANDLE in, std::string* out) {
-  std::string& line = *out;
-  line.clear();
-  line.reserve(kMaxLine + 1);
-  bool failed = false;
-  for (;;) {
-    char c = 0;
-    DWORD n = 0;
-    if (!ReadFile(in, &c, 1, &n, nullptr) || n == 0) {
-      failed = line.empty();  // end of input: a last line without '\n' counts
-      break;
-    }
-    if (c == '\n') break;
-    if (line.size() == kMaxLine) {
-      failed = true;
-      break;
-    }
-    line.push_back(c);
-  }
-  if (failed) {
-    SecureZeroMemory(line.data(), line.capacity());
-    line.clear();
-    return false;
-  }
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return true;
-}
-
 }  // namespace
 
 bool stdinIsTerminal() {
@@ -96,7 +68,14 @@ bool readSecretLine(const std::string& prompt, std::string* out) {
     std::fflush(stderr);
     return readConsoleLine(in, out);
   }
-  return readPipeLine(in, out);
+  // A pipe's writer gone (ERROR_BROKEN_PIPE) is its end.
+  return readLine(
+      [in](char* c) {
+        DWORD n = 0;
+        if (ReadFile(in, c, 1, &n, nullptr)) return n == 1 ? ByteRead::Byte : ByteRead::End;
+        return GetLastError() == ERROR_BROKEN_PIPE ? ByteRead::End : ByteRead::Error;
+      },
+      out);
 }
 
 }  // namespace h2gate::terminal

@@ -3,6 +3,7 @@
 // (win_text_win.cc).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,10 +23,12 @@ std::wstring absolutePath(const std::wstring& p);
 // The command line that starts this h2gate.exe again as `verb` (e.g. L"service",
 // L"run") with `flags`, the paths in them made absolute
 // (command_line::withAbsolutePaths): what service install and autostart install
-// store. *has_log_file: whether the flags name one. Empty, with *error set, when
-// the executable's own path cannot be found.
+// store. Flags that name no --log-file get `--log-file default_log_file()`.
+// Empty, with *error set, when the executable's own path cannot be found or
+// default_log_file() is needed and gives "" (no folder for it).
 std::vector<std::wstring> ownCommand(const std::vector<std::wstring>& verb,
-                                     const std::vector<std::string>& flags, bool* has_log_file,
+                                     const std::vector<std::string>& flags,
+                                     const std::function<std::string()>& default_log_file,
                                      std::string* error);
 
 }  // namespace h2gate::win_text

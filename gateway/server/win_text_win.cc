@@ -42,7 +42,8 @@ std::wstring absolutePath(const std::wstring& p) {
 }
 
 std::vector<std::wstring> ownCommand(const std::vector<std::wstring>& verb,
-                                     const std::vector<std::string>& flags, bool* has_log_file,
+                                     const std::vector<std::string>& flags,
+                                     const std::function<std::string()>& default_log_file,
                                      std::string* error) {
   wchar_t exe[MAX_PATH * 2] = L"";
   DWORD n = ::GetModuleFileNameW(nullptr, exe, MAX_PATH * 2);
@@ -54,8 +55,19 @@ std::vector<std::wstring> ownCommand(const std::vector<std::wstring>& verb,
   for (const std::string& f : flags) wide.push_back(widen(f));
   std::vector<std::wstring> args = {exe};
   args.insert(args.end(), verb.begin(), verb.end());
-  for (std::wstring& a : command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, has_log_file))
+  bool has_log_file = false;
+  for (std::wstring& a :
+       command_line::withAbsolutePaths<wchar_t>(wide, absolutePath, &has_log_file))
     args.push_back(std::move(a));
+  if (!has_log_file) {
+    const std::string log = default_log_file();
+    if (log.empty()) {
+      *error = "found no folder for its log file: give --log-file FILE";
+      return {};
+    }
+    args.push_back(L"--log-file");
+    args.push_back(widen(log));
+  }
   return args;
 }
 

@@ -154,6 +154,47 @@ TEST_CASE("keyring: h2gate credentials set, show, delete", "[keyring]") {
   CHECK(r.err == "h2gate: usage: h2gate credentials set NAME USER | show NAME | delete NAME\n");
 }
 
+// On a terminal (tests/support/on_terminal.py: a pseudo-terminal, typed
+// into as a person would): the prompts show, the password is asked twice
+// and never shown (echo is off while it is typed), and two different ones
+// store nothing. The fixture is proven first with bash's `read`, with and
+// without -s, so a fixture that could not see echo would fail here.
+TEST_CASE("keyring: credentials set on a terminal: prompts, no echo, asked twice", "[keyring]") {
+  SecretService s;
+  const std::string typist = supportDir() + "/on_terminal.py";
+  Run r = s.run({"python3", typist, "Secret: =hidden-1", "--", "bash", "-c",
+                 "read -s -p 'Secret: ' x; echo; echo \"got ${#x}\""});
+  INFO(r.out << r.err);
+  REQUIRE(r.code() == 0);
+  CHECK(r.out == "Secret: \ngot 8\n");
+  CHECK(has(r.err, "'Secret: ': echo off"));
+  r = s.run({"python3", typist, "Seen: =shown-1", "--", "bash", "-c", "read -p 'Seen: ' x"});
+  REQUIRE(r.code() == 0);
+  CHECK(r.out == "Seen: shown-1\n");  // typed with echo on: shown
+  CHECK(has(r.err, "'Seen: ': echo on"));
+
+  const std::string h2gate = H2gate::binaryPath(H2GATE_BINARY);
+  const std::string pw = "tty-Proxy-pw-9";
+  r = s.run({"python3", typist, "Password for erin (entry tty): =" + pw, "Again: =" + pw, "--",
+             h2gate, "credentials", "set", "tty", "erin"});
+  INFO(r.out << r.err);
+  CHECK(r.code() == 0);
+  CHECK(r.out ==
+        "Password for erin (entry tty): \nAgain: \nstored entry 'tty' (user erin) in the Secret "
+        "Service\n");
+  CHECK(countOccurrences(r.err, ": echo off") == 2);
+  CHECK_FALSE(has(r.out, pw));
+  Run stored = s.run({"secret-tool", "lookup", "entry", "tty"});
+  CHECK(stored.out == pw);
+
+  r = s.run({"python3", typist, "Password for erin (entry tty2): =" + pw, "Again: =other-pw", "--",
+             h2gate, "credentials", "set", "tty2", "erin"});
+  CHECK(r.code() == 1);
+  CHECK(has(r.out, "h2gate: credentials set: the passwords differ; nothing stored\n"));
+  CHECK_FALSE(has(r.out, pw));
+  CHECK(s.h2gate({"credentials", "show", "tty2"}).code() == 1);
+}
+
 TEST_CASE("keyring: h2gate sends the keyring's password as Basic to squid", "[keyring]") {
   SecretService s;
   Squid::Options so;
