@@ -48,4 +48,19 @@ std::string_view schemeName(ProxyAuthentication::Scheme s) {
   return "auto";
 }
 
+std::string authenticationText(const Cluster& c) {
+  if (!c.authentication) return c.credentials ? "basic" : "";
+  const ProxyAuthentication& a = *c.authentication;
+  std::string text(schemeName(a.scheme));
+  if (a.scheme != ProxyAuthentication::Scheme::Negotiate &&
+      a.scheme != ProxyAuthentication::Scheme::Auto)
+    return text;
+  if (!a.client_keytab.empty()) return text + " (Kerberos keytab " + a.client_keytab + ")";
+  // gateway/upstream/auth/gssapi_posix.cc, PasswordTgt.
+  if (c.credentials)
+    return text + " (Kerberos tickets got with the password of '" +
+           (a.principal.empty() ? c.credentials->username : a.principal) + "', no kinit)";
+  return text;
+}
+
 }  // namespace h2gate::config

@@ -241,6 +241,13 @@ struct Cluster {
   bool receives_listener_headers = true;
 };
 
+// How h2gate authenticates to the proxies of `c`, for log lines: "" when it
+// does not; "basic" for credentials alone; else the scheme, with where
+// Kerberos tickets come from when h2gate gets them itself, e.g. "negotiate
+// (Kerberos keytab /etc/h.keytab)" or "auto (Kerberos tickets got with the
+// password of 'alice', no kinit)".
+std::string authenticationText(const Cluster& c);
+
 struct Admin {
   SocketAddress address{"127.0.0.1", 9901};
   bool enabled = true;

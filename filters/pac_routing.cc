@@ -282,7 +282,8 @@ std::string PacRoute::start() {
     if (!auth_->scheme.empty())
       H2G_LOG(Info, 0, 0,
               "pac " << name() << ": proxies named by the PAC file that get credentials ("
-                     << auth_->scheme << "): " << auth_->listText());
+                     << config::authenticationText(config_.proxies.cluster)
+                     << "): " << auth_->listText());
   });
   return {};
 }

@@ -216,19 +216,10 @@ void Server::logCluster(const config::Cluster& c) {
   std::string eps;
   for (const auto& e : c.endpoints)
     eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
-  std::string auth;
-  using Scheme = config::ProxyAuthentication::Scheme;
-  if (c.authentication) {
-    const config::ProxyAuthentication& a = *c.authentication;
-    auth = ", proxy authentication " + std::string(config::schemeName(a.scheme));
-    if (!a.client_keytab.empty())
-      auth += " (Kerberos keytab " + a.client_keytab + ")";
-    else if (c.credentials && (a.scheme == Scheme::Negotiate || a.scheme == Scheme::Auto))
-      // gateway/upstream/auth/gssapi_posix.cc, PasswordTgt.
-      auth += " (Kerberos tickets got with the password of '" +
-              (a.principal.empty() ? c.credentials->username : a.principal) + "', no kinit)";
-  } else if (c.credentials)
-    auth = ", with credentials (Basic)";
+  const std::string how = config::authenticationText(c);
+  const std::string auth = how.empty()                           ? ""
+                           : how == "basic" && !c.authentication ? ", with credentials (Basic)"
+                                                                 : ", proxy authentication " + how;
   H2G_LOG(Info, 0, 0,
           "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "") << auth);
   if (c.authentication && c.authentication->scheme == config::ProxyAuthentication::Scheme::Ntlm)

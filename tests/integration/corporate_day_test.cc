@@ -147,7 +147,8 @@ TEST_CASE(
       no_cache, {"--pac", pac_url, "--proxy-auth", "auto", "--proxy-credentials", "keyring:corp"},
       "127.0.0.1 localhost web.internal.test\n", desktop.env());
   CHECK(has(gate.stderrText(),
-            "proxies named by the PAC file that get credentials (auto): [localhost]"));
+            "proxies named by the PAC file that get credentials (auto (Kerberos tickets got "
+            "with the password of 'CORP\\erin', no kinit)): [localhost]"));
   const std::string dump = adminGet(gate.adminPort(), "/config_dump").body;
   CHECK(has(dump, "keyring: corp\n"));
   CHECK(has(dump, "scheme: auto\n"));

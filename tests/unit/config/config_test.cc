@@ -61,3 +61,32 @@ TEST_CASE("config: the authentication schemes by their config names", "[config]"
   CHECK(schemeName(ProxyAuthentication::Scheme::Ntlm) == "ntlm");
   CHECK(schemeName(ProxyAuthentication::Scheme::Basic) == "basic");
 }
+
+TEST_CASE("config: how a cluster authenticates, as the startup log says it", "[config]") {
+  Cluster c;
+  CHECK(authenticationText(c).empty());
+  c.credentials = ProxyCredentials{};
+  c.credentials->username = "alice";
+  c.credentials->password = "never-in-the-text";
+  CHECK(authenticationText(c) == "basic");  // credentials alone: Basic
+
+  c.authentication = ProxyAuthentication{};
+  c.authentication->scheme = ProxyAuthentication::Scheme::Auto;
+  CHECK(authenticationText(c) ==
+        "auto (Kerberos tickets got with the password of 'alice', no kinit)");
+  c.authentication->principal = "alice@CORP.EXAMPLE";
+  c.authentication->scheme = ProxyAuthentication::Scheme::Negotiate;
+  CHECK(authenticationText(c) ==
+        "negotiate (Kerberos tickets got with the password of 'alice@CORP.EXAMPLE', no kinit)");
+  c.authentication->client_keytab = "/etc/h2gate/h2gate.keytab";
+  CHECK(authenticationText(c) == "negotiate (Kerberos keytab /etc/h2gate/h2gate.keytab)");
+  c.authentication->scheme = ProxyAuthentication::Scheme::Ntlm;
+  CHECK(authenticationText(c) == "ntlm");
+  c.authentication->scheme = ProxyAuthentication::Scheme::Basic;
+  CHECK(authenticationText(c) == "basic");
+
+  c.credentials.reset();  // the user's own tickets (kinit)
+  c.authentication->client_keytab.clear();
+  c.authentication->scheme = ProxyAuthentication::Scheme::Negotiate;
+  CHECK(authenticationText(c) == "negotiate");
+}
