@@ -65,14 +65,25 @@ TEST_CASE("SSPI NTLM with an explicit identity: negotiate, then an NTLMv2 authen
   CHECK(u16(t, 20) > 24);
 }
 
-TEST_CASE("SSPI Negotiate without a ticket: an error with what to do", "[auth][sspi]") {
+TEST_CASE("SSPI Negotiate without a ticket: NTLM inside, or an error with what to do",
+          "[auth][sspi]") {
   // ctest points KRB5CCNAME at nothing (wine's Kerberos reads the host's cache).
   const Step s =
       platformMechanisms({})->newContext(Mechanism::Negotiate, "HTTP@proxy.test")->step({});
-  CHECK(s.status == Step::Status::Failed);
-  CHECK(s.token.empty());
-  CHECK_THAT(s.error, Catch::Contains("SEC_E_NO_CREDENTIALS"));
-  CHECK_THAT(s.hint, Catch::Contains("credentials"));
+  INFO("status " << static_cast<int>(s.status) << ", " << s.token.size()
+                 << " token bytes, error: " << s.error);
+  if (s.status == Step::Status::Failed) {
+    // wine 8 (Debian 12) answers so.
+    CHECK(s.token.empty());
+    CHECK_THAT(s.error, Catch::Contains("SEC_E_NO_CREDENTIALS"));
+    CHECK_THAT(s.hint, Catch::Contains("credentials"));
+  } else {
+    // Windows, and wine 10 (Debian 13): without a ticket Negotiate falls
+    // back to NTLM under the session's account: its NEGOTIATE_MESSAGE is in
+    // the first token (alone, or wrapped in SPNEGO).
+    CHECK(s.status == Step::Status::Continue);
+    CHECK(s.token.find(std::string("NTLMSSP\0\x01", 9)) != std::string::npos);
+  }
 }
 
 TEST_CASE("SSPI: the machine's LmCompatibilityLevel is checked", "[auth][sspi]") {
