@@ -51,14 +51,19 @@ CommandResult fetch(H2Env& env, H2gate& gate, const std::string& tag) {
                  milliseconds(25000));
 }
 
+// True, with a warning that the test is skipped, where network namespaces
+// cannot be made.
+bool netnsMissing() {
+  std::string why;
+  if (haveNetns(&why)) return false;
+  WARN("skipped: " << why);
+  return true;
+}
+
 }  // namespace
 
 TEST_CASE("network change: the upstream h2 connection answers a PING and is kept", "[netchange]") {
-  std::string why;
-  if (!haveNetns(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (netnsMissing()) return;
   InNetns ns;
   REQUIRE(ns.error() == "");
   H2Env env;
@@ -91,11 +96,7 @@ TEST_CASE("network change: the upstream h2 connection answers a PING and is kept
 
 TEST_CASE("network change: a connection whose path went silent is replaced in time",
           "[netchange]") {
-  std::string why;
-  if (!haveNetns(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (netnsMissing()) return;
   InNetns ns;
   REQUIRE(ns.error() == "");
   H2Env env;
@@ -133,11 +134,7 @@ TEST_CASE("network change: a connection whose path went silent is replaced in ti
 // even once it was back; CI hit that when a container's veth link went
 // away during failover_test.)
 TEST_CASE("network change: a proxy down on the old network is tried again at once", "[netchange]") {
-  std::string why;
-  if (!haveNetns(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (netnsMissing()) return;
   InNetns ns;
   REQUIRE(ns.error() == "");
   H2Env env;
@@ -199,11 +196,7 @@ TEST_CASE("network change: a proxy down on the old network is tried again at onc
 }
 
 TEST_CASE("network change: direct mode says so; 0s turns the monitor off", "[netchange]") {
-  std::string why;
-  if (!haveNetns(&why)) {
-    WARN("skipped: " << why);
-    return;
-  }
+  if (netnsMissing()) return;
   InNetns ns;
   REQUIRE(ns.error() == "");
   H2gate::Options on;
