@@ -86,6 +86,9 @@ for spec in "${SUBSET[@]}"; do
   done
 done
 WINDOWS=${H2GATE_DEBIAN_WINDOWS:-0}
+# Step 5w runs h2gate.exe against the real peers with the Linux build's
+# [windows-exe] test (tests/windows/run.sh): build it too.
+[[ $WINDOWS != 1 ]] || SUBSET_FILES+=(windows_exe_test)
 WIN_CACHE=${H2GATE_DEBIAN_WIN_CACHE:-/var/cache/h2gate-win-$RELEASE}
 
 CHECK_NAME=check_debian
