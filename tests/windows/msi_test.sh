@@ -336,7 +336,7 @@ ok "msiexec /i $(basename "$msi") over $next is refused (exit $rc, Windows code 
 
 # 5. Uninstall: stopped (drained), removed, files gone.
 before=$(tr -d '\r' <"$PD/h2gate.log" | wc -l)
-out=$(w msiexec /x "$winmsi2" /qn) || fail "msiexec /x /qn: $out"
+out=$(w msiexec /x "$winmsi2" /qn /l\*v 'Z:'"${TMP//\//\\}"'\uninstall.log') || fail "msiexec /x /qn: $out"
 ok "msiexec /x /qn uninstalled ($((SECONDS - t0)) s)"
 [[ -z $(state) ]] || fail "the service is still registered: $(w sc query h2gate)"
 key=$(service_key)
@@ -348,7 +348,12 @@ if curl -fsS -o /dev/null --max-time 2 http://127.0.0.1:9901/ready 2>/dev/null; 
   fail "something still answers on the admin port"
 fi
 for f in h2gate.exe README-windows.txt; do
-  [[ ! -e $PF/$f ]] || fail "C:\\Program Files\\h2gate\\$f is left after uninstall"
+  if [[ -e $PF/$f ]]; then
+    # What msiexec said of the file, and whether a process still had it.
+    tr -d '\r' <"$TMP/uninstall.log" | grep -iE "$f|in use|reboot|return value 3" | head -n 20 || true
+    pgrep -af 'h2gate\.exe' || echo "(no h2gate.exe process left)"
+    fail "C:\\Program Files\\h2gate\\$f is left after uninstall"
+  fi
 done
 [[ -f $PF/h2gate.yaml ]] || fail "the configuration was removed (it is Permanent)"
 ok "uninstall stopped the service (exit code 0), removed it, h2gate.exe and README-windows.txt;" \
