@@ -49,6 +49,14 @@ mkdir -p "$BUILD"
 BUILD=$(readlink -f "$BUILD")
 export WINEPREFIX=$BUILD/wineprefix
 export WINEDEBUG=-all
+# Where XDG_RUNTIME_DIR is unset (a container, a CI job), wine 10's Wayland
+# client writes "error: XDG_RUNTIME_DIR is invalid or not set in the
+# environment." into the stderr of every program it starts, which the tests
+# read; a private, empty one keeps that stderr the program's own.
+if [[ -z ${XDG_RUNTIME_DIR:-} || ! -d $XDG_RUNTIME_DIR ]]; then
+  export XDG_RUNTIME_DIR=$BUILD/xdg-runtime
+  mkdir -p -m 700 "$XDG_RUNTIME_DIR"
+fi
 # Our prefix's wineserver lingers a few seconds after the test; stop it so it
 # holds no pipe of the caller open.
 WINESERVER=$(command -v wineserver || true)
