@@ -216,10 +216,10 @@ void Server::logCluster(const config::Cluster& c) {
   std::string eps;
   for (const auto& e : c.endpoints)
     eps += (eps.empty() ? "" : ", ") + e.address + ":" + std::to_string(e.port_value);
-  const std::string how = config::authenticationText(c);
-  const std::string auth = how.empty()                           ? ""
-                           : how == "basic" && !c.authentication ? ", with credentials (Basic)"
-                                                                 : ", proxy authentication " + how;
+  const std::string auth = c.authentication
+                               ? ", proxy authentication " + config::authenticationText(c)
+                           : c.credentials ? ", with credentials (Basic)"
+                                           : "";
   H2G_LOG(Info, 0, 0,
           "cluster " << c.name << ": upstream proxy " << eps << (c.tls ? " over TLS" : "") << auth);
   if (c.authentication && c.authentication->scheme == config::ProxyAuthentication::Scheme::Ntlm)

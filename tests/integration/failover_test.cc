@@ -73,16 +73,9 @@ struct TwoProxies {
     return r.exit_code == 0 && r.out == "200" &&
            sha256File(out.file(name)) == testFile("1m").sha256;
   }
-  std::string clusters() { return adminGet(gate->adminPort(), "/clusters").body; }
   bool endpointState(const Nghttpx& p, const std::string& state,
                      milliseconds timeout = milliseconds(15000)) {
-    const std::string want = "127.0.0.1:" + str(p.port()) + " state=" + state;
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (clusters().find(want) != std::string::npos) return true;
-      std::this_thread::sleep_for(milliseconds(100));
-    }
-    return false;
+    return waitForEndpointState(gate->adminPort(), p.port(), state, timeout);
   }
 
   TempDir work{"failover"};

@@ -152,13 +152,7 @@ TEST_CASE("network change: a proxy down on the old network is tried again at onc
   REQUIRE(p.waitForLog("proxy 127\\.0\\.0\\.1:" + str(a.port()) + " negotiated h2",
                        milliseconds(10000)));
   const auto state = [&](const Nghttpx& proxy, const std::string& want, milliseconds timeout) {
-    const std::string line = "127.0.0.1:" + str(proxy.port()) + " state=" + want;
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (adminGet(gate.adminPort(), "/clusters").body.find(line) != std::string::npos) return true;
-      std::this_thread::sleep_for(milliseconds(100));
-    }
-    return false;
+    return waitForEndpointState(gate.adminPort(), proxy.port(), want, timeout);
   };
 
   // A goes away; h2gate finds it down and serves through B.

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "tests/support/util.h"
 
@@ -33,6 +34,17 @@ AdminReply adminRequest(const std::string& method, uint16_t port, const std::str
 
 AdminReply adminGet(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {
   return adminRequest("GET", port, path, {}, timeout);
+}
+
+bool waitForEndpointState(uint16_t admin_port, uint16_t proxy_port, const std::string& state,
+                          std::chrono::milliseconds timeout) {
+  const std::string want = "127.0.0.1:" + std::to_string(proxy_port) + " state=" + state;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (adminGet(admin_port, "/clusters").body.find(want) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
 }
 
 AdminReply adminPost(uint16_t port, const std::string& path, std::chrono::milliseconds timeout) {

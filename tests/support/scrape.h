@@ -23,6 +23,10 @@ AdminReply adminGet(uint16_t port, const std::string& path,
 AdminReply adminPost(uint16_t port, const std::string& path,
                      std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 inline constexpr const char* kAdminPostHeader = "X-H2gate-Admin: 1";
+// Waits until /clusters shows the endpoint 127.0.0.1:`proxy_port` in `state`
+// ("up", "down", ...); false after `timeout`.
+bool waitForEndpointState(uint16_t admin_port, uint16_t proxy_port, const std::string& state,
+                          std::chrono::milliseconds timeout);
 // Any method, with extra request headers ("Name: value", as curl -H takes
 // them; "Host: x" replaces curl's own).
 AdminReply adminRequest(const std::string& method, uint16_t port, const std::string& path,
